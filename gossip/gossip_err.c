@@ -1,0 +1,41 @@
+/* gossip_err.c - names for the protocol core's error codes. */
+#include "gossip_types.h"
+
+const char *gossip_strerror(int err)
+{
+        switch (err) {
+        case GOSSIP_OK:
+                return "success";
+        case GOSSIP_EINVAL:
+                return "invalid argument";
+        case GOSSIP_ENOMEM:
+                return "out of memory";
+        case GOSSIP_ESHORT:
+                return "frame truncated";
+        case GOSSIP_ETOOBIG:
+                return "frame too big";
+        case GOSSIP_EVERSION:
+                return "unsupported protocol version";
+        case GOSSIP_EKIND:
+                return "unknown message kind";
+        case GOSSIP_EUNKNOWNKEY:
+                return "signer not trusted";
+        case GOSSIP_EBADSIG:
+                return "bad signature";
+        case GOSSIP_EREPLAY:
+                return "replayed message";
+        case GOSSIP_EDECODE:
+                return "malformed message body";
+        case GOSSIP_ENONFINITE:
+                return "NaN or Inf in payload";
+        case GOSSIP_ESTALE:
+                return "gradient too stale";
+        case GOSSIP_ENOPEER:
+                return "no live peer";
+        case GOSSIP_ESEND:
+                return "send failed";
+        case GOSSIP_EMISMATCH:
+                return "payload does not match the model";
+        }
+        return "unknown error";
+}

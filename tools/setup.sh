@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# gossipnode set-up: installs what is missing (Debian 12, as root), builds,
+# and runs one of:
+#   cluster  a local multi-node cluster training on Fashion-MNIST (main job)
+#   test     the whole test suite (normal build, then ASan+UBSan unit tests)
+#   build    just install + build
+# Environment: GN_NODES (cluster size, default 4), GN_BUILD_DIR (default build).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+build=${GN_BUILD_DIR:-build}
+
+pkgs=(build-essential cmake pkg-config git
+      libuv1-dev libsodium-dev libmsgpack-dev libblis-dev libcmocka-dev
+      zlib1g-dev dataset-fashion-mnist
+      gnuplot-nox iproute2 iptables procps python3)
+
+install_missing() {
+        local missing=() p
+        for p in "${pkgs[@]}" "$@"; do
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+                        grep -q "install ok installed" || missing+=("$p")
+        done
+        if [ ${#missing[@]} -eq 0 ]; then
+                echo "setup: all packages present"
+                return
+        fi
+        echo "setup: installing ${missing[*]}"
+        if [ "$(id -u)" -ne 0 ]; then
+                echo "setup: need root to install packages (run with sudo)" >&2
+                exit 1
+        fi
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q
+        apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+do_build() { # dir, extra cmake args...
+        local dir=$1
+        shift
+        cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DGN_WERROR=ON "$@"
+        cmake --build "$dir" -j "$(nproc)"
+}
+
+cmd=${1:-cluster}
+case "$cmd" in
+build)
+        install_missing
+        do_build "$build"
+        ;;
+test)
+        install_missing clang libclang-rt-14-dev
+        do_build "$build"
+        (cd "$build" && ctest --output-on-failure -j 2 --timeout 900)
+        echo "setup: ASan+UBSan build, unit and simulation tests"
+        do_build "$build-asan" -DGN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+        (cd "$build-asan" && ASAN_OPTIONS=detect_leaks=1 \
+                ctest --output-on-failure -j 2 -L 'unit|sim' --timeout 900)
+        ;;
+cluster)
+        install_missing
+        do_build "$build"
+        exec "$build/tools/gossip-cluster" --nodes "${GN_NODES:-4}" \
+                --build "$build" "${@:2}"
+        ;;
+*)
+        echo "usage: $0 {cluster|test|build}" >&2
+        exit 2
+        ;;
+esac
