@@ -18,21 +18,21 @@
 
 enum gossip_err {
         GOSSIP_OK = 0,
-        GOSSIP_EINVAL = -1,     /* bad argument */
-        GOSSIP_ENOMEM = -2,     /* allocation failed */
-        GOSSIP_ESHORT = -3,     /* frame shorter than its header says */
-        GOSSIP_ETOOBIG = -4,    /* frame over the configured bound */
-        GOSSIP_EVERSION = -5,   /* unknown protocol version */
-        GOSSIP_EKIND = -6,      /* unknown message kind */
+        GOSSIP_EINVAL = -1,      /* bad argument */
+        GOSSIP_ENOMEM = -2,      /* allocation failed */
+        GOSSIP_ESHORT = -3,      /* frame shorter than its header says */
+        GOSSIP_ETOOBIG = -4,     /* frame over the configured bound */
+        GOSSIP_EVERSION = -5,    /* unknown protocol version */
+        GOSSIP_EKIND = -6,       /* unknown message kind */
         GOSSIP_EUNKNOWNKEY = -7, /* signer not in the trusted set */
-        GOSSIP_EBADSIG = -8,    /* Ed25519 signature does not verify */
-        GOSSIP_EREPLAY = -9,    /* (incarnation, seq) already seen or too old */
-        GOSSIP_EDECODE = -10,   /* msgpack body malformed */
+        GOSSIP_EBADSIG = -8,     /* Ed25519 signature does not verify */
+        GOSSIP_EREPLAY = -9,  /* (incarnation, seq) already seen or too old */
+        GOSSIP_EDECODE = -10, /* msgpack body malformed */
         GOSSIP_ENONFINITE = -11, /* NaN or Inf in a gradient/state payload */
-        GOSSIP_ESTALE = -12,    /* gradient older than the staleness bound */
-        GOSSIP_ENOPEER = -13,   /* no live partner / member */
-        GOSSIP_ESEND = -14,     /* env->send failed */
-        GOSSIP_EMISMATCH = -15, /* payload shape does not match the model */
+        GOSSIP_ESTALE = -12,     /* gradient older than the staleness bound */
+        GOSSIP_ENOPEER = -13,    /* no live partner / member */
+        GOSSIP_ESEND = -14,      /* env->send failed */
+        GOSSIP_EMISMATCH = -15,  /* payload shape does not match the model */
 };
 
 const char *gossip_strerror(int err);
@@ -51,9 +51,9 @@ enum gossip_channel {
 };
 
 /* Ed25519 public key: a member is its key, not its address. */
-#define GOSSIP_KEY_BYTES 32
+#define GOSSIP_KEY_BYTES    32
 #define GOSSIP_SECRET_BYTES 64
-#define GOSSIP_SIG_BYTES 64
+#define GOSSIP_SIG_BYTES    64
 
 struct gossip_env {
         /* Hand one complete frame to the transport. 0 or negative. The

@@ -1,0 +1,615 @@
+/*
+ * codec.c - gradient payload codecs (see codec.h; format in
+ * docs/learning.md).
+ *
+ * Invariants: bytes are read and written one at a time in little-endian
+ * order, never through casts, so the format is the same on every host and
+ * alignment never matters (fp32 bodies are memcpy'd on little-endian
+ * hosts, which is the same bytes). The decoder computes the exact expected
+ * length from the validated header before it reads a byte of the body, and
+ * every count it uses is bounded by the caller's model size. The encoder
+ * checks everything that can fail before it touches the residual, so a
+ * failed encode changes nothing, and the residual is always finite.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+
+/* ---- little-endian helpers ---- */
+
+/* On little-endian hosts an fp32 body is a plain copy of the floats. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_LE 1
+#else
+#define HOST_LE 0
+#endif
+
+static void put16(uint8_t *p, uint16_t v)
+{
+        p[0] = (uint8_t)v;
+        p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+        for (int i = 0; i < 4; i++)
+                p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+        return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+               (uint32_t)p[3] << 24;
+}
+
+static uint32_t f2u(float f)
+{
+        uint32_t u;
+
+        memcpy(&u, &f, sizeof(u));
+        return u;
+}
+
+static float u2f(uint32_t u)
+{
+        float f;
+
+        memcpy(&f, &u, sizeof(f));
+        return f;
+}
+
+/* ---- IEEE binary16 ---- */
+
+/* m / 2^s rounded to nearest, ties to even, for 1 <= s <= 25 and
+ * m < 2^31, without a data-dependent branch (gradient mantissas are
+ * random, so a branch here would mispredict half the time): adding half - 1
+ * plus the quotient's low bit carries into the quotient exactly when the
+ * remainder is over half, or equal to it with an odd quotient. */
+static uint32_t shift_rne(uint32_t m, unsigned s)
+{
+        return (m + (1u << (s - 1)) - 1 + ((m >> s) & 1)) >> s;
+}
+
+uint16_t gossip_float_to_half(float f)
+{
+        uint32_t x = f2u(f);
+        uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+        uint32_t ax = x & 0x7fffffff;
+        uint32_t exp = ax >> 23, mant = ax & 0x7fffff, sub, nor, s, pick;
+
+        if (ax > 0x7f800000)
+                return 0x7e00; /* NaN */
+        if (ax == 0x7f800000)
+                return sign | 0x7c00; /* Inf */
+        if (ax > 0x477fe000)          /* > 65504: saturate */
+                return sign | 0x7bff;
+        /* Below 2^-14 (exp < 113) the half is subnormal: the 24-bit
+         * significand in units of 2^-24. Shifts past 25 give 0 as 25 does
+         * (m < 2^24 is below half of 2^25), so s is clamped to [14, 25]
+         * (the upper clamp with a mask: zeros are common, and GCC turns a
+         * conditional there into a branch). */
+        s = 126 - (exp > 112 ? 112 : exp);
+        s = 25 + ((s - 25) & ((uint32_t)0 - (uint32_t)(s < 25)));
+        sub = shift_rne(mant | 0x800000, s);
+        /* Normal: rebias the exponent (127 -> 15) and round away the low
+         * 13 mantissa bits; a carry out of the mantissa correctly bumps the
+         * exponent, never to Inf since larger values were saturated. */
+        nor = shift_rne(ax - (112u << 23), 13);
+        /* Both are computed and one picked with a mask: gradients mix
+         * magnitudes, and a branch here would mispredict. */
+        pick = (uint32_t)0 - (uint32_t)(exp < 113);
+        return sign | (uint16_t)((sub & pick) | (nor & ~pick));
+}
+
+float gossip_half_to_float(uint16_t h)
+{
+        uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+        uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff, pick;
+        /* subnormal: m * 2^-24, exact since m < 2^10 */
+        uint32_t sub = f2u((float)m * 0x1p-24f) | sign;
+        uint32_t nor = sign | ((e + 112) << 23) | (m << 13);
+
+        if (e == 31)
+                return u2f(sign | 0x7f800000 | (m << 13)); /* Inf, NaN */
+        pick = (uint32_t)0 - (uint32_t)(e == 0);           /* mask, see above */
+        return u2f((sub & pick) | (nor & ~pick));
+}
+
+/* ---- shapes ---- */
+
+const char *gossip_codec_name(int id)
+{
+        switch (id) {
+        case GOSSIP_CODEC_FP32:
+                return "fp32";
+        case GOSSIP_CODEC_FP16:
+                return "fp16";
+        case GOSSIP_CODEC_INT8:
+                return "int8";
+        case GOSSIP_CODEC_TOPK:
+                return "topk";
+        }
+        return NULL;
+}
+
+void gossip_codec_partition(size_t n, uint32_t p, uint32_t parts, size_t *lo,
+                            size_t *count)
+{
+        uint64_t a = (uint64_t)n * p / parts;
+        uint64_t b = (uint64_t)n * (p + 1) / parts;
+
+        *lo = (size_t)a;
+        *count = (size_t)(b - a);
+}
+
+/* Body bytes for `count` elements; params already validated. In 64 bits
+ * so that a header cannot overflow it on a 32-bit Pi. */
+static uint64_t body_size(int id, uint64_t count, uint32_t param)
+{
+        switch (id) {
+        case GOSSIP_CODEC_FP32:
+                return 4 * count;
+        case GOSSIP_CODEC_FP16:
+                return 2 * count;
+        case GOSSIP_CODEC_INT8:
+                return 4 * ((count + param - 1) / param) + count;
+        case GOSSIP_CODEC_TOPK:
+                return 8 * (uint64_t)param;
+        }
+        return 0;
+}
+
+/* Top-k entries for a partition of `count` elements. */
+static uint32_t topk_k(const struct gossip_codec *c, size_t count)
+{
+        size_t k = c->cfg.k;
+
+        if (k == 0)
+                k = count * GOSSIP_CODEC_TOPK_PERCENT_DEFAULT / 100;
+        if (k == 0)
+                k = 1;
+        return (uint32_t)(k < count ? k : count);
+}
+
+static uint32_t codec_param(const struct gossip_codec *c, size_t count)
+{
+        if (c->cfg.id == GOSSIP_CODEC_INT8)
+                return c->cfg.block;
+        if (c->cfg.id == GOSSIP_CODEC_TOPK)
+                return topk_k(c, count);
+        return 0;
+}
+
+/* ---- encoder ---- */
+
+int gossip_codec_init(struct gossip_codec *c,
+                      const struct gossip_codec_cfg *cfg)
+{
+        struct gossip_codec_cfg k;
+
+        if (!c || !cfg || !gossip_codec_name(cfg->id) || cfg->n == 0 ||
+            (uint64_t)cfg->n > UINT32_MAX)
+                return GOSSIP_EINVAL;
+        k = *cfg;
+        if (k.parts == 0)
+                k.parts = 1;
+        if (k.block == 0)
+                k.block = GOSSIP_CODEC_INT8_BLOCK_DEFAULT;
+        if (k.parts > GOSSIP_CODEC_PARTS_MAX || k.parts > k.n ||
+            k.block > GOSSIP_CODEC_INT8_BLOCK_MAX)
+                return GOSSIP_EINVAL;
+        memset(c, 0, sizeof(*c));
+        c->cfg = k;
+        if (k.parts > 1 || k.id == GOSSIP_CODEC_TOPK ||
+            (k.error_feedback && k.id != GOSSIP_CODEC_FP32)) {
+                c->residual = calloc(k.n, sizeof(float));
+                if (!c->residual)
+                        return GOSSIP_ENOMEM;
+        }
+        return 0;
+}
+
+void gossip_codec_free(struct gossip_codec *c)
+{
+        if (!c)
+                return;
+        free(c->residual);
+        c->residual = NULL;
+}
+
+void gossip_codec_reset(struct gossip_codec *c)
+{
+        if (c->residual)
+                memset(c->residual, 0, c->cfg.n * sizeof(float));
+}
+
+size_t gossip_codec_max_size(const struct gossip_codec *c)
+{
+        size_t biggest = (c->cfg.n + c->cfg.parts - 1) / c->cfg.parts;
+
+        return (size_t)(GOSSIP_CODEC_HEADER_BYTES +
+                        body_size(c->cfg.id, biggest, codec_param(c, biggest)));
+}
+
+static void put_header(uint8_t *p, const struct gossip_codec *c, uint32_t part,
+                       size_t count, uint32_t param)
+{
+        p[0] = GOSSIP_CODEC_VERSION;
+        p[1] = (uint8_t)c->cfg.id;
+        put16(p + 2, (uint16_t)part);
+        put16(p + 4, (uint16_t)c->cfg.parts);
+        put16(p + 6, 0);
+        put32(p + 8, (uint32_t)c->cfg.n);
+        put32(p + 12, (uint32_t)count);
+        put32(p + 16, param);
+}
+
+/* The encoders below write x[0..count) and, when res is not NULL (it then
+ * aliases x), leave in res what the receiver will not reconstruct. */
+
+static void enc_fp32(uint8_t *p, float *res, const float *x, size_t count)
+{
+        if (HOST_LE)
+                memcpy(p, x, 4 * count); /* already the wire layout */
+        else
+                for (size_t i = 0; i < count; i++)
+                        put32(p + 4 * i, f2u(x[i]));
+        if (res)
+                memset(res, 0, count * sizeof(float));
+}
+
+static void enc_fp16(uint8_t *p, float *res, const float *x, size_t count)
+{
+        for (size_t i = 0; i < count; i++) {
+                float v = x[i];
+                uint16_t h = gossip_float_to_half(v);
+
+                put16(p + 2 * i, h);
+                if (res)
+                        res[i] = v - gossip_half_to_float(h);
+        }
+}
+
+/* Round to nearest even for |y| < 2^22: adding and removing 1.5 * 2^23
+ * leaves no fraction bits. Inline and branch-free where floats are
+ * evaluated as floats (FLT_EVAL_METHOD 0: x86-64 SSE, ARM); elsewhere
+ * (x87) the sum would be kept in extended precision, so libm does it.
+ * The project never builds with -ffast-math, which could fold it. */
+static float round_even(float y)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+        return (y + 12582912.0f) - 12582912.0f;
+#else
+        return nearbyintf(y);
+#endif
+}
+
+static void enc_int8(uint8_t *p, float *res, const float *x, size_t count,
+                     uint32_t block)
+{
+        size_t nblocks = (count + block - 1) / block;
+        uint8_t *q = p + 4 * nblocks;
+
+        for (size_t b = 0; b < nblocks; b++) {
+                size_t lo = b * block;
+                size_t hi = lo + block < count ? lo + block : count;
+                float maxabs = 0.0f, scale, inv;
+
+                for (size_t i = lo; i < hi; i++) {
+                        float a = fabsf(x[i]);
+                        maxabs = a > maxabs ? a : maxabs;
+                }
+                /* A block below 127 * FLT_MIN (~1.5e-36) is sent as zeros
+                 * (with error feedback it stays in the residual): its
+                 * scale would be subnormal and 1/scale overflow. */
+                scale = maxabs / 127.0f;
+                if (scale < FLT_MIN)
+                        scale = 0.0f;
+                /* Near FLT_MAX, maxabs/127 may round up so that 127 * scale
+                 * overflows, which the decoder refuses: step it down. */
+                while (!isfinite(127.0f * scale))
+                        scale = nextafterf(scale, 0.0f);
+                /* x * (1/scale) may differ from x/scale in the last bit;
+                 * that moves a rounding tie at most, the error stays
+                 * scale/2 plus float rounding. */
+                inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+                put32(p + 4 * b, f2u(scale));
+                for (size_t i = lo; i < hi; i++) {
+                        float v = x[i], r = round_even(v * inv);
+
+                        r = r > 127.0f ? 127.0f : r;
+                        r = r < -127.0f ? -127.0f : r;
+                        q[i] = (uint8_t)(int8_t)r;
+                        if (res)
+                                res[i] = v - r * scale;
+                }
+        }
+}
+
+/* |x| as IEEE bits: for finite values these order like the magnitudes. */
+static uint32_t mag_bits(float x)
+{
+        return f2u(x) & 0x7fffffff;
+}
+
+/* The bits of the k-th largest |x[i]|, 1 <= k <= n. Radix select on the
+ * magnitude bits, 11 + 11 + 10 bits in three passes over x: O(n) in the
+ * worst case, no allocation, no data-dependent recursion (gradients are
+ * full of equal values, ReLU zeros, which hurt quickselect). */
+static uint32_t kth_largest_mag(const float *x, size_t n, size_t k)
+{
+        static const unsigned shift[3] = {21, 10, 0};
+        static const uint32_t buckets[3] = {2048, 2048, 1024};
+        uint32_t hist[2048], prefix = 0, pmask = 0;
+
+        for (int pass = 0; pass < 3; pass++) {
+                uint32_t b = buckets[pass] - 1;
+
+                memset(hist, 0, sizeof(hist));
+                for (size_t i = 0; i < n; i++) {
+                        uint32_t u = mag_bits(x[i]);
+                        if ((u & pmask) == prefix)
+                                hist[(u >> shift[pass]) & b]++;
+                }
+                /* From the top bucket down to the one holding rank k; the
+                 * prefix-matching elements number >= k, so b stays >= 0. */
+                while (b > 0 && k > hist[b])
+                        k -= hist[b--];
+                prefix |= b << shift[pass];
+                pmask |= (buckets[pass] - 1) << shift[pass];
+        }
+        return prefix;
+}
+
+/* Sends the k largest |x| in ascending index order; ties at the threshold
+ * go to the lowest indices, so the choice is deterministic. */
+static void enc_topk(uint8_t *p, float *res, const float *x, size_t count,
+                     uint32_t k)
+{
+        size_t above = 0, ties, j = 0;
+        uint32_t t;
+
+        if (k == 0)
+                return;
+        t = kth_largest_mag(x, count, k);
+        for (size_t i = 0; i < count; i++)
+                above += mag_bits(x[i]) > t;
+        ties = k - above;
+        for (size_t i = 0; i < count && j < k; i++) {
+                uint32_t u = mag_bits(x[i]);
+
+                if (u > t || (u == t && ties > 0)) {
+                        if (u == t)
+                                ties--;
+                        put32(p + 8 * j, (uint32_t)i);
+                        put32(p + 8 * j + 4, f2u(x[i]));
+                        res[i] = 0.0f;
+                        j++;
+                }
+        }
+}
+
+static int all_finite(const float *g, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!isfinite(g[i]))
+                        return 0;
+        return 1;
+}
+
+int gossip_codec_encode(struct gossip_codec *c, uint64_t step, const float *g,
+                        size_t n, void *buf, size_t cap, size_t *len)
+{
+        uint32_t part, param;
+        size_t lo, count;
+        uint64_t need;
+        uint8_t *p = buf, *body;
+        const float *x = g;
+        float *res = NULL;
+
+        if (!c || !g || !buf || !len)
+                return GOSSIP_EINVAL;
+        if (n != c->cfg.n)
+                return GOSSIP_EMISMATCH;
+        if (!all_finite(g, n))
+                return GOSSIP_ENONFINITE;
+        part = (uint32_t)(step % c->cfg.parts);
+        gossip_codec_partition(n, part, c->cfg.parts, &lo, &count);
+        param = codec_param(c, count);
+        need = GOSSIP_CODEC_HEADER_BYTES + body_size(c->cfg.id, count, param);
+        if (need > (uint64_t)cap)
+                return GOSSIP_ETOOBIG;
+        if (c->residual) {
+                /* The residual saturates at +-FLT_MAX rather than become
+                 * Inf: every payload stays finite, and so does it. */
+                for (size_t i = 0; i < n; i++) {
+                        float r = c->residual[i] + g[i];
+
+                        r = r > FLT_MAX ? FLT_MAX : r; /* min/max: vectorises */
+                        c->residual[i] = r < -FLT_MAX ? -FLT_MAX : r;
+                }
+                x = c->residual;
+                res = c->residual + lo;
+        }
+        put_header(p, c, part, count, param);
+        body = p + GOSSIP_CODEC_HEADER_BYTES;
+        switch (c->cfg.id) {
+        case GOSSIP_CODEC_FP32:
+                enc_fp32(body, res, x + lo, count);
+                break;
+        case GOSSIP_CODEC_FP16:
+                enc_fp16(body, res, x + lo, count);
+                break;
+        case GOSSIP_CODEC_INT8:
+                enc_int8(body, res, x + lo, count, param);
+                break;
+        case GOSSIP_CODEC_TOPK:
+                enc_topk(body, res, x + lo, count, param);
+                break;
+        }
+        *len = (size_t)need;
+        c->payloads++;
+        c->bytes += need;
+        return 0;
+}
+
+/* ---- decoder ---- */
+
+static int check_param(int id, size_t count, uint32_t param)
+{
+        switch (id) {
+        case GOSSIP_CODEC_FP32:
+        case GOSSIP_CODEC_FP16:
+                return param == 0;
+        case GOSSIP_CODEC_INT8:
+                return param >= 1 && param <= GOSSIP_CODEC_INT8_BLOCK_MAX;
+        case GOSSIP_CODEC_TOPK:
+                return param <= count;
+        }
+        return 0;
+}
+
+int gossip_codec_peek(const void *buf, size_t len, size_t n_model,
+                      struct gossip_codec_info *info)
+{
+        const uint8_t *p = buf;
+        uint32_t part, parts, model, count, param;
+        size_t max_parts, lo, want;
+        uint64_t need;
+
+        if (!buf || !info || n_model == 0 || (uint64_t)n_model > UINT32_MAX)
+                return GOSSIP_EINVAL;
+        if (len < GOSSIP_CODEC_HEADER_BYTES)
+                return GOSSIP_ESHORT;
+        if (p[0] != GOSSIP_CODEC_VERSION)
+                return GOSSIP_EVERSION;
+        part = get16(p + 2);
+        parts = get16(p + 4);
+        model = get32(p + 8);
+        count = get32(p + 12);
+        param = get32(p + 16);
+        if (!gossip_codec_name(p[1]) || get16(p + 6) != 0)
+                return GOSSIP_EDECODE;
+        if (model != n_model)
+                return GOSSIP_EMISMATCH;
+        max_parts =
+            n_model < GOSSIP_CODEC_PARTS_MAX ? n_model : GOSSIP_CODEC_PARTS_MAX;
+        if (parts == 0 || parts > max_parts || part >= parts)
+                return GOSSIP_EDECODE;
+        gossip_codec_partition(n_model, part, parts, &lo, &want);
+        if (count != want)
+                return GOSSIP_EMISMATCH;
+        if (!check_param(p[1], count, param))
+                return GOSSIP_EDECODE;
+        need = GOSSIP_CODEC_HEADER_BYTES + body_size(p[1], count, param);
+        if ((uint64_t)len < need)
+                return GOSSIP_ESHORT;
+        if ((uint64_t)len > need)
+                return GOSSIP_EDECODE; /* trailing bytes */
+        info->id = (enum gossip_codec_id)p[1];
+        info->part_index = part;
+        info->part_count = parts;
+        info->lo = lo;
+        info->count = count;
+        info->param = param;
+        info->len = (size_t)need;
+        return 0;
+}
+
+static int dec_fp32(const uint8_t *p, float *out, size_t count)
+{
+        if (HOST_LE)
+                memcpy(out, p, 4 * count);
+        else
+                for (size_t i = 0; i < count; i++)
+                        out[i] = u2f(get32(p + 4 * i));
+        for (size_t i = 0; i < count; i++)
+                if (!isfinite(out[i]))
+                        return GOSSIP_ENONFINITE;
+        return 0;
+}
+
+static int dec_fp16(const uint8_t *p, float *out, size_t count)
+{
+        for (size_t i = 0; i < count; i++) {
+                uint16_t h = get16(p + 2 * i);
+
+                if ((h & 0x7c00) == 0x7c00)
+                        return GOSSIP_ENONFINITE;
+                out[i] = gossip_half_to_float(h);
+        }
+        return 0;
+}
+
+static int dec_int8(const uint8_t *p, float *out, size_t count, uint32_t block)
+{
+        size_t nblocks = (count + block - 1) / block;
+        const uint8_t *q = p + 4 * nblocks;
+
+        for (size_t b = 0; b < nblocks; b++) {
+                float scale = u2f(get32(p + 4 * b));
+                size_t lo = b * block;
+                size_t hi = lo + block < count ? lo + block : count;
+
+                if (!isfinite(scale))
+                        return GOSSIP_ENONFINITE;
+                if (signbit(scale))
+                        return GOSSIP_EDECODE; /* encoder never does that */
+                for (size_t i = lo; i < hi; i++) {
+                        if (q[i] == 0x80)
+                                return GOSSIP_EDECODE; /* -128: not ours */
+                        out[i] = (float)(int8_t)q[i] * scale;
+                        if (!isfinite(out[i]))
+                                return GOSSIP_ENONFINITE;
+                }
+        }
+        return 0;
+}
+
+static int dec_topk(const uint8_t *p, float *out, size_t count, uint32_t k)
+{
+        memset(out, 0, count * sizeof(float));
+        for (size_t j = 0; j < k; j++) {
+                uint32_t idx = get32(p + 8 * j);
+                float v = u2f(get32(p + 8 * j + 4));
+
+                if (idx >= count || (j > 0 && idx <= get32(p + 8 * (j - 1))))
+                        return GOSSIP_EDECODE;
+                if (!isfinite(v))
+                        return GOSSIP_ENONFINITE;
+                out[idx] = v;
+        }
+        return 0;
+}
+
+int gossip_codec_decode(const void *buf, size_t len, size_t n_model, float *out,
+                        struct gossip_codec_info *info)
+{
+        const uint8_t *body = (const uint8_t *)buf + GOSSIP_CODEC_HEADER_BYTES;
+        int rc;
+
+        if (!out)
+                return GOSSIP_EINVAL;
+        rc = gossip_codec_peek(buf, len, n_model, info);
+        if (rc)
+                return rc;
+        switch (info->id) {
+        case GOSSIP_CODEC_FP32:
+                return dec_fp32(body, out, info->count);
+        case GOSSIP_CODEC_FP16:
+                return dec_fp16(body, out, info->count);
+        case GOSSIP_CODEC_INT8:
+                return dec_int8(body, out, info->count, info->param);
+        case GOSSIP_CODEC_TOPK:
+                return dec_topk(body, out, info->count, info->param);
+        }
+        return GOSSIP_EDECODE;
+}

@@ -1,0 +1,16 @@
+# learn: partner schedule, gradient merge, payload codecs (gossip/sched.c,
+# gossip/merge.c, gossip/codec.c). The codec bench is built, not registered:
+# run it by hand (see docs/learning.md).
+if(TARGET gn::cmocka)
+  gn_add_test(NAME gossip_sched SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sched.c
+              LIBS gn_gossip gn::cmocka LABELS unit)
+  gn_add_test(NAME gossip_merge SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_merge.c
+              LIBS gn_gossip gn::cmocka LABELS unit)
+  gn_add_test(NAME gossip_codec SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_codec.c
+              LIBS gn_gossip gn::cmocka LABELS unit)
+  gn_add_test(NAME gossip_dissem
+              SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dissem.c
+              LIBS gn_gossip gn::cmocka LABELS sim)
+endif()
+add_executable(bench_gossip_codec ${CMAKE_CURRENT_LIST_DIR}/bench_codec.c)
+target_link_libraries(bench_gossip_codec PRIVATE gn_gossip)

@@ -1,0 +1,435 @@
+/*
+ * test_sched.c - the GossipGraD partner schedule (gossip/sched.c).
+ *
+ * Proves: every node derives the same permutation from the same view and
+ * seed; each node has exactly one partner and one sender per step (the
+ * pattern is a permutation of ranks) for n = 1, 2, 3, powers of two and
+ * others, both patterns; the permutation is fixed within an epoch of
+ * ceil(log2 n) steps and re-drawn between epochs; skipping down members is
+ * deterministic and agrees with the sender lists. Seed from GN_SEED.
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sched.h"
+
+static uint64_t g_seed = 20261129;
+
+static uint64_t rng_next(uint64_t *s)
+{
+        uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
+
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+        return x ^ (x >> 31);
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, GOSSIP_KEY_BYTES);
+}
+
+/* n distinct random keys, sorted. */
+static uint8_t (*make_view(size_t n, uint64_t seed))[GOSSIP_KEY_BYTES]
+{
+        uint8_t(*k)[GOSSIP_KEY_BYTES] = malloc(n * GOSSIP_KEY_BYTES);
+        uint64_t s = seed;
+
+        assert_non_null(k);
+        for (size_t i = 0; i < n; i++) {
+                for (size_t j = 0; j < GOSSIP_KEY_BYTES; j += 8) {
+                        uint64_t r = rng_next(&s);
+                        memcpy(k[i] + j, &r, 8);
+                }
+        }
+        qsort(k, n, GOSSIP_KEY_BYTES, key_cmp);
+        for (size_t i = 1; i < n; i++)
+                assert_true(memcmp(k[i - 1], k[i], GOSSIP_KEY_BYTES) < 0);
+        return k;
+}
+
+/* One schedule per node of the view. */
+static struct gossip_sched *make_nodes(uint8_t (*keys)[GOSSIP_KEY_BYTES],
+                                       size_t n, uint64_t seed,
+                                       enum gossip_sched_pattern pat)
+{
+        struct gossip_sched *s = calloc(n, sizeof(*s));
+
+        assert_non_null(s);
+        for (size_t i = 0; i < n; i++) {
+                assert_int_equal(gossip_sched_init(&s[i],
+                                                   (const uint8_t(*)[32])keys,
+                                                   n, keys[i], seed, pat),
+                                 0);
+                assert_int_equal(s[i].self, i);
+        }
+        return s;
+}
+
+static void test_init_rejects(void **state)
+{
+        uint8_t(*k)[GOSSIP_KEY_BYTES] = make_view(4, g_seed);
+        uint8_t stranger[GOSSIP_KEY_BYTES] = {0};
+        const uint8_t(*ck)[32] = (const uint8_t(*)[32])k;
+        struct gossip_sched s;
+        uint8_t tmp[GOSSIP_KEY_BYTES];
+
+        (void)state;
+        assert_int_equal(gossip_sched_init(&s, ck, 0, k[0], 1, 0),
+                         GOSSIP_EINVAL);
+        memset(stranger, 0xff, sizeof(stranger));
+        assert_int_equal(gossip_sched_init(&s, ck, 4, stranger, 1, 0),
+                         GOSSIP_EINVAL);
+        assert_int_equal(gossip_sched_init(&s, ck, 4, k[0], 1, 7),
+                         GOSSIP_EINVAL);
+        /* unsorted */
+        memcpy(tmp, k[1], sizeof(tmp));
+        memcpy(k[1], k[2], sizeof(tmp));
+        memcpy(k[2], tmp, sizeof(tmp));
+        assert_int_equal(gossip_sched_init(&s, ck, 4, k[0], 1, 0),
+                         GOSSIP_EINVAL);
+        /* duplicate */
+        memcpy(k[2], k[1], sizeof(tmp));
+        assert_int_equal(gossip_sched_init(&s, ck, 4, k[0], 1, 0),
+                         GOSSIP_EINVAL);
+        free(k);
+}
+
+static void test_epoch_len(void **state)
+{
+        static const size_t n[] = {1, 2, 3, 4, 5, 8, 9, 100, 256, 257};
+        static const unsigned want[] = {0, 1, 2, 2, 3, 3, 4, 7, 8, 9};
+        uint8_t(*k)[GOSSIP_KEY_BYTES] = make_view(257, g_seed);
+        struct gossip_sched s;
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+                assert_int_equal(gossip_sched_init(&s, (const uint8_t(*)[32])k,
+                                                   n[i], k[0], g_seed, 0),
+                                 0);
+                assert_int_equal(gossip_sched_epoch_len(&s), want[i]);
+                if (want[i])
+                        assert_int_equal(
+                            gossip_sched_epoch(&s, 10 * want[i] + want[i] - 1),
+                            10);
+        }
+        free(k);
+}
+
+/* All nodes agree on the permutation; it is a bijection, and member_at and
+ * rank_of are inverses. */
+static void test_same_permutation(void **state)
+{
+        static const size_t sizes[] = {2, 3, 5, 8, 13, 64, 100, 257};
+
+        (void)state;
+        for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+                size_t n = sizes[z];
+                uint8_t(*k)[GOSSIP_KEY_BYTES] = make_view(n, g_seed + n);
+                struct gossip_sched *s = make_nodes(k, n, g_seed, 0);
+                size_t *seen = calloc(n, sizeof(*seen));
+
+                for (uint64_t e = 0; e < 6; e++) {
+                        memset(seen, 0, n * sizeof(*seen));
+                        for (size_t r = 0; r < n; r++) {
+                                size_t m = gossip_sched_member_at(&s[0], e, r);
+                                assert_true(m < n);
+                                seen[m]++;
+                                assert_int_equal(
+                                    gossip_sched_rank_of(&s[0], e, m), r);
+                                for (size_t i = 1; i < n; i++)
+                                        assert_int_equal(
+                                            gossip_sched_member_at(&s[i], e, r),
+                                            m);
+                        }
+                        for (size_t m = 0; m < n; m++)
+                                assert_int_equal(seen[m], 1);
+                }
+                free(seen);
+                free(s);
+                free(k);
+        }
+}
+
+/* Exactly one partner and one sender per node and step; partner != self;
+ * gossip_sched_senders names the node whose partner we are. */
+static void check_one_to_one(size_t n, enum gossip_sched_pattern pat)
+{
+        uint8_t(*k)[GOSSIP_KEY_BYTES] = make_view(n, g_seed ^ n);
+        struct gossip_sched *s = make_nodes(k, n, g_seed, pat);
+        size_t *partner = calloc(n, sizeof(*partner));
+        size_t *incoming = calloc(n, sizeof(*incoming));
+        unsigned L = gossip_sched_epoch_len(&s[0]);
+
+        for (uint64_t t = 0; t < 3 * (uint64_t)L + 1; t++) {
+                memset(incoming, 0, n * sizeof(*incoming));
+                for (size_t i = 0; i < n; i++) {
+                        assert_int_equal(gossip_sched_partner(
+                                             &s[i], t, NULL, NULL, &partner[i]),
+                                         0);
+                        assert_true(partner[i] < n);
+                        assert_int_not_equal(partner[i], i);
+                        incoming[partner[i]]++;
+                }
+                for (size_t i = 0; i < n; i++) {
+                        size_t from[4], cnt = 99;
+
+                        assert_int_equal(incoming[i], 1);
+                        assert_int_equal(gossip_sched_senders(&s[i], t, NULL,
+                                                              NULL, from, 4,
+                                                              &cnt),
+                                         0);
+                        assert_int_equal(cnt, 1);
+                        assert_int_equal(partner[from[0]], i);
+                        if (gossip_sched_effective_pattern(&s[i]) ==
+                            GOSSIP_SCHED_HYPERCUBE)
+                                assert_int_equal(partner[partner[i]], i);
+                }
+        }
+        free(incoming);
+        free(partner);
+        free(s);
+        free(k);
+}
+
+static void test_one_partner_one_sender(void **state)
+{
+        static const size_t sizes[] = {2, 3, 4, 5, 6, 7, 8, 13, 16, 100, 256};
+
+        (void)state;
+        for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+                check_one_to_one(sizes[z], GOSSIP_SCHED_DISSEMINATION);
+                check_one_to_one(sizes[z], GOSSIP_SCHED_HYPERCUBE);
+        }
+}
+
+/* The permutation holds for L steps and changes between epochs; another
+ * seed gives another permutation. */
+static void test_epoch_redraw(void **state)
+{
+        size_t n = 16, distinct = 0;
+        uint8_t(*k)[GOSSIP_KEY_BYTES] = make_view(n, g_seed);
+        struct gossip_sched a, b;
+        size_t perm[10][16];
+        int differs = 0;
+
+        (void)state;
+        assert_int_equal(
+            gossip_sched_init(&a, (const uint8_t(*)[32])k, n, k[3], g_seed, 0),
+            0);
+        assert_int_equal(gossip_sched_init(&b, (const uint8_t(*)[32])k, n, k[3],
+                                           g_seed + 1, 0),
+                         0);
+        for (uint64_t e = 0; e < 10; e++)
+                for (size_t r = 0; r < n; r++)
+                        perm[e][r] = gossip_sched_member_at(&a, e, r);
+        for (uint64_t e = 0; e < 10; e++) {
+                int unique = 1;
+                for (uint64_t f = 0; f < e; f++)
+                        if (memcmp(perm[e], perm[f], sizeof(perm[e])) == 0)
+                                unique = 0;
+                distinct += unique;
+        }
+        assert_int_equal(distinct, 10);
+        for (size_t r = 0; r < n; r++)
+                differs |= gossip_sched_member_at(&b, 0, r) != perm[0][r];
+        assert_true(differs);
+        /* Within epoch e (steps 4e..4e+3) the partner is perm[e] at rank
+         * r + 2^(t mod 4) where r is our rank in perm[e]. */
+        for (uint64_t t = 0; t < 40; t++) {
+                uint64_t e = t / 4;
+                size_t r = 0, p;
+
+                while (perm[e][r] != 3)
+                        r++;
+                assert_int_equal(gossip_sched_partner(&a, t, NULL, NULL, &p),
+                                 0);
+                assert_int_equal(p, perm[e][(r + (1u << (t % 4))) % n]);
+        }
+        free(k);
+}
+
+struct down {
+        const int *dead;
+};
+
+static int alive_fn(void *ctx, size_t m)
+{
+        return !((const struct down *)ctx)->dead[m];
+}
+
+/* A down partner is replaced by the next alive rank after it, the same on
+ * every node; sender lists agree with partners. */
+static void test_skip_dead(void **state)
+{
+        size_t n = 11;
+        uint8_t(*k)[GOSSIP_KEY_BYTES] = make_view(n, g_seed);
+        struct gossip_sched *s = make_nodes(k, n, g_seed, 0);
+        int dead[11] = {0};
+        struct down d = {dead};
+        uint64_t rs = g_seed;
+
+        (void)state;
+        dead[2] = dead[3] = dead[7] = 1;
+        for (uint64_t t = 0; t < 24; t++) {
+                size_t incoming[11] = {0}, total = 0;
+
+                for (size_t i = 0; i < n; i++) {
+                        uint64_t e = gossip_sched_epoch(&s[i], t);
+                        size_t r = gossip_sched_rank_of(&s[i], e, i), p, q, c;
+
+                        if (dead[i])
+                                continue;
+                        assert_int_equal(
+                            gossip_sched_partner(&s[i], t, alive_fn, &d, &p),
+                            0);
+                        assert_false(dead[p]);
+                        assert_int_not_equal(p, i);
+                        /* expected: first alive rank from the nominal one */
+                        c = (r + (1u << (t % gossip_sched_epoch_len(&s[i])))) %
+                            n;
+                        while (c == r ||
+                               dead[gossip_sched_member_at(&s[i], e, c)])
+                                c = (c + 1) % n;
+                        assert_int_equal(p,
+                                         gossip_sched_member_at(&s[i], e, c));
+                        /* every other node computes the same for i */
+                        q = (size_t)(rng_next(&rs) % n);
+                        assert_int_equal(gossip_sched_partner_of(
+                                             &s[q], i, t, alive_fn, &d, &c),
+                                         0);
+                        assert_int_equal(c, p);
+                        incoming[p]++;
+                }
+                for (size_t i = 0; i < n; i++) {
+                        size_t from[11], cnt;
+
+                        if (dead[i])
+                                continue;
+                        assert_int_equal(gossip_sched_senders(&s[i], t,
+                                                              alive_fn, &d,
+                                                              from, 11, &cnt),
+                                         0);
+                        assert_int_equal(cnt, incoming[i]);
+                        for (size_t j = 0; j < cnt; j++) {
+                                size_t p;
+                                assert_int_equal(
+                                    gossip_sched_partner(&s[from[j]], t,
+                                                         alive_fn, &d, &p),
+                                    0);
+                                assert_int_equal(p, i);
+                        }
+                        total += cnt;
+                }
+                assert_int_equal(total, n - 3); /* every alive node sends */
+        }
+        /* everyone else down: no partner, no sender */
+        for (size_t i = 0; i < n; i++)
+                dead[i] = i != 5;
+        {
+                size_t p = 1234, cnt = 9;
+                assert_int_equal(
+                    gossip_sched_partner(&s[5], 0, alive_fn, &d, &p),
+                    GOSSIP_ENOPEER);
+                assert_int_equal(p, 1234);
+                assert_int_equal(
+                    gossip_sched_senders(&s[5], 0, alive_fn, &d, NULL, 0, &cnt),
+                    0);
+                assert_int_equal(cnt, 0);
+        }
+        free(s);
+        free(k);
+}
+
+static void test_small_views(void **state)
+{
+        uint8_t(*k)[GOSSIP_KEY_BYTES] = make_view(3, g_seed);
+        struct gossip_sched s;
+        size_t p = 77, cnt = 5, from[2];
+
+        (void)state;
+        /* n = 1: no partner, nobody sends to us */
+        assert_int_equal(gossip_sched_init(&s, (const uint8_t(*)[32])k + 1, 1,
+                                           k[1], g_seed, 0),
+                         0);
+        assert_int_equal(gossip_sched_epoch_len(&s), 0);
+        assert_int_equal(gossip_sched_partner(&s, 5, NULL, NULL, &p),
+                         GOSSIP_ENOPEER);
+        assert_int_equal(p, 77);
+        assert_int_equal(gossip_sched_senders(&s, 5, NULL, NULL, from, 2, &cnt),
+                         0);
+        assert_int_equal(cnt, 0);
+        /* n = 2: always the other one, both ways, both patterns */
+        for (int pat = 0; pat < 2; pat++) {
+                assert_int_equal(gossip_sched_init(&s, (const uint8_t(*)[32])k,
+                                                   2, k[1], g_seed, pat),
+                                 0);
+                for (uint64_t t = 0; t < 8; t++) {
+                        assert_int_equal(
+                            gossip_sched_partner(&s, t, NULL, NULL, &p), 0);
+                        assert_int_equal(p, 0);
+                        assert_int_equal(gossip_sched_senders(&s, t, NULL, NULL,
+                                                              from, 2, &cnt),
+                                         0);
+                        assert_int_equal(cnt, 1);
+                        assert_int_equal(from[0], 0);
+                }
+        }
+        /* n = 3: offsets 1 then 2 (= -1), so the two steps of an epoch
+         * reach both others */
+        assert_int_equal(
+            gossip_sched_init(&s, (const uint8_t(*)[32])k, 3, k[0], g_seed, 0),
+            0);
+        for (uint64_t e = 0; e < 4; e++) {
+                size_t p0, p1;
+                assert_int_equal(
+                    gossip_sched_partner(&s, 2 * e, NULL, NULL, &p0), 0);
+                assert_int_equal(
+                    gossip_sched_partner(&s, 2 * e + 1, NULL, NULL, &p1), 0);
+                assert_int_not_equal(p0, 0);
+                assert_int_not_equal(p1, 0);
+                assert_int_not_equal(p0, p1);
+        }
+        /* hypercube falls back to dissemination off powers of two */
+        assert_int_equal(gossip_sched_init(&s, (const uint8_t(*)[32])k, 3, k[0],
+                                           g_seed, GOSSIP_SCHED_HYPERCUBE),
+                         0);
+        assert_int_equal(gossip_sched_effective_pattern(&s),
+                         GOSSIP_SCHED_DISSEMINATION);
+        assert_int_equal(gossip_sched_init(&s, (const uint8_t(*)[32])k, 2, k[0],
+                                           g_seed, GOSSIP_SCHED_HYPERCUBE),
+                         0);
+        assert_int_equal(gossip_sched_effective_pattern(&s),
+                         GOSSIP_SCHED_HYPERCUBE);
+        assert_memory_equal(gossip_sched_key(&s, 1), k[1], GOSSIP_KEY_BYTES);
+        assert_null(gossip_sched_key(&s, 2));
+        free(k);
+}
+
+int main(void)
+{
+        const char *env = getenv("GN_SEED");
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_init_rejects),
+            cmocka_unit_test(test_epoch_len),
+            cmocka_unit_test(test_same_permutation),
+            cmocka_unit_test(test_one_partner_one_sender),
+            cmocka_unit_test(test_epoch_redraw),
+            cmocka_unit_test(test_skip_dead),
+            cmocka_unit_test(test_small_views),
+        };
+
+        if (env && *env)
+                g_seed = strtoull(env, NULL, 0);
+        printf("test_sched: seed %" PRIu64 " (replay: GN_SEED=%" PRIu64 ")\n",
+               g_seed, g_seed);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
