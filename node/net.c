@@ -1,0 +1,963 @@
+/*
+ * net.c - UDP datagrams and framed, pooled TCP streams on one libuv loop
+ * (contract and tunables in net.h).
+ *
+ * Objects: struct node_net owns a UDP handle, a TCP listener, a periodic
+ * housekeeping timer, a list of connections (struct conn, inbound and
+ * outbound alike) and an array of destinations (struct dest, one per
+ * address we have sent stream frames to). A dest points at its current
+ * outbound conn, if any; a conn being closed is detached from its dest
+ * first (conn->dest = NULL), so a late libuv callback on it never touches
+ * the dest's new connection.
+ *
+ * Invariants:
+ *  - dest->queued is the byte count of the dest's frames that are
+ *    accepted and not yet completed (waiting for the connection, or inside
+ *    libuv's write queue); every frame is counted exactly once as written
+ *    or dropped.
+ *  - frames never outlive the net: pending ones are freed when dropped,
+ *    written ones in their write callback (UV_ECANCELED on close).
+ *  - the net frees itself when its last handle's close callback has run
+ *    after node_net_close(); dests are freed then, after every frame
+ *    that points at them.
+ */
+#include "net.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+enum {
+        NET_RBUF = 64 << 10,     /* bytes per read from a TCP socket */
+        NET_UBUF = 64 << 10,     /* bytes per UDP receive: any datagram fits */
+        NET_TICK_MS = 100,       /* housekeeping: connect timeouts, stalls */
+        NET_KEEP_BODY = 1 << 20, /* reuse a reassembly buffer up to this */
+        NET_BIND_TRIES = 16,     /* ephemeral port: UDP free but TCP taken */
+};
+
+enum dest_state { D_IDLE, D_CONNECTING, D_UP, D_BACKOFF };
+
+struct frame {
+        uv_write_t req;
+        struct dest *dest;
+        struct frame *next; /* while waiting for the connection */
+        size_t size;        /* 4 + payload */
+        uint8_t bytes[];    /* length prefix, then payload */
+};
+
+struct udp_send {
+        uv_udp_send_t req;
+        struct node_net *net;
+        size_t len;
+        uint8_t data[];
+};
+
+struct conn {
+        uv_tcp_t tcp;
+        struct node_net *net;
+        struct dest *dest; /* outbound and attached, else NULL */
+        uv_connect_t creq;
+        struct gossip_addr peer;
+        int closing;
+        int inbound; /* accepted by our listener */
+        struct conn *prev, *next;
+        /* reassembly of the incoming stream */
+        uint8_t hdr[4];
+        size_t hdr_have;
+        size_t want;
+        uint8_t *body;
+        size_t body_have, body_cap;
+};
+
+struct dest {
+        struct node_net *net;
+        enum dest_state state;
+        struct conn *conn;
+        struct frame *pend_head, *pend_tail;
+        size_t queued;
+        uint32_t fails;
+        uint64_t retry_at; /* uv_now when backoff ends */
+        uint64_t since;    /* connect start / last write progress */
+        size_t last_wq;    /* write queue size at the last tick */
+        struct node_net_peer_stats st;
+};
+
+struct node_net {
+        uv_loop_t *loop;
+        struct node_net_config cfg;
+        uv_udp_t udp;
+        uv_tcp_t listener;
+        uv_timer_t timer;
+        struct gossip_addr local;
+        int closing;
+        int timer_open;
+        int handles; /* open libuv handles we own (closing ones included) */
+        int inbound;
+        size_t rx_buffered; /* sum of every conn's body_cap */
+        struct conn *conns;
+        struct dest **dests;
+        size_t ndests, cap_dests;
+        uint64_t rng;
+        struct node_net_stats st;
+        uint8_t rbuf[NET_RBUF];
+        uint8_t ubuf[NET_UBUF];
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t net__rand(struct node_net *net)
+{
+        /* splitmix64: all randomness from the caller's seed */
+        uint64_t z = (net->rng += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+}
+
+int node_net_addr_equal(const struct gossip_addr *a,
+                        const struct gossip_addr *b)
+{
+        size_t n = a->family == 4 ? 4 : 16;
+        return a->family == b->family && a->port == b->port &&
+               memcmp(a->addr, b->addr, n) == 0;
+}
+
+int node_net_addr_to_sockaddr(const struct gossip_addr *a,
+                              struct sockaddr_storage *ss)
+{
+        memset(ss, 0, sizeof(*ss));
+        if (a->family == 4) {
+                struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+                s4->sin_family = AF_INET;
+                s4->sin_port = htons(a->port);
+                memcpy(&s4->sin_addr, a->addr, 4);
+                return 0;
+        }
+        if (a->family == 6) {
+                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+                s6->sin6_family = AF_INET6;
+                s6->sin6_port = htons(a->port);
+                memcpy(&s6->sin6_addr, a->addr, 16);
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int node_net_addr_from_sockaddr(const struct sockaddr *sa,
+                                struct gossip_addr *a)
+{
+        memset(a, 0, sizeof(*a));
+        if (sa->sa_family == AF_INET) {
+                const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+                a->family = 4;
+                a->port = ntohs(s4->sin_port);
+                memcpy(a->addr, &s4->sin_addr, 4);
+                return 0;
+        }
+        if (sa->sa_family == AF_INET6) {
+                const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+                a->family = 6;
+                a->port = ntohs(s6->sin6_port);
+                memcpy(a->addr, &s6->sin6_addr, 16);
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static void net__maybe_free(struct node_net *net)
+{
+        if (!net->closing || net->handles > 0)
+                return;
+        for (size_t i = 0; i < net->ndests; i++)
+                free(net->dests[i]);
+        free(net->dests);
+        free(net);
+}
+
+static void net__handle_closed(uv_handle_t *h)
+{
+        struct node_net *net = h->data;
+        net->handles--;
+        net__maybe_free(net);
+}
+
+/* ---- connections ---- */
+
+static void conn__free_body(struct conn *c)
+{
+        c->net->rx_buffered -= c->body_cap;
+        free(c->body);
+        c->body = NULL;
+        c->body_cap = 0;
+}
+
+static void conn__closed(uv_handle_t *h)
+{
+        struct conn *c = h->data;
+        struct node_net *net = c->net;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                net->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        conn__free_body(c);
+        free(c);
+        net->handles--;
+        net__maybe_free(net);
+}
+
+/* Detach c from its dest (if any) and start closing it. Idempotent. */
+static void conn__close(struct conn *c)
+{
+        if (c->closing)
+                return;
+        c->closing = 1;
+        if (c->dest) {
+                c->dest->conn = NULL;
+                c->dest->st.connected = 0;
+                c->dest = NULL;
+        }
+        if (c->inbound)
+                c->net->inbound--;
+        uv_close((uv_handle_t *)&c->tcp, conn__closed);
+}
+
+static struct conn *conn__new(struct node_net *net)
+{
+        struct conn *c = calloc(1, sizeof(*c));
+        if (!c)
+                return NULL;
+        if (uv_tcp_init(net->loop, &c->tcp) != 0) {
+                free(c);
+                return NULL;
+        }
+        c->net = net;
+        c->tcp.data = c;
+        c->next = net->conns;
+        if (net->conns)
+                net->conns->prev = c;
+        net->conns = c;
+        net->handles++;
+        return c;
+}
+
+static void conn__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+        struct conn *c = h->data;
+        /* One shared buffer: libuv reads one stream at a time and read_cb
+         * consumes it before the next alloc. */
+        *buf = uv_buf_init((char *)c->net->rbuf, NET_RBUF);
+}
+
+static void conn__deliver(struct conn *c, const uint8_t *p, size_t len)
+{
+        struct node_net *net = c->net;
+        net->st.frames_in++;
+        net->st.bytes_in += len;
+        if (net->cfg.on_frame)
+                net->cfg.on_frame(net->cfg.ctx, &c->peer, p, len,
+                                  GOSSIP_CH_STREAM);
+}
+
+/* Make room for n more body bytes, growing with what arrives (never past
+ * the announced length). 0 or -ENOMEM. */
+static int conn__grow(struct conn *c, size_t n)
+{
+        size_t need = c->body_have + n, cap = c->body_cap;
+        if (need <= cap)
+                return 0;
+        if (cap < 4096)
+                cap = 4096;
+        while (cap < need)
+                cap *= 2;
+        if (cap > c->want)
+                cap = c->want;
+        if (c->net->rx_buffered - c->body_cap + cap > c->net->cfg.rx_max) {
+                c->net->st.rx_over_budget++;
+                return -ENOBUFS;
+        }
+        uint8_t *p = realloc(c->body, cap);
+        if (!p)
+                return -ENOMEM;
+        c->net->rx_buffered += cap - c->body_cap;
+        c->body = p;
+        c->body_cap = cap;
+        return 0;
+}
+
+/* Feed n stream bytes into the reassembler; delivers complete frames.
+ * 0, or negative when the connection must be closed. */
+static int conn__feed(struct conn *c, const uint8_t *p, size_t n)
+{
+        struct node_net *net = c->net;
+        while (n > 0 && !c->closing && !net->closing) {
+                if (c->hdr_have < 4) {
+                        size_t k = 4 - c->hdr_have;
+                        k = k < n ? k : n;
+                        memcpy(c->hdr + c->hdr_have, p, k);
+                        c->hdr_have += k;
+                        p += k;
+                        n -= k;
+                        if (c->hdr_have < 4)
+                                break;
+                        c->want = (size_t)c->hdr[0] << 24 |
+                                  (size_t)c->hdr[1] << 16 |
+                                  (size_t)c->hdr[2] << 8 | c->hdr[3];
+                        c->body_have = 0;
+                        if (c->want == 0 || c->want > net->cfg.stream_max) {
+                                net->st.oversize++;
+                                return -EMSGSIZE;
+                        }
+                        continue;
+                }
+                size_t k = c->want - c->body_have;
+                k = k < n ? k : n;
+                if (c->body_have == 0 && k == c->want) {
+                        c->hdr_have = 0; /* whole frame in hand: no copy */
+                        conn__deliver(c, p, k);
+                } else {
+                        if (conn__grow(c, k) != 0)
+                                return -ENOMEM;
+                        memcpy(c->body + c->body_have, p, k);
+                        c->body_have += k;
+                        if (c->body_have == c->want) {
+                                c->hdr_have = 0;
+                                conn__deliver(c, c->body, c->want);
+                                if (c->body_cap > NET_KEEP_BODY)
+                                        conn__free_body(c);
+                        }
+                }
+                p += k;
+                n -= k;
+        }
+        return 0;
+}
+
+static void dest__lost(struct dest *d, int err);
+static void dest__fail(struct dest *d, int err);
+
+static void conn__read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+        struct conn *c = s->data;
+        struct node_net *net = c->net;
+        if (nread == 0 || c->closing)
+                return;
+        if (nread < 0) {
+                if (c->dest && nread == UV_ETIMEDOUT) {
+                        net->st.stalls++; /* TCP_USER_TIMEOUT fired */
+                        dest__fail(c->dest, (int)nread);
+                } else if (c->dest) {
+                        dest__lost(c->dest, (int)nread);
+                } else {
+                        if (nread != UV_EOF)
+                                net->st.inbound_errors++;
+                        conn__close(c);
+                }
+                return;
+        }
+        if (conn__feed(c, (const uint8_t *)buf->base, (size_t)nread) != 0) {
+                if (c->dest)
+                        dest__lost(c->dest, -EMSGSIZE);
+                else
+                        conn__close(c);
+        }
+}
+
+/* ---- destinations (outbound stream) ---- */
+
+static void dest__drop(struct dest *d, const struct frame *f)
+{
+        size_t len = f->size - 4;
+        d->st.frames_dropped++;
+        d->st.bytes_dropped += len;
+        d->net->st.frames_dropped++;
+        d->net->st.bytes_dropped += len;
+}
+
+static void dest__drop_pending(struct dest *d)
+{
+        struct frame *f = d->pend_head;
+        while (f) {
+                struct frame *next = f->next;
+                dest__drop(d, f);
+                d->queued -= f->size;
+                free(f);
+                f = next;
+        }
+        d->pend_head = d->pend_tail = NULL;
+        d->st.queued_bytes = d->queued;
+}
+
+/* A connect failed or a connection stalled: drop what waits, back off. */
+static void dest__fail(struct dest *d, int err)
+{
+        struct node_net *net = d->net;
+        uint64_t base = net->cfg.backoff_min_ms, half;
+        if (d->conn)
+                conn__close(d->conn);
+        dest__drop_pending(d);
+        d->fails++;
+        d->st.connect_failures++;
+        net->st.connect_failures++;
+        d->st.last_error = err;
+        for (uint32_t i = 1; i < d->fails && base < net->cfg.backoff_max_ms;
+             i++)
+                base *= 2;
+        if (base > net->cfg.backoff_max_ms)
+                base = net->cfg.backoff_max_ms;
+        half = base / 2;
+        d->retry_at = uv_now(net->loop) + half + net__rand(net) % (half + 1);
+        d->state = D_BACKOFF;
+}
+
+/* An established connection ended (peer closed, reset, bad frame). */
+static void dest__lost(struct dest *d, int err)
+{
+        d->net->st.disconnects++;
+        d->st.last_error = err == UV_EOF ? 0 : err;
+        if (d->conn)
+                conn__close(d->conn);
+        d->state = D_IDLE;
+}
+
+static void frame__written(uv_write_t *req, int status)
+{
+        struct frame *f = (struct frame *)req;
+        struct dest *d = f->dest;
+        struct node_net *net = d->net;
+        d->queued -= f->size;
+        d->st.queued_bytes = d->queued;
+        if (status == 0) {
+                size_t len = f->size - 4;
+                d->st.frames_out++;
+                d->st.bytes_out += len;
+                net->st.frames_out++;
+                net->st.bytes_out += len;
+                d->since = uv_now(net->loop);
+        } else {
+                dest__drop(d, f);
+                struct conn *c = req->handle->data;
+                if (status != UV_ECANCELED && c->dest == d)
+                        dest__lost(d, status);
+        }
+        free(f);
+}
+
+static int dest__write(struct dest *d, struct frame *f)
+{
+        uv_buf_t b = uv_buf_init((char *)f->bytes, (unsigned)f->size);
+        f->dest = d;
+        return uv_write(&f->req, (uv_stream_t *)&d->conn->tcp, &b, 1,
+                        frame__written);
+}
+
+/* Bytes the kernel has taken but the peer never acknowledges (a
+ * black-holed path) are invisible to libuv's write queue: have the kernel
+ * fail the connection after the same stall bound. Best effort. */
+static void conn__user_timeout(struct conn *c, uint32_t ms)
+{
+        uv_os_fd_t fd;
+        unsigned v = ms;
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+                setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v));
+}
+
+static void dest__connected(uv_connect_t *req, int status)
+{
+        struct conn *c = req->data;
+        struct dest *d = c->dest;
+        struct node_net *net = c->net;
+        if (!d || c->closing || net->closing)
+                return; /* timed out or shut down: already handled */
+        if (status < 0) {
+                dest__fail(d, status);
+                return;
+        }
+        d->state = D_UP;
+        d->fails = 0;
+        d->st.connects++;
+        d->st.connected = 1;
+        d->st.last_error = 0;
+        net->st.connects++;
+        d->since = uv_now(net->loop);
+        d->last_wq = 0;
+        uv_tcp_nodelay(&c->tcp, 1);
+        conn__user_timeout(c, net->cfg.stall_timeout_ms);
+        if (uv_read_start((uv_stream_t *)&c->tcp, conn__alloc, conn__read)) {
+                dest__lost(d, -EIO);
+                dest__drop_pending(d);
+                return;
+        }
+        while (d->pend_head && d->conn) {
+                struct frame *f = d->pend_head;
+                d->pend_head = f->next;
+                if (!d->pend_head)
+                        d->pend_tail = NULL;
+                int err = dest__write(d, f);
+                if (err) {
+                        dest__drop(d, f);
+                        d->queued -= f->size;
+                        free(f);
+                        dest__lost(d, err);
+                        dest__drop_pending(d);
+                }
+        }
+        d->st.queued_bytes = d->queued;
+}
+
+static int dest__connect(struct dest *d)
+{
+        struct node_net *net = d->net;
+        struct sockaddr_storage ss;
+        struct conn *c;
+        int err;
+        node_net_addr_to_sockaddr(&d->st.addr, &ss);
+        c = conn__new(net);
+        if (!c)
+                return -ENOMEM;
+        c->dest = d;
+        c->peer = d->st.addr;
+        c->creq.data = c;
+        d->conn = c;
+        d->state = D_CONNECTING;
+        d->since = uv_now(net->loop);
+        err = uv_tcp_connect(&c->creq, &c->tcp, (struct sockaddr *)&ss,
+                             dest__connected);
+        if (err)
+                dest__fail(d, err);
+        return err;
+}
+
+static struct dest *dest__get(struct node_net *net,
+                              const struct gossip_addr *to)
+{
+        for (size_t i = 0; i < net->ndests; i++)
+                if (node_net_addr_equal(&net->dests[i]->st.addr, to))
+                        return net->dests[i];
+        if (net->ndests >= NODE_NET_DEST_MAX)
+                return NULL;
+        if (net->ndests == net->cap_dests) {
+                size_t cap = net->cap_dests ? net->cap_dests * 2 : 16;
+                struct dest **p = realloc(net->dests, cap * sizeof(*p));
+                if (!p)
+                        return NULL;
+                net->dests = p;
+                net->cap_dests = cap;
+        }
+        struct dest *d = calloc(1, sizeof(*d));
+        if (!d)
+                return NULL;
+        d->net = net;
+        /* normalised: padding and unused address bytes zero */
+        d->st.addr.family = to->family;
+        d->st.addr.port = to->port;
+        memcpy(d->st.addr.addr, to->addr, to->family == 4 ? 4 : 16);
+        net->dests[net->ndests++] = d;
+        return d;
+}
+
+/* Housekeeping: connect timeouts and stalled writes. */
+static void net__tick(uv_timer_t *t)
+{
+        struct node_net *net = t->data;
+        uint64_t now = uv_now(net->loop);
+        for (size_t i = 0; i < net->ndests; i++) {
+                struct dest *d = net->dests[i];
+                if (d->state == D_CONNECTING &&
+                    now - d->since >= net->cfg.connect_timeout_ms) {
+                        dest__fail(d, UV_ETIMEDOUT);
+                } else if (d->state == D_UP && d->queued > 0 && d->conn) {
+                        size_t wq = uv_stream_get_write_queue_size(
+                            (uv_stream_t *)&d->conn->tcp);
+                        if (wq != d->last_wq) {
+                                d->last_wq = wq;
+                                d->since = now;
+                        } else if (now - d->since >=
+                                   net->cfg.stall_timeout_ms) {
+                                net->st.stalls++;
+                                dest__fail(d, UV_ETIMEDOUT);
+                        }
+                } else if (d->state == D_UP) {
+                        d->since = now;
+                }
+        }
+}
+
+static int net__send_stream(struct node_net *net, const struct gossip_addr *to,
+                            const void *buf, size_t len)
+{
+        struct dest *d = dest__get(net, to);
+        struct frame *f;
+        if (!d)
+                return -ENOBUFS;
+        if (d->state == D_BACKOFF) {
+                if (uv_now(net->loop) < d->retry_at) {
+                        d->st.frames_dropped++;
+                        d->st.bytes_dropped += len;
+                        net->st.frames_dropped++;
+                        net->st.bytes_dropped += len;
+                        return d->st.last_error ? d->st.last_error
+                                                : -ECONNREFUSED;
+                }
+                d->state = D_IDLE;
+        }
+        size_t wq =
+            d->conn
+                ? uv_stream_get_write_queue_size((uv_stream_t *)&d->conn->tcp)
+                : 0;
+        if ((d->queued > 0 || wq > 0) &&
+            (d->queued + len + 4 > net->cfg.queue_max ||
+             wq + len + 4 > net->cfg.queue_max)) {
+                d->st.frames_dropped++;
+                d->st.bytes_dropped += len;
+                net->st.frames_dropped++;
+                net->st.bytes_dropped += len;
+                return -ENOBUFS;
+        }
+        f = malloc(sizeof(*f) + 4 + len);
+        if (!f)
+                return -ENOMEM;
+        memset(f, 0, sizeof(*f));
+        f->size = 4 + len;
+        f->dest = d;
+        f->bytes[0] = (uint8_t)(len >> 24);
+        f->bytes[1] = (uint8_t)(len >> 16);
+        f->bytes[2] = (uint8_t)(len >> 8);
+        f->bytes[3] = (uint8_t)len;
+        memcpy(f->bytes + 4, buf, len);
+        d->queued += f->size;
+        d->st.queued_bytes = d->queued;
+        if (d->state == D_UP) {
+                int err = dest__write(d, f);
+                if (err) {
+                        dest__drop(d, f);
+                        d->queued -= f->size;
+                        d->st.queued_bytes = d->queued;
+                        free(f);
+                        dest__lost(d, err);
+                }
+                return err;
+        }
+        if (d->pend_tail)
+                d->pend_tail->next = f;
+        else
+                d->pend_head = f;
+        d->pend_tail = f;
+        if (d->state == D_IDLE)
+                return dest__connect(d);
+        return 0;
+}
+
+/* ---- datagrams ---- */
+
+static void udp__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+        struct node_net *net = h->data;
+        *buf = uv_buf_init((char *)net->ubuf, NET_UBUF);
+}
+
+static void udp__recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
+                      const struct sockaddr *sa, unsigned flags)
+{
+        struct node_net *net = h->data;
+        struct gossip_addr from;
+        if (net->closing || nread < 0 || sa == NULL)
+                return; /* errors on an unconnected UDP socket: nothing */
+        if ((flags & UV_UDP_PARTIAL) || (size_t)nread > net->cfg.dgram_max ||
+            nread == 0) {
+                net->st.dgram_oversize++;
+                return;
+        }
+        if (node_net_addr_from_sockaddr(sa, &from) != 0)
+                return;
+        net->st.dgram_in++;
+        net->st.dgram_bytes_in += (uint64_t)nread;
+        if (net->cfg.on_frame)
+                net->cfg.on_frame(net->cfg.ctx, &from, buf->base, (size_t)nread,
+                                  GOSSIP_CH_DGRAM);
+}
+
+static void udp__sent(uv_udp_send_t *req, int status)
+{
+        struct udp_send *u = (struct udp_send *)req;
+        if (status == 0) {
+                u->net->st.dgram_out++;
+                u->net->st.dgram_bytes_out += u->len;
+        } else {
+                u->net->st.dgram_send_fail++;
+        }
+        free(u);
+}
+
+static int net__send_dgram(struct node_net *net, const struct gossip_addr *to,
+                           const void *buf, size_t len)
+{
+        struct sockaddr_storage ss;
+        uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+        struct udp_send *u;
+        int r;
+        if (node_net_addr_to_sockaddr(to, &ss) != 0)
+                return -EINVAL;
+        r = uv_udp_try_send(&net->udp, &b, 1, (struct sockaddr *)&ss);
+        if (r >= 0) {
+                net->st.dgram_out++;
+                net->st.dgram_bytes_out += len;
+                return 0;
+        }
+        if (r != UV_EAGAIN) {
+                net->st.dgram_send_fail++;
+                return r;
+        }
+        if (uv_udp_get_send_queue_size(&net->udp) + len > net->cfg.queue_max) {
+                net->st.dgram_send_fail++;
+                return -ENOBUFS;
+        }
+        u = malloc(sizeof(*u) + len);
+        if (!u)
+                return -ENOMEM;
+        u->net = net;
+        u->len = len;
+        memcpy(u->data, buf, len);
+        b = uv_buf_init((char *)u->data, (unsigned)len);
+        r = uv_udp_send(&u->req, &net->udp, &b, 1, (struct sockaddr *)&ss,
+                        udp__sent);
+        if (r) {
+                net->st.dgram_send_fail++;
+                free(u);
+        }
+        return r;
+}
+
+/* ---- listener ---- */
+
+static void net__accept(uv_stream_t *server, int status)
+{
+        struct node_net *net = server->data;
+        struct sockaddr_storage ss;
+        int sl = sizeof(ss);
+        struct conn *c;
+        if (status < 0 || net->closing)
+                return;
+        c = conn__new(net);
+        if (!c)
+                return;
+        c->inbound = 1;
+        net->inbound++;
+        if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+                conn__close(c);
+                return;
+        }
+        if (net->inbound > NODE_NET_INBOUND_MAX) {
+                net->st.accept_rejects++;
+                conn__close(c);
+                return;
+        }
+        net->st.accepts++;
+        if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0)
+                node_net_addr_from_sockaddr((struct sockaddr *)&ss, &c->peer);
+        if (uv_read_start((uv_stream_t *)&c->tcp, conn__alloc, conn__read))
+                conn__close(c);
+}
+
+/* ---- public API ---- */
+
+static void net__defaults(struct node_net_config *c)
+{
+        if (!c->dgram_max || c->dgram_max > NODE_NET_DGRAM_MAX)
+                c->dgram_max = NODE_NET_DGRAM_MAX;
+        if (!c->stream_max || c->stream_max > UINT32_MAX)
+                c->stream_max = NODE_NET_STREAM_MAX;
+        if (!c->queue_max)
+                c->queue_max = NODE_NET_QUEUE_MAX;
+        if (!c->backoff_min_ms)
+                c->backoff_min_ms = NODE_NET_BACKOFF_MIN_MS;
+        if (!c->backoff_max_ms)
+                c->backoff_max_ms = NODE_NET_BACKOFF_MAX_MS;
+        if (c->backoff_max_ms < c->backoff_min_ms)
+                c->backoff_max_ms = c->backoff_min_ms;
+        if (!c->rx_max)
+                c->rx_max = NODE_NET_RX_MAX;
+        if (!c->connect_timeout_ms)
+                c->connect_timeout_ms = NODE_NET_CONNECT_TIMEOUT_MS;
+        if (!c->stall_timeout_ms)
+                c->stall_timeout_ms = NODE_NET_STALL_TIMEOUT_MS;
+}
+
+/* Bind UDP then TCP to the same port number. 0 or -errno; on error the
+ * handles stay initialised (the caller closes them). */
+static int net__bind(struct node_net *net, struct gossip_addr want)
+{
+        struct sockaddr_storage ss;
+        int sl = sizeof(ss), err;
+        if (node_net_addr_to_sockaddr(&want, &ss) != 0)
+                return -EINVAL;
+        err = uv_udp_bind(&net->udp, (struct sockaddr *)&ss, 0);
+        if (err)
+                return err;
+        err = uv_udp_getsockname(&net->udp, (struct sockaddr *)&ss, &sl);
+        if (err)
+                return err;
+        node_net_addr_from_sockaddr((struct sockaddr *)&ss, &net->local);
+        err = uv_tcp_bind(&net->listener, (struct sockaddr *)&ss, 0);
+        if (err)
+                return err;
+        return uv_listen((uv_stream_t *)&net->listener, 128, net__accept);
+}
+
+static int net__init_handles(struct node_net *net)
+{
+        int err = uv_udp_init(net->loop, &net->udp);
+        if (err)
+                return err;
+        net->udp.data = net;
+        net->handles++;
+        err = uv_tcp_init(net->loop, &net->listener);
+        if (err)
+                return err;
+        net->listener.data = net;
+        net->handles++;
+        return 0;
+}
+
+static void net__close_handles(struct node_net *net)
+{
+        if (net->handles >= 1)
+                uv_close((uv_handle_t *)&net->udp, net__handle_closed);
+        if (net->handles >= 2)
+                uv_close((uv_handle_t *)&net->listener, net__handle_closed);
+}
+
+int node_net_open(struct node_net **out, uv_loop_t *loop,
+                  const struct node_net_config *cfg)
+{
+        struct node_net *net = NULL;
+        int err = -EINVAL;
+        *out = NULL;
+        if (!loop || !cfg ||
+            (cfg->listen.family != 4 && cfg->listen.family != 6))
+                return -EINVAL;
+        for (int tries = 0; tries < NET_BIND_TRIES; tries++) {
+                net = calloc(1, sizeof(*net));
+                if (!net)
+                        return -ENOMEM;
+                net->loop = loop;
+                net->cfg = *cfg;
+                net__defaults(&net->cfg);
+                net->rng = cfg->seed;
+                err = net__init_handles(net);
+                if (!err)
+                        err = net__bind(net, cfg->listen);
+                if (!err)
+                        break;
+                net->closing = 1;
+                net__close_handles(net);
+                if (net->handles == 0)
+                        free(net);
+                net = NULL;
+                /* with port 0 the UDP port was free but TCP's was not */
+                if (err != UV_EADDRINUSE || cfg->listen.port != 0)
+                        return err;
+        }
+        if (!net)
+                return err;
+        err = uv_udp_recv_start(&net->udp, udp__alloc, udp__recv);
+        if (!err)
+                err = uv_timer_init(loop, &net->timer);
+        if (err) {
+                node_net_close(net);
+                return err;
+        }
+        net->timer.data = net;
+        net->timer_open = 1;
+        net->handles++;
+        uv_timer_start(&net->timer, net__tick, NET_TICK_MS, NET_TICK_MS);
+        uv_unref((uv_handle_t *)&net->timer);
+        *out = net;
+        return 0;
+}
+
+void node_net_close(struct node_net *net)
+{
+        struct conn *c;
+        if (!net || net->closing)
+                return;
+        net->closing = 1;
+        for (size_t i = 0; i < net->ndests; i++)
+                dest__drop_pending(net->dests[i]);
+        for (c = net->conns; c; c = c->next)
+                conn__close(c);
+        uv_close((uv_handle_t *)&net->udp, net__handle_closed);
+        uv_close((uv_handle_t *)&net->listener, net__handle_closed);
+        if (net->timer_open)
+                uv_close((uv_handle_t *)&net->timer, net__handle_closed);
+}
+
+int node_net_local_addr(const struct node_net *net, struct gossip_addr *out)
+{
+        if (!net || !out)
+                return -EINVAL;
+        *out = net->local;
+        return 0;
+}
+
+int node_net_send(struct node_net *net, const struct gossip_addr *to,
+                  const void *buf, size_t len, int channel)
+{
+        if (!net || !to || (!buf && len) || net->closing ||
+            (to->family != 4 && to->family != 6))
+                return -EINVAL;
+        if (channel == GOSSIP_CH_DGRAM) {
+                if (len > net->cfg.dgram_max)
+                        return -EMSGSIZE;
+                return net__send_dgram(net, to, buf, len);
+        }
+        if (channel == GOSSIP_CH_STREAM) {
+                if (len == 0)
+                        return -EINVAL;
+                if (len > net->cfg.stream_max)
+                        return -EMSGSIZE;
+                return net__send_stream(net, to, buf, len);
+        }
+        return -EINVAL;
+}
+
+uint64_t node_net_now_ms(const struct node_net *net)
+{
+        return uv_now(net->loop);
+}
+
+static int net__env_send(void *ctx, const struct gossip_addr *to,
+                         const void *buf, size_t len, int channel)
+{
+        return node_net_send(ctx, to, buf, len, channel);
+}
+
+static uint64_t net__env_now(void *ctx)
+{
+        return node_net_now_ms(ctx);
+}
+
+void node_net_env(struct node_net *net, struct gossip_env *env)
+{
+        env->send = net__env_send;
+        env->now_ms = net__env_now;
+        env->ctx = net;
+}
+
+void node_net_stats(const struct node_net *net, struct node_net_stats *out)
+{
+        *out = net->st;
+}
+
+size_t node_net_peer_stats(const struct node_net *net,
+                           struct node_net_peer_stats *out, size_t max)
+{
+        for (size_t i = 0; i < net->ndests && i < max; i++)
+                out[i] = net->dests[i]->st;
+        return net->ndests;
+}

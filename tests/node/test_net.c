@@ -1,0 +1,701 @@
+/*
+ * test_net.c - the transport (node/net.c) on real sockets on 127.0.0.1.
+ *
+ * Two transports on ephemeral ports exchange datagrams and 2 MB stream
+ * frames both ways, byte-exact and in order; an oversize length prefix is
+ * refused and counted; a restarted peer is reconnected after backoff; a
+ * peer that never reads makes the sender drop with bounded memory and
+ * finally trips the stall detector; a port with nothing listening fails
+ * cleanly and is retried after backoff; a taken port gives -EADDRINUSE.
+ * Every test ends with uv_loop_close() == 0.
+ *
+ * No timed assertions: loops run until a condition holds, with a generous
+ * watchdog that only fails the test when something never happens.
+ * Payloads come from GN_SEED (printed) so a failure can be replayed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "net.h"
+
+#define WATCHDOG_MS 20000
+
+static uint64_t g_seed;
+
+static uint64_t rnd(uint64_t *s)
+{
+        uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+}
+
+static uint8_t *random_bytes(size_t n, uint64_t salt)
+{
+        uint64_t s = g_seed ^ salt;
+        uint8_t *p = malloc(n);
+        assert_non_null(p);
+        for (size_t i = 0; i < n; i++)
+                p[i] = (uint8_t)rnd(&s);
+        return p;
+}
+
+/* ---- a sink that records every frame delivered to it ---- */
+
+#define SINK_MAX 64
+
+struct sink {
+        int n;
+        uint8_t *buf[SINK_MAX];
+        size_t len[SINK_MAX];
+        int ch[SINK_MAX];
+        struct gossip_addr from[SINK_MAX];
+};
+
+static void sink_cb(void *ctx, const struct gossip_addr *from, const void *buf,
+                    size_t len, int channel)
+{
+        struct sink *s = ctx;
+        if (s->n >= SINK_MAX)
+                return;
+        s->buf[s->n] = malloc(len);
+        memcpy(s->buf[s->n], buf, len);
+        s->len[s->n] = len;
+        s->ch[s->n] = channel;
+        s->from[s->n] = *from;
+        s->n++;
+}
+
+static void sink_free(struct sink *s)
+{
+        for (int i = 0; i < s->n; i++)
+                free(s->buf[i]);
+        memset(s, 0, sizeof(*s));
+}
+
+/* ---- loop helpers ---- */
+
+static void watchdog_cb(uv_timer_t *t)
+{
+        *(int *)t->data = 1;
+}
+
+/* Run the loop until pred(ctx) holds or ms pass; returns pred's value. */
+static int run_until(uv_loop_t *loop, int (*pred)(void *), void *ctx, int ms)
+{
+        uv_timer_t t;
+        int expired = 0, ok;
+        uv_timer_init(loop, &t);
+        t.data = &expired;
+        uv_timer_start(&t, watchdog_cb, (uint64_t)ms, 0);
+        while (!(ok = pred(ctx)) && !expired)
+                uv_run(loop, UV_RUN_ONCE);
+        uv_close((uv_handle_t *)&t, NULL);
+        uv_run(loop, UV_RUN_NOWAIT);
+        return ok;
+}
+
+static int never(void *ctx)
+{
+        return 0;
+}
+
+static void run_for(uv_loop_t *loop, int ms)
+{
+        run_until(loop, never, NULL, ms);
+}
+
+struct want {
+        struct sink *s;
+        int n;
+};
+
+static int have_n(void *ctx)
+{
+        struct want *w = ctx;
+        return w->s->n >= w->n;
+}
+
+static void close_loop(uv_loop_t *loop)
+{
+        uv_run(loop, UV_RUN_DEFAULT);
+        assert_int_equal(uv_loop_close(loop), 0);
+}
+
+static struct gossip_addr loopback(uint16_t port)
+{
+        struct gossip_addr a = {.family = 4, .port = port};
+        a.addr[0] = 127;
+        a.addr[3] = 1;
+        return a;
+}
+
+static struct node_net *open_net(uv_loop_t *loop, struct sink *s, uint16_t port,
+                                 const struct node_net_config *base)
+{
+        struct node_net_config cfg = {0};
+        struct node_net *net = NULL;
+        if (base)
+                cfg = *base;
+        cfg.listen = loopback(port);
+        cfg.on_frame = sink_cb;
+        cfg.ctx = s;
+        cfg.seed = g_seed;
+        assert_int_equal(node_net_open(&net, loop, &cfg), 0);
+        return net;
+}
+
+static uint16_t port_of(struct node_net *net)
+{
+        struct gossip_addr a;
+        assert_int_equal(node_net_local_addr(net, &a), 0);
+        assert_int_not_equal(a.port, 0);
+        return a.port;
+}
+
+/* A TCP port number with nothing listening (bound, then closed). */
+static uint16_t dead_port(void)
+{
+        struct sockaddr_in sa = {.sin_family = AF_INET};
+        socklen_t sl = sizeof(sa);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+        close(fd);
+        return ntohs(sa.sin_port);
+}
+
+/* ---- tests ---- */
+
+static void test_dgram_both_ways(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0}, sb = {0};
+        uv_loop_init(&loop);
+        struct node_net *a = open_net(&loop, &sa, 0, NULL);
+        struct node_net *b = open_net(&loop, &sb, 0, NULL);
+        struct gossip_addr aa = loopback(port_of(a)), ab = loopback(port_of(b));
+        uint8_t *m1 = random_bytes(1200, 1), *m2 = random_bytes(60000, 2);
+
+        assert_int_equal(node_net_send(a, &ab, m1, 1200, GOSSIP_CH_DGRAM), 0);
+        assert_int_equal(node_net_send(b, &aa, m2, 60000, GOSSIP_CH_DGRAM), 0);
+        /* over the datagram bound: refused locally */
+        assert_int_equal(
+            node_net_send(a, &ab, m2, NODE_NET_DGRAM_MAX + 1, GOSSIP_CH_DGRAM),
+            -EMSGSIZE);
+        struct want wa = {&sa, 1}, wb = {&sb, 1};
+        assert_true(run_until(&loop, have_n, &wb, WATCHDOG_MS));
+        assert_true(run_until(&loop, have_n, &wa, WATCHDOG_MS));
+        assert_int_equal(sb.len[0], 1200);
+        assert_int_equal(sb.ch[0], GOSSIP_CH_DGRAM);
+        assert_memory_equal(sb.buf[0], m1, 1200);
+        /* UDP's from is the sender's bound port */
+        assert_int_equal(sb.from[0].port, aa.port);
+        assert_int_equal(sa.len[0], 60000);
+        assert_memory_equal(sa.buf[0], m2, 60000);
+
+        struct node_net_stats st;
+        node_net_stats(a, &st);
+        assert_int_equal(st.dgram_out, 1);
+        assert_int_equal(st.dgram_in, 1);
+        assert_int_equal(st.dgram_bytes_in, 60000);
+
+        node_net_close(a);
+        node_net_close(b);
+        close_loop(&loop);
+        free(m1);
+        free(m2);
+        sink_free(&sa);
+        sink_free(&sb);
+}
+
+static void test_stream_large_both_ways(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0}, sb = {0};
+        const size_t big = 2u << 20;
+        uv_loop_init(&loop);
+        struct node_net *a = open_net(&loop, &sa, 0, NULL);
+        struct node_net *b = open_net(&loop, &sb, 0, NULL);
+        struct gossip_addr aa = loopback(port_of(a)), ab = loopback(port_of(b));
+        uint8_t *x = random_bytes(big, 3), *y = random_bytes(big, 4);
+        uint8_t small[3] = {1, 2, 3};
+
+        /* queued while connecting, delivered in order */
+        assert_int_equal(node_net_send(a, &ab, x, big, GOSSIP_CH_STREAM), 0);
+        assert_int_equal(node_net_send(a, &ab, small, 3, GOSSIP_CH_STREAM), 0);
+        assert_int_equal(node_net_send(a, &ab, y, big, GOSSIP_CH_STREAM), 0);
+        assert_int_equal(node_net_send(b, &aa, y, big, GOSSIP_CH_STREAM), 0);
+        struct want wb = {&sb, 3}, wa = {&sa, 1};
+        assert_true(run_until(&loop, have_n, &wb, WATCHDOG_MS));
+        assert_true(run_until(&loop, have_n, &wa, WATCHDOG_MS));
+        assert_int_equal(sb.len[0], big);
+        assert_memory_equal(sb.buf[0], x, big);
+        assert_int_equal(sb.len[1], 3);
+        assert_memory_equal(sb.buf[1], small, 3);
+        assert_int_equal(sb.len[2], big);
+        assert_memory_equal(sb.buf[2], y, big);
+        assert_int_equal(sb.ch[2], GOSSIP_CH_STREAM);
+        assert_int_equal(sa.len[0], big);
+        assert_memory_equal(sa.buf[0], y, big);
+
+        /* one pooled connection carried all three */
+        struct node_net_peer_stats ps[4];
+        assert_int_equal(node_net_peer_stats(a, ps, 4), 1);
+        assert_int_equal(ps[0].connects, 1);
+        assert_int_equal(ps[0].frames_out, 3);
+        assert_int_equal(ps[0].bytes_out, 2 * big + 3);
+        assert_int_equal(ps[0].queued_bytes, 0);
+        assert_int_equal(ps[0].frames_dropped, 0);
+        struct node_net_stats st;
+        node_net_stats(b, &st);
+        assert_int_equal(st.frames_in, 3);
+        assert_int_equal(st.bytes_in, 2 * big + 3);
+        assert_int_equal(st.accepts, 1);
+
+        node_net_close(a);
+        node_net_close(b);
+        close_loop(&loop);
+        free(x);
+        free(y);
+        sink_free(&sa);
+        sink_free(&sb);
+}
+
+static int oversize_seen(void *ctx)
+{
+        struct node_net_stats st;
+        node_net_stats(ctx, &st);
+        return st.oversize >= 1;
+}
+
+static void test_oversize_refused(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0}, sb = {0};
+        struct node_net_config small = {.stream_max = 1 << 20};
+        uv_loop_init(&loop);
+        struct node_net *a = open_net(&loop, &sa, 0, NULL);
+        struct node_net *b = open_net(&loop, &sb, 0, &small);
+        struct gossip_addr ab = loopback(port_of(b));
+        uint8_t *x = random_bytes(2u << 20, 5);
+
+        /* our own bound: refused before anything is queued */
+        assert_int_equal(node_net_send(b, &ab, x, 2u << 20, GOSSIP_CH_STREAM),
+                         -EMSGSIZE);
+        /* a's bound is larger: b refuses the length prefix, closes */
+        assert_int_equal(node_net_send(a, &ab, x, 2u << 20, GOSSIP_CH_STREAM),
+                         0);
+        assert_true(run_until(&loop, oversize_seen, b, WATCHDOG_MS));
+        assert_int_equal(sb.n, 0);
+
+        /* a hostile prefix from a raw socket: 0xffffffff */
+        struct sockaddr_in sin = {.sin_family = AF_INET,
+                                  .sin_port = htons(ab.port)};
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+        uint8_t hostile[8] = {0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4};
+        assert_int_equal(write(fd, hostile, 8), 8);
+        struct node_net_stats st;
+        for (int i = 0; i < 2000; i++) {
+                node_net_stats(b, &st);
+                if (st.oversize >= 2)
+                        break;
+                run_for(&loop, 5);
+        }
+        node_net_stats(b, &st);
+        assert_int_equal(st.oversize, 2);
+        close(fd);
+
+        /* later, a normal frame from a gets through on a new connection */
+        struct want wb = {&sb, 1};
+        for (int i = 0; i < 400 && sb.n == 0; i++) {
+                node_net_send(a, &ab, x, 1000, GOSSIP_CH_STREAM);
+                run_until(&loop, have_n, &wb, 50);
+        }
+        assert_true(sb.n >= 1);
+        assert_int_equal(sb.len[0], 1000);
+        assert_memory_equal(sb.buf[0], x, 1000);
+
+        node_net_close(a);
+        node_net_close(b);
+        close_loop(&loop);
+        free(x);
+        sink_free(&sa);
+        sink_free(&sb);
+}
+
+static int raw_connect(uint16_t port)
+{
+        struct sockaddr_in sin = {.sin_family = AF_INET,
+                                  .sin_port = htons(port)};
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+        return fd;
+}
+
+/* Partial frames from several connections share one reassembly budget. */
+static void test_rx_budget(void **state)
+{
+        uv_loop_t loop;
+        struct sink sb = {0};
+        struct node_net_config cfg = {.rx_max = 1 << 20};
+        uv_loop_init(&loop);
+        struct node_net *b = open_net(&loop, &sb, 0, &cfg);
+        uint16_t pb = port_of(b);
+        uint8_t *x = random_bytes(600 << 10, 8);
+        uint8_t hdr[4] = {0, 0x0c, 0, 0}; /* 786432 bytes announced */
+        int fd1 = raw_connect(pb), fd2 = raw_connect(pb);
+        struct node_net_stats st;
+
+        /* announcing is free: nothing is buffered for a bare prefix */
+        assert_int_equal(write(fd1, hdr, 4), 4);
+        assert_int_equal(write(fd2, hdr, 4), 4);
+        /* 600 KiB each: the second pushes the total past 1 MiB */
+        assert_int_equal(write(fd1, x, 600 << 10), 600 << 10);
+        run_for(&loop, 300); /* b takes fd1's bytes first */
+        assert_int_equal(write(fd2, x, 600 << 10), 600 << 10);
+        for (int i = 0; i < 400; i++) {
+                node_net_stats(b, &st);
+                if (st.rx_over_budget)
+                        break;
+                run_for(&loop, 5);
+        }
+        node_net_stats(b, &st);
+        assert_int_equal(st.rx_over_budget, 1);
+        assert_int_equal(st.frames_in, 0);
+        /* the other connection completes its frame */
+        assert_int_equal(send(fd1, x, (768 - 600) << 10, MSG_NOSIGNAL),
+                         (768 - 600) << 10);
+        struct want wb = {&sb, 1};
+        assert_true(run_until(&loop, have_n, &wb, WATCHDOG_MS));
+        assert_int_equal(sb.len[0], 768 << 10);
+        assert_memory_equal(sb.buf[0], x, 600 << 10);
+        close(fd1);
+        close(fd2);
+        node_net_close(b);
+        close_loop(&loop);
+        free(x);
+        sink_free(&sb);
+}
+
+static void test_reconnect_after_restart(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0}, sb = {0}, sb2 = {0};
+        struct node_net_config fast = {.backoff_min_ms = 50,
+                                       .backoff_max_ms = 400};
+        uv_loop_init(&loop);
+        struct node_net *a = open_net(&loop, &sa, 0, &fast);
+        struct node_net *b = open_net(&loop, &sb, 0, NULL);
+        uint16_t pb = port_of(b);
+        struct gossip_addr ab = loopback(pb);
+        uint8_t *x = random_bytes(100000, 6);
+
+        assert_int_equal(node_net_send(a, &ab, x, 100000, GOSSIP_CH_STREAM), 0);
+        struct want wb = {&sb, 1};
+        assert_true(run_until(&loop, have_n, &wb, WATCHDOG_MS));
+
+        /* the peer goes away: its connection ends, connects are refused */
+        node_net_close(b);
+        run_for(&loop, 100);
+        int refused = 0;
+        for (int i = 0; i < 50 && !refused; i++) {
+                int r = node_net_send(a, &ab, x, 1000, GOSSIP_CH_STREAM);
+                refused = r == -ECONNREFUSED;
+                run_for(&loop, 20);
+        }
+        assert_true(refused);
+        struct node_net_peer_stats ps;
+        node_net_peer_stats(a, &ps, 1);
+        assert_true(ps.connect_failures >= 1);
+        assert_true(ps.frames_dropped >= 1);
+        assert_int_equal(ps.connected, 0);
+
+        /* it comes back on the same port: after backoff, frames flow */
+        b = open_net(&loop, &sb2, pb, NULL);
+        struct want wb2 = {&sb2, 1};
+        for (int i = 0; i < 400 && sb2.n == 0; i++) {
+                node_net_send(a, &ab, x, 100000, GOSSIP_CH_STREAM);
+                run_until(&loop, have_n, &wb2, 50);
+        }
+        assert_true(sb2.n >= 1);
+        assert_int_equal(sb2.len[0], 100000);
+        assert_memory_equal(sb2.buf[0], x, 100000);
+        node_net_peer_stats(a, &ps, 1);
+        assert_int_equal(ps.connects, 2);
+        assert_int_equal(ps.connected, 1);
+        struct node_net_stats st;
+        node_net_stats(a, &st);
+        assert_int_equal(st.disconnects, 1);
+        /* every frame a accepted was either written or counted dropped */
+        printf("# reconnect: connects %llu failures %llu dropped %llu\n",
+               (unsigned long long)ps.connects,
+               (unsigned long long)ps.connect_failures,
+               (unsigned long long)ps.frames_dropped);
+
+        node_net_close(a);
+        node_net_close(b);
+        close_loop(&loop);
+        free(x);
+        sink_free(&sa);
+        sink_free(&sb);
+        sink_free(&sb2);
+}
+
+static int failed_once(void *ctx)
+{
+        struct node_net_peer_stats ps;
+        node_net_peer_stats(ctx, &ps, 1);
+        return ps.connect_failures >= 1;
+}
+
+static int failed_twice(void *ctx)
+{
+        struct node_net_peer_stats ps;
+        node_net_peer_stats(ctx, &ps, 1);
+        return ps.connect_failures >= 2;
+}
+
+static void test_nothing_listening(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0};
+        struct node_net_config cfg = {.backoff_min_ms = 200,
+                                      .backoff_max_ms = 200};
+        uv_loop_init(&loop);
+        struct node_net *a = open_net(&loop, &sa, 0, &cfg);
+        struct gossip_addr to = loopback(dead_port());
+        uint8_t msg[100] = {7};
+
+        /* queued while connecting: 0; the failure shows up later */
+        assert_int_equal(node_net_send(a, &to, msg, 100, GOSSIP_CH_STREAM), 0);
+        assert_int_equal(node_net_send(a, &to, msg, 50, GOSSIP_CH_STREAM), 0);
+        assert_true(run_until(&loop, failed_once, a, WATCHDOG_MS));
+        struct node_net_peer_stats ps;
+        node_net_peer_stats(a, &ps, 1);
+        assert_int_equal(ps.frames_dropped, 2);
+        assert_int_equal(ps.bytes_dropped, 150);
+        assert_int_equal(ps.queued_bytes, 0);
+        assert_int_equal(ps.last_error, -ECONNREFUSED);
+        /* in backoff: refused at once, nothing queued, no new attempt */
+        assert_int_equal(node_net_send(a, &to, msg, 100, GOSSIP_CH_STREAM),
+                         -ECONNREFUSED);
+        node_net_peer_stats(a, &ps, 1);
+        assert_int_equal(ps.frames_dropped, 3);
+        assert_int_equal(ps.connect_failures, 1);
+        /* retried later: keep offering frames until a second attempt */
+        for (int i = 0; i < 200 && !failed_twice(a); i++) {
+                node_net_send(a, &to, msg, 100, GOSSIP_CH_STREAM);
+                run_for(&loop, 20);
+        }
+        assert_true(failed_twice(a));
+
+        node_net_close(a);
+        close_loop(&loop);
+}
+
+static void test_slow_reader_drops(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0};
+        const size_t qmax = 1u << 20, fsz = 256u << 10;
+        struct node_net_config cfg = {.queue_max = qmax,
+                                      .stall_timeout_ms = 400};
+        uv_loop_init(&loop);
+        struct node_net *a = open_net(&loop, &sa, 0, &cfg);
+        /* a peer that completes handshakes (kernel backlog) but never
+         * accepts or reads */
+        struct sockaddr_in sin = {.sin_family = AF_INET};
+        socklen_t sl = sizeof(sin);
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int lfd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+        assert_int_equal(listen(lfd, 4), 0);
+        getsockname(lfd, (struct sockaddr *)&sin, &sl);
+        struct gossip_addr to = loopback(ntohs(sin.sin_port));
+        uint8_t *x = random_bytes(fsz, 7);
+
+        int dropped = 0, sent = 0;
+        size_t peak = 0;
+        struct node_net_peer_stats ps;
+        for (int i = 0; i < 400 && dropped < 20; i++) {
+                int r = node_net_send(a, &to, x, fsz, GOSSIP_CH_STREAM);
+                if (r == -ENOBUFS)
+                        dropped++;
+                else if (r == 0)
+                        sent++;
+                uv_run(&loop, UV_RUN_NOWAIT);
+                node_net_peer_stats(a, &ps, 1);
+                if (ps.queued_bytes > peak)
+                        peak = ps.queued_bytes;
+        }
+        printf("# slow reader: accepted %d, dropped %d, peak queue %zu B "
+               "(bound %zu)\n",
+               sent, dropped, peak, qmax);
+        assert_int_equal(dropped, 20);
+        assert_true(peak <= qmax);
+        node_net_peer_stats(a, &ps, 1);
+        assert_true(ps.frames_dropped >= 20);
+        assert_int_equal(ps.connected, 1);
+
+        /* no write progress: the stall detector closes the connection and
+         * counts the queued frames as dropped */
+        struct node_net_stats st;
+        for (int i = 0; i < 100; i++) {
+                node_net_stats(a, &st);
+                if (st.stalls)
+                        break;
+                run_for(&loop, 100);
+        }
+        node_net_stats(a, &st);
+        assert_int_equal(st.stalls, 1);
+        node_net_peer_stats(a, &ps, 1);
+        assert_int_equal(ps.connected, 0);
+        run_for(&loop, 50);
+        node_net_peer_stats(a, &ps, 1);
+        assert_int_equal(ps.queued_bytes, 0);
+        assert_int_equal(ps.frames_out + ps.frames_dropped,
+                         (uint64_t)sent + dropped);
+
+        close(lfd);
+        node_net_close(a);
+        close_loop(&loop);
+        free(x);
+}
+
+static void test_port_in_use(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0};
+        struct node_net_config cfg = {0};
+        struct node_net *a, *b = NULL;
+        uv_loop_init(&loop);
+        a = open_net(&loop, &sa, 0, NULL);
+        cfg.listen = loopback(port_of(a));
+        int r = node_net_open(&b, &loop, &cfg);
+        assert_int_equal(r, -EADDRINUSE);
+        assert_null(b);
+        assert_string_equal(uv_strerror(r), "address already in use");
+        node_net_close(a);
+        close_loop(&loop);
+}
+
+static void test_env_wiring(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0}, sb = {0};
+        struct gossip_env env = {.seed = 42};
+        uv_loop_init(&loop);
+        struct node_net *a = open_net(&loop, &sa, 0, NULL);
+        struct node_net *b = open_net(&loop, &sb, 0, NULL);
+        struct gossip_addr ab = loopback(port_of(b));
+        node_net_env(a, &env);
+        assert_ptr_equal(env.ctx, a);
+        assert_int_equal(env.seed, 42);
+        assert_int_equal(env.now_ms(env.ctx), uv_now(&loop));
+        assert_int_equal(env.send(env.ctx, &ab, "hi", 2, GOSSIP_CH_DGRAM), 0);
+        assert_int_equal(env.send(env.ctx, &ab, "hi", 2, 7), -EINVAL);
+        struct want wb = {&sb, 1};
+        assert_true(run_until(&loop, have_n, &wb, WATCHDOG_MS));
+        assert_memory_equal(sb.buf[0], "hi", 2);
+        node_net_close(a);
+        node_net_close(b);
+        close_loop(&loop);
+        sink_free(&sb);
+}
+
+static void test_ipv6_and_addrs(void **state)
+{
+        uv_loop_t loop;
+        struct sink s6 = {0};
+        struct node_net_config cfg = {.listen = {.family = 6}};
+        struct node_net *n6 = NULL;
+        struct gossip_addr self;
+        uv_loop_init(&loop);
+        cfg.listen.addr[15] = 1; /* ::1 */
+        cfg.on_frame = sink_cb;
+        cfg.ctx = &s6;
+        int r = node_net_open(&n6, &loop, &cfg);
+        if (r == -EADDRNOTAVAIL || r == -EAFNOSUPPORT) {
+                printf("# no IPv6 loopback here (%s): IPv6 part skipped\n",
+                       uv_strerror(r));
+        } else {
+                assert_int_equal(r, 0);
+                node_net_local_addr(n6, &self);
+                assert_int_equal(self.family, 6);
+                assert_int_equal(self.addr[15], 1);
+                assert_int_equal(
+                    node_net_send(n6, &self, "six", 3, GOSSIP_CH_DGRAM), 0);
+                assert_int_equal(
+                    node_net_send(n6, &self, "stream6", 7, GOSSIP_CH_STREAM),
+                    0);
+                struct want w = {&s6, 2};
+                assert_true(run_until(&loop, have_n, &w, WATCHDOG_MS));
+                int d = s6.ch[0] == GOSSIP_CH_DGRAM ? 0 : 1;
+                assert_int_equal(s6.len[d], 3);
+                assert_memory_equal(s6.buf[d], "six", 3);
+                assert_int_equal(s6.len[1 - d], 7);
+                assert_memory_equal(s6.buf[1 - d], "stream6", 7);
+                assert_int_equal(s6.from[0].family, 6);
+                node_net_close(n6);
+        }
+        close_loop(&loop);
+        sink_free(&s6);
+
+        /* equality ignores bytes past an IPv4 address */
+        struct gossip_addr a = loopback(7946), b = loopback(7946);
+        b.addr[9] = 0xee;
+        assert_true(node_net_addr_equal(&a, &b));
+        b.port = 7947;
+        assert_false(node_net_addr_equal(&a, &b));
+        struct sockaddr_storage ss;
+        struct gossip_addr back;
+        assert_int_equal(node_net_addr_to_sockaddr(&a, &ss), 0);
+        assert_int_equal(((struct sockaddr_in *)&ss)->sin_port, htons(7946));
+        assert_int_equal(
+            node_net_addr_from_sockaddr((struct sockaddr *)&ss, &back), 0);
+        assert_true(node_net_addr_equal(&a, &back));
+        a.family = 5;
+        assert_int_equal(node_net_addr_to_sockaddr(&a, &ss), -EINVAL);
+}
+
+int main(void)
+{
+        const char *s = getenv("GN_SEED");
+        signal(SIGPIPE, SIG_IGN); /* as the daemon must: see net.h */
+        g_seed = s ? strtoull(s, NULL, 0) : 0x5eed0001ull;
+        printf("# test_net: GN_SEED=%llu\n", (unsigned long long)g_seed);
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_dgram_both_ways),
+            cmocka_unit_test(test_stream_large_both_ways),
+            cmocka_unit_test(test_oversize_refused),
+            cmocka_unit_test(test_rx_budget),
+            cmocka_unit_test(test_reconnect_after_restart),
+            cmocka_unit_test(test_nothing_listening),
+            cmocka_unit_test(test_slow_reader_drops),
+            cmocka_unit_test(test_port_in_use),
+            cmocka_unit_test(test_env_wiring),
+            cmocka_unit_test(test_ipv6_and_addrs),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
