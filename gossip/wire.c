@@ -1,0 +1,913 @@
+/*
+ * wire.c - encode, sign, verify and decode frames (layout in wire.h and
+ * docs/protocol.md).
+ *
+ * Decoding runs from cheap to expensive and touches msgpack last: channel
+ * bound, minimum length, magic, version, kind, flags, exact length, signer,
+ * signature, channel binding, replay window; then our own walk over the
+ * body bounds every declared count and length against the bytes that are
+ * really there (msgpack-c would otherwise allocate whatever a header
+ * claims), and only then msgpack_unpack_next() builds objects.
+ *
+ * Encoding packs straight into the caller's buffer through a bounded
+ * writer (no allocation), measuring first so that it can take as many
+ * piggybacked updates as fit the caller's cap.
+ *
+ * Invariants: the encoder writes the canonical form (map keys ascending,
+ * every field of the kind present, updates only when there are some); the
+ * decoder accepts any key order, ignores unknown keys, refuses duplicate
+ * known keys and wrong types.
+ */
+#include <string.h>
+
+#include <msgpack.h>
+#include <sodium.h>
+
+#include "wire_private.h"
+
+/* Prefix layout: offsets of each field (all integers big-endian). */
+enum {
+        OFF_MAGIC = 0,     /* 2 bytes "GN" */
+        OFF_VERSION = 2,   /* 1 */
+        OFF_KIND = 3,      /* 1 */
+        OFF_FLAGS = 4,     /* 1 */
+        OFF_RESERVED = 5,  /* 3, zero */
+        OFF_KEY_ID = 8,    /* 8 */
+        OFF_INC = 16,      /* 8 */
+        OFF_SEQ = 24,      /* 8 */
+        OFF_STEP = 32,     /* 8 */
+        OFF_BODY_LEN = 40, /* 4 */
+        OFF_BODY = 44,
+};
+_Static_assert((int)OFF_BODY == (int)GOSSIP_WIRE_PREFIX_BYTES, "prefix layout");
+_Static_assert(GOSSIP_WIRE_OVERHEAD == 108, "prefix + Ed25519 signature");
+_Static_assert(GOSSIP_SIG_BYTES == crypto_sign_BYTES, "Ed25519 signature");
+_Static_assert(GOSSIP_KEY_BYTES == crypto_sign_PUBLICKEYBYTES, "Ed25519 pk");
+_Static_assert(GOSSIP_SECRET_BYTES == crypto_sign_SECRETKEYBYTES, "sk");
+
+#define MAGIC0 0x47 /* 'G' */
+#define MAGIC1 0x4e /* 'N' */
+
+enum {
+        FLAG_DIGEST = 1 << 0, /* signature covers BLAKE2b-256(prefix+body) */
+        FLAG_STREAM = 1 << 1, /* built for the stream channel */
+        FLAGS_KNOWN = FLAG_DIGEST | FLAG_STREAM,
+};
+
+/* Body map keys: one table for all kinds. */
+enum {
+        K_UPDATES = 1,
+        K_TARGET = 2,
+        K_ADDR = 3,
+        K_ACK_SEQ = 4,
+        K_NACK = 5,
+        K_REPLY = 6,
+        K_STEP = 7,
+        K_CODEC = 8,
+        K_PART_INDEX = 9,
+        K_PART_COUNT = 10,
+        K_N_ELEMS = 11,
+        K_PAYLOAD = 12,
+        K_REQ_SEQ = 13,
+        K_COUNT
+};
+#define BIT(k) (1u << (k))
+
+/* Decoder bounds on the body, beyond "no count exceeds the bytes left". */
+enum {
+        /* Body nesting: map > updates array > update array > fields is 3;
+         * room for forward-compatible additions. */
+        MAX_DEPTH = 8,
+        /* Objects msgpack-c may allocate for one body (24 bytes each): a
+         * full SYNC is ~6 per update; 64 Ki objects is 1.5 MiB at worst. */
+        MAX_OBJECTS = 1 << 16,
+        ADDR4_BYTES = 6,  /* IPv4 address + port */
+        ADDR6_BYTES = 18, /* IPv6 address + port */
+        /* Largest encoding of one update: array hdr, 2 x uint64, state,
+         * bin8 IPv6 address, str8 name. */
+        UPDATE_MAX_BYTES =
+            1 + 9 + 1 + 9 + 2 + ADDR6_BYTES + 2 + GOSSIP_WIRE_NAME_MAX,
+};
+
+struct kind_info {
+        unsigned allowed;  /* keys this kind reads */
+        unsigned required; /* keys it must have */
+        uint8_t n_fields;  /* keys the encoder writes, updates aside */
+        uint8_t digest;    /* always signed through a digest */
+};
+
+#define TENSOR_KEYS                                                            \
+        (BIT(K_STEP) | BIT(K_CODEC) | BIT(K_PART_INDEX) | BIT(K_PART_COUNT) |  \
+         BIT(K_N_ELEMS) | BIT(K_PAYLOAD))
+
+static const struct kind_info kinds[GOSSIP_MSG_KIND_COUNT] = {
+    [GOSSIP_MSG_PING] = {BIT(K_UPDATES) | BIT(K_TARGET), 0, 1, 0},
+    [GOSSIP_MSG_PING_REQ] = {BIT(K_UPDATES) | BIT(K_TARGET) | BIT(K_ADDR),
+                             BIT(K_TARGET) | BIT(K_ADDR), 2, 0},
+    [GOSSIP_MSG_ACK] = {BIT(K_UPDATES) | BIT(K_ACK_SEQ) | BIT(K_TARGET) |
+                            BIT(K_NACK),
+                        BIT(K_ACK_SEQ) | BIT(K_TARGET), 3, 0},
+    [GOSSIP_MSG_SYNC] = {BIT(K_UPDATES) | BIT(K_REPLY), 0, 1, 0},
+    [GOSSIP_MSG_JOIN] = {BIT(K_UPDATES), 0, 0, 0},
+    [GOSSIP_MSG_LEAVE] = {0, 0, 0, 0},
+    [GOSSIP_MSG_GRADIENT] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
+    [GOSSIP_MSG_STATE_REQ] = {0, 0, 0, 0},
+    [GOSSIP_MSG_STATE] = {BIT(K_STEP) | BIT(K_REQ_SEQ) | BIT(K_PAYLOAD),
+                          BIT(K_STEP) | BIT(K_PAYLOAD), 3, 1},
+    [GOSSIP_MSG_PARAMS] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
+};
+
+static int kind_valid(unsigned kind)
+{
+        return kind > 0 && kind < GOSSIP_MSG_KIND_COUNT;
+}
+
+static int has_updates(unsigned kind)
+{
+        return (kinds[kind].allowed & BIT(K_UPDATES)) != 0;
+}
+
+static int needs_digest(unsigned kind, size_t body_len)
+{
+        return kinds[kind].digest || body_len > GOSSIP_WIRE_DIGEST_OVER;
+}
+
+static void put_be(uint8_t *p, uint64_t v, int n)
+{
+        for (int i = n - 1; i >= 0; i--, v >>= 8)
+                p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be(const uint8_t *p, int n)
+{
+        uint64_t v = 0;
+
+        for (int i = 0; i < n; i++)
+                v = v << 8 | p[i];
+        return v;
+}
+
+/* ---- encoding ---------------------------------------------------------- */
+
+/* A bounded msgpack sink; p == NULL only counts. */
+struct sink {
+        uint8_t *p;
+        size_t cap, len;
+};
+
+static int sink_write(void *data, const char *buf, size_t len)
+{
+        struct sink *s = data;
+
+        if (len > s->cap - s->len)
+                return -1;
+        if (s->p)
+                memcpy(s->p + s->len, buf, len);
+        s->len += len;
+        return 0;
+}
+
+static int addr_valid(const struct gossip_addr *a, int optional)
+{
+        return a->family == 4 || a->family == 6 || (optional && !a->family);
+}
+
+static int pack_addr(msgpack_packer *pk, const struct gossip_addr *a)
+{
+        uint8_t b[ADDR6_BYTES];
+        size_t n = a->family == 4 ? 4 : 16;
+
+        if (!a->family)
+                return msgpack_pack_nil(pk);
+        memcpy(b, a->addr, n);
+        put_be(b + n, a->port, 2);
+        return msgpack_pack_bin_with_body(pk, b, n + 2);
+}
+
+/* Names travel as printable text: no NUL, no control characters. */
+static int name_byte_ok(uint8_t c)
+{
+        return c >= 0x20 && c != 0x7f;
+}
+
+static int update_valid(const struct gossip_update *u)
+{
+        size_t n = strnlen(u->name, GOSSIP_WIRE_NAME_MAX);
+
+        if (!u->key_id || u->state > GOSSIP_WIRE_STATE_MAX ||
+            !addr_valid(&u->addr, 1) || n == GOSSIP_WIRE_NAME_MAX)
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                if (!name_byte_ok((uint8_t)u->name[i]))
+                        return 0;
+        return 1;
+}
+
+static int pack_update(msgpack_packer *pk, const struct gossip_update *u)
+{
+        size_t n = strlen(u->name);
+        int r;
+
+        r = msgpack_pack_array(pk, n ? 5 : 4);
+        r = r ? r : msgpack_pack_uint64(pk, u->key_id);
+        r = r ? r : msgpack_pack_uint8(pk, u->state);
+        r = r ? r : msgpack_pack_uint64(pk, u->incarnation);
+        r = r ? r : pack_addr(pk, &u->addr);
+        if (n)
+                r = r ? r : msgpack_pack_str_with_body(pk, u->name, n);
+        return r;
+}
+
+static size_t update_size(const struct gossip_update *u)
+{
+        struct sink s = {NULL, SIZE_MAX, 0};
+        msgpack_packer pk;
+
+        msgpack_packer_init(&pk, &s, sink_write);
+        pack_update(&pk, u);
+        return s.len;
+}
+
+static int pack_kv_u64(msgpack_packer *pk, int key, uint64_t v)
+{
+        int r = msgpack_pack_uint8(pk, (uint8_t)key);
+
+        return r ? r : msgpack_pack_uint64(pk, v);
+}
+
+static int pack_kv_bool(msgpack_packer *pk, int key, int v)
+{
+        int r = msgpack_pack_uint8(pk, (uint8_t)key);
+
+        if (r)
+                return r;
+        return v ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+}
+
+static int pack_kv_bin(msgpack_packer *pk, int key, const void *p, size_t n)
+{
+        int r = msgpack_pack_uint8(pk, (uint8_t)key);
+
+        return r ? r : msgpack_pack_bin_with_body(pk, p, n);
+}
+
+static int pack_kv_addr(msgpack_packer *pk, int key,
+                        const struct gossip_addr *a)
+{
+        int r = msgpack_pack_uint8(pk, (uint8_t)key);
+
+        return r ? r : pack_addr(pk, a);
+}
+
+static int pack_tensor(msgpack_packer *pk, const struct gossip_tensor *t)
+{
+        int r;
+
+        r = pack_kv_u64(pk, K_STEP, t->step);
+        r = r ? r : pack_kv_u64(pk, K_CODEC, t->codec);
+        r = r ? r : pack_kv_u64(pk, K_PART_INDEX, t->part_index);
+        r = r ? r : pack_kv_u64(pk, K_PART_COUNT, t->part_count);
+        r = r ? r : pack_kv_u64(pk, K_N_ELEMS, t->n_elems);
+        r = r ? r : pack_kv_bin(pk, K_PAYLOAD, t->payload, t->payload_len);
+        return r;
+}
+
+/* The kind's own fields, keys ascending (K_UPDATES, the smallest key, is
+ * written before them by the caller). */
+static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
+{
+        int r = 0;
+
+        switch (m->kind) {
+        case GOSSIP_MSG_PING:
+                return pack_kv_u64(pk, K_TARGET, m->u.ping.target);
+        case GOSSIP_MSG_PING_REQ:
+                r = pack_kv_u64(pk, K_TARGET, m->u.ping_req.target);
+                return r ? r : pack_kv_addr(pk, K_ADDR, &m->u.ping_req.addr);
+        case GOSSIP_MSG_ACK:
+                r = pack_kv_u64(pk, K_TARGET, m->u.ack.target);
+                r = r ? r : pack_kv_u64(pk, K_ACK_SEQ, m->u.ack.ack_seq);
+                return r ? r : pack_kv_bool(pk, K_NACK, m->u.ack.nack);
+        case GOSSIP_MSG_SYNC:
+                return pack_kv_bool(pk, K_REPLY, m->u.sync.reply);
+        case GOSSIP_MSG_GRADIENT:
+        case GOSSIP_MSG_PARAMS:
+                return pack_tensor(pk, &m->u.tensor);
+        case GOSSIP_MSG_STATE:
+                r = pack_kv_u64(pk, K_STEP, m->u.state.step);
+                r = r ? r
+                      : pack_kv_bin(pk, K_PAYLOAD, m->u.state.data,
+                                    m->u.state.len);
+                return r ? r : pack_kv_u64(pk, K_REQ_SEQ, m->u.state.req_seq);
+        }
+        return 0;
+}
+
+/* The whole body with the first k updates. */
+static int pack_body(msgpack_packer *pk, const struct gossip_msg *m, uint32_t k)
+{
+        int r = msgpack_pack_map(pk, kinds[m->kind].n_fields + (k > 0));
+
+        if (!r && k > 0) {
+                r = msgpack_pack_uint8(pk, K_UPDATES);
+                r = r ? r : msgpack_pack_array(pk, k);
+                for (uint32_t i = 0; !r && i < k; i++)
+                        r = pack_update(pk, &m->updates[i]);
+        }
+        return r ? r : pack_fields(pk, m);
+}
+
+static int msg_valid(const struct gossip_msg *m)
+{
+        const struct gossip_tensor *t = &m->u.tensor;
+
+        if (!kind_valid(m->kind) || m->channel > GOSSIP_CH_STREAM)
+                return 0;
+        if (m->n_updates && (!has_updates(m->kind) || !m->updates ||
+                             m->n_updates > GOSSIP_WIRE_MAX_UPDATES))
+                return 0;
+        for (uint32_t i = 0; i < m->n_updates; i++)
+                if (!update_valid(&m->updates[i]))
+                        return 0;
+        switch (m->kind) {
+        case GOSSIP_MSG_PING_REQ:
+                return addr_valid(&m->u.ping_req.addr, 0);
+        case GOSSIP_MSG_ACK:
+                return m->u.ack.nack <= 1;
+        case GOSSIP_MSG_SYNC:
+                return m->u.sync.reply <= 1;
+        case GOSSIP_MSG_GRADIENT:
+        case GOSSIP_MSG_PARAMS:
+                return t->part_count >= 1 && t->part_index < t->part_count &&
+                       (t->payload || !t->payload_len);
+        case GOSSIP_MSG_STATE:
+                return m->u.state.data || !m->u.state.len;
+        }
+        return 1;
+}
+
+/* Header bytes of a msgpack array of k elements. */
+static size_t array_hdr(uint32_t k)
+{
+        return k <= 15 ? 1 : k <= 0xffff ? 3 : 5;
+}
+
+/* How many updates fit in avail bytes after the base body. */
+static uint32_t updates_that_fit(const struct gossip_msg *m, size_t avail)
+{
+        size_t sum = 0;
+        uint32_t k = 0;
+
+        for (; k < m->n_updates; k++) {
+                size_t s = update_size(&m->updates[k]);
+
+                if (1 + array_hdr(k + 1) + sum + s > avail)
+                        break;
+                sum += s;
+        }
+        return k;
+}
+
+static void sign_frame(uint8_t *b, size_t signed_len, int digest,
+                       const uint8_t *sk)
+{
+        uint8_t d[crypto_generichash_BYTES];
+
+        if (digest) {
+                crypto_generichash(d, sizeof(d), b, signed_len, NULL, 0);
+                crypto_sign_detached(b + signed_len, NULL, d, sizeof(d), sk);
+        } else {
+                crypto_sign_detached(b + signed_len, NULL, b, signed_len, sk);
+        }
+}
+
+static void put_prefix(uint8_t *b, const struct gossip_msg *m, uint8_t flags,
+                       uint64_t key_id, size_t body_len)
+{
+        b[OFF_MAGIC] = MAGIC0;
+        b[OFF_MAGIC + 1] = MAGIC1;
+        b[OFF_VERSION] = GOSSIP_WIRE_VERSION;
+        b[OFF_KIND] = m->kind;
+        b[OFF_FLAGS] = flags;
+        memset(b + OFF_RESERVED, 0, 3);
+        put_be(b + OFF_KEY_ID, key_id, 8);
+        put_be(b + OFF_INC, m->incarnation, 8);
+        put_be(b + OFF_SEQ, m->seq, 8);
+        put_be(b + OFF_STEP, m->step, 8);
+        put_be(b + OFF_BODY_LEN, body_len, 4);
+}
+
+int gossip_wire_encode(const struct gossip_msg *m,
+                       const uint8_t sk[GOSSIP_SECRET_BYTES], void *buf,
+                       size_t cap, size_t *out_len, uint32_t *n_sent)
+{
+        struct sink s = {NULL, SIZE_MAX, 0};
+        msgpack_packer pk;
+        uint8_t *b = buf, flags;
+        size_t base, body_len, room;
+        uint32_t k;
+
+        if (!m || !sk || !buf || !out_len || !msg_valid(m))
+                return GOSSIP_EINVAL;
+        msgpack_packer_init(&pk, &s, sink_write);
+        pack_body(&pk, m, 0);
+        base = s.len;
+        if (cap < GOSSIP_WIRE_OVERHEAD)
+                return GOSSIP_ETOOBIG;
+        /* The body length field is 32 bits. */
+        room = cap - GOSSIP_WIRE_OVERHEAD;
+        if (room > UINT32_MAX)
+                room = UINT32_MAX;
+        if (base > room)
+                return GOSSIP_ETOOBIG;
+        k = updates_that_fit(m, room - base);
+
+        s = (struct sink){b + OFF_BODY, room, 0};
+        if (pack_body(&pk, m, k) != 0)
+                return GOSSIP_ETOOBIG; /* measured to fit: cannot happen */
+        body_len = s.len;
+
+        flags = m->channel == GOSSIP_CH_STREAM ? FLAG_STREAM : 0;
+        if (needs_digest(m->kind, body_len))
+                flags |= FLAG_DIGEST;
+        put_prefix(b, m, flags, gossip_key_id(sk + 32), body_len);
+        sign_frame(b, OFF_BODY + body_len, flags & FLAG_DIGEST, sk);
+        *out_len = GOSSIP_WIRE_OVERHEAD + body_len;
+        if (n_sent)
+                *n_sent = k;
+        return 0;
+}
+
+size_t gossip_wire_frame_bound(const struct gossip_msg *m)
+{
+        size_t n = GOSSIP_WIRE_OVERHEAD + 1 + 16 * 10 + 1 + 5;
+
+        if (!m)
+                return 0;
+        if (m->kind == GOSSIP_MSG_GRADIENT || m->kind == GOSSIP_MSG_PARAMS)
+                n += 5 + m->u.tensor.payload_len;
+        else if (m->kind == GOSSIP_MSG_STATE)
+                n += 5 + m->u.state.len;
+        return n + (size_t)m->n_updates * UPDATE_MAX_BYTES;
+}
+
+/* ---- body bounds check --------------------------------------------------- */
+
+struct walk {
+        const uint8_t *p, *end;
+        uint32_t objects;
+};
+
+/* Consumes n raw bytes; 0 or -1 if they are not there. */
+static int walk_skip(struct walk *w, uint64_t n)
+{
+        if (n > (uint64_t)(w->end - w->p))
+                return -1;
+        w->p += n;
+        return 0;
+}
+
+static int walk_obj(struct walk *w, int depth);
+
+/* n elements follow; each needs at least one byte. */
+static int walk_items(struct walk *w, uint64_t n, int depth)
+{
+        if (n > (uint64_t)(w->end - w->p) || depth >= MAX_DEPTH)
+                return -1;
+        for (uint64_t i = 0; i < n; i++)
+                if (walk_obj(w, depth + 1))
+                        return -1;
+        return 0;
+}
+
+/* Sizes of the fixed-width formats 0xc0..0xdf: bytes after the type byte,
+ * or -1 for variable formats handled in walk_obj (and 0xc1, never used). */
+static const int8_t fixed_len[32] = {
+    0, -1, 0, 0, -1, -1, -1, -1, -1, -1, 4,  8,  1,  2,  4,  8,
+    1, 2,  4, 8, 2,  3,  5,  9,  17, -1, -1, -1, -1, -1, -1, -1,
+};
+
+/* Walks one msgpack object, checking every declared length and count
+ * against the bytes left, the nesting depth and the object budget. */
+static int walk_obj(struct walk *w, int depth)
+{
+        uint8_t t;
+        uint64_t n;
+
+        if (w->p == w->end || ++w->objects > MAX_OBJECTS)
+                return -1;
+        t = *w->p++;
+        if (t <= 0x7f || t >= 0xe0)
+                return 0;
+        if (t <= 0x8f)
+                return walk_items(w, 2 * (uint64_t)(t & 0x0f), depth);
+        if (t <= 0x9f)
+                return walk_items(w, t & 0x0f, depth);
+        if (t <= 0xbf)
+                return walk_skip(w, t & 0x1f);
+        if (fixed_len[t - 0xc0] >= 0)
+                return walk_skip(w, (uint64_t)fixed_len[t - 0xc0]);
+        switch (t) {
+        case 0xc4: /* bin 8/16/32, str 8/16/32 */
+        case 0xd9:
+        case 0xc5:
+        case 0xda:
+        case 0xc6:
+        case 0xdb: {
+                int lb = (t == 0xc4 || t == 0xd9)   ? 1
+                         : (t == 0xc5 || t == 0xda) ? 2
+                                                    : 4;
+                if ((size_t)(w->end - w->p) < (size_t)lb)
+                        return -1;
+                n = get_be(w->p, lb);
+                w->p += lb;
+                return walk_skip(w, n);
+        }
+        case 0xc7: /* ext 8/16/32: length, type byte, data */
+        case 0xc8:
+        case 0xc9: {
+                int lb = t == 0xc7 ? 1 : t == 0xc8 ? 2 : 4;
+                if ((size_t)(w->end - w->p) < (size_t)lb)
+                        return -1;
+                n = get_be(w->p, lb);
+                w->p += lb;
+                return walk_skip(w, n + 1);
+        }
+        case 0xdc: /* array 16/32 */
+        case 0xdd:
+        case 0xde: /* map 16/32 */
+        case 0xdf: {
+                int lb = (t == 0xdc || t == 0xde) ? 2 : 4;
+                if ((size_t)(w->end - w->p) < (size_t)lb)
+                        return -1;
+                n = get_be(w->p, lb);
+                w->p += lb;
+                return walk_items(w, t >= 0xde ? 2 * n : n, depth);
+        }
+        }
+        return -1; /* 0xc1 */
+}
+
+/* 0 if b[0..n) is exactly one well-bounded msgpack object. */
+static int body_bounded(const uint8_t *b, size_t n)
+{
+        struct walk w = {b, b + n, 0};
+
+        return walk_obj(&w, 0) == 0 && w.p == w.end ? 0 : -1;
+}
+
+/* ---- body decoding ----------------------------------------------------- */
+
+static int get_u64(const msgpack_object *o, uint64_t *v)
+{
+        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+                return -1;
+        *v = o->via.u64;
+        return 0;
+}
+
+static int get_u32(const msgpack_object *o, uint32_t *v)
+{
+        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+            o->via.u64 > UINT32_MAX)
+                return -1;
+        *v = (uint32_t)o->via.u64;
+        return 0;
+}
+
+static int get_bool(const msgpack_object *o, uint8_t *v)
+{
+        if (o->type != MSGPACK_OBJECT_BOOLEAN)
+                return -1;
+        *v = o->via.boolean ? 1 : 0;
+        return 0;
+}
+
+static int get_bin(const msgpack_object *o, const uint8_t **p, size_t *n)
+{
+        if (o->type != MSGPACK_OBJECT_BIN)
+                return -1;
+        *p = (const uint8_t *)o->via.bin.ptr;
+        *n = o->via.bin.size;
+        return 0;
+}
+
+static int get_addr(const msgpack_object *o, struct gossip_addr *a,
+                    int optional)
+{
+        const uint8_t *p;
+        size_t n;
+
+        memset(a, 0, sizeof(*a));
+        if (optional && o->type == MSGPACK_OBJECT_NIL)
+                return 0;
+        if (get_bin(o, &p, &n) || (n != ADDR4_BYTES && n != ADDR6_BYTES))
+                return -1;
+        a->family = n == ADDR4_BYTES ? 4 : 6;
+        memcpy(a->addr, p, n - 2);
+        a->port = (uint16_t)get_be(p + n - 2, 2);
+        return 0;
+}
+
+static int get_name(const msgpack_object *o, char *name)
+{
+        uint32_t n;
+
+        name[0] = 0;
+        if (o->type == MSGPACK_OBJECT_NIL)
+                return 0;
+        if (o->type != MSGPACK_OBJECT_STR)
+                return -1;
+        n = o->via.str.size;
+        if (n >= GOSSIP_WIRE_NAME_MAX)
+                return -1;
+        for (uint32_t i = 0; i < n; i++)
+                if (!name_byte_ok((uint8_t)o->via.str.ptr[i]))
+                        return -1;
+        memcpy(name, o->via.str.ptr, n);
+        name[n] = 0;
+        return 0;
+}
+
+/* [key_id, state, incarnation, addr|nil, (name|nil), ...ignored] */
+static int get_update(const msgpack_object *o, struct gossip_update *u)
+{
+        const msgpack_object *f;
+        uint64_t state;
+
+        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 4)
+                return -1;
+        f = o->via.array.ptr;
+        if (get_u64(&f[0], &u->key_id) || !u->key_id ||
+            get_u64(&f[1], &state) || state > GOSSIP_WIRE_STATE_MAX ||
+            get_u64(&f[2], &u->incarnation) || get_addr(&f[3], &u->addr, 1))
+                return -1;
+        u->state = (uint8_t)state;
+        u->name[0] = 0;
+        return o->via.array.size > 4 ? get_name(&f[4], u->name) : 0;
+}
+
+static int get_updates(const msgpack_object *o, struct gossip_msg *m)
+{
+        uint32_t n;
+
+        if (o->type != MSGPACK_OBJECT_ARRAY)
+                return -1;
+        n = o->via.array.size;
+        if (n > GOSSIP_WIRE_MAX_UPDATES || n > m->updates_cap)
+                return -1;
+        for (uint32_t i = 0; i < n; i++)
+                if (get_update(&o->via.array.ptr[i], &m->updates[i]))
+                        return -1;
+        m->n_updates = n;
+        return 0;
+}
+
+/* One known key of the body into m. */
+static int get_field(int key, const msgpack_object *v, struct gossip_msg *m)
+{
+        struct gossip_tensor *t = &m->u.tensor;
+        int is_state = m->kind == GOSSIP_MSG_STATE;
+
+        switch (key) {
+        case K_UPDATES:
+                return get_updates(v, m);
+        case K_TARGET:
+                if (m->kind == GOSSIP_MSG_PING)
+                        return get_u64(v, &m->u.ping.target);
+                if (m->kind == GOSSIP_MSG_ACK)
+                        return get_u64(v, &m->u.ack.target);
+                return get_u64(v, &m->u.ping_req.target);
+        case K_ADDR:
+                return get_addr(v, &m->u.ping_req.addr, 0);
+        case K_ACK_SEQ:
+                return get_u64(v, &m->u.ack.ack_seq);
+        case K_NACK:
+                return get_bool(v, &m->u.ack.nack);
+        case K_REPLY:
+                return get_bool(v, &m->u.sync.reply);
+        case K_STEP:
+                return get_u64(v, is_state ? &m->u.state.step : &t->step);
+        case K_CODEC:
+                return get_u32(v, &t->codec);
+        case K_PART_INDEX:
+                return get_u32(v, &t->part_index);
+        case K_PART_COUNT:
+                return get_u32(v, &t->part_count);
+        case K_N_ELEMS:
+                return get_u64(v, &t->n_elems);
+        case K_PAYLOAD:
+                return is_state ? get_bin(v, &m->u.state.data, &m->u.state.len)
+                                : get_bin(v, &t->payload, &t->payload_len);
+        case K_REQ_SEQ:
+                return get_u64(v, &m->u.state.req_seq);
+        }
+        return -1;
+}
+
+static int get_body(const msgpack_object *o, struct gossip_msg *m)
+{
+        const struct kind_info *ki = &kinds[m->kind];
+        const struct gossip_tensor *t = &m->u.tensor;
+        unsigned seen = 0;
+
+        if (o->type != MSGPACK_OBJECT_MAP)
+                return -1;
+        for (uint32_t i = 0; i < o->via.map.size; i++) {
+                const msgpack_object_kv *kv = &o->via.map.ptr[i];
+                uint64_t key = kv->key.via.u64;
+
+                if (kv->key.type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+                    key >= K_COUNT || !(ki->allowed & BIT(key)))
+                        continue; /* unknown to this kind: ignored */
+                if ((seen & BIT(key)) || get_field((int)key, &kv->val, m))
+                        return -1;
+                seen |= BIT(key);
+        }
+        if ((seen & ki->required) != ki->required)
+                return -1;
+        if ((ki->allowed & BIT(K_PART_COUNT)) &&
+            (t->part_count == 0 || t->part_index >= t->part_count))
+                return -1;
+        return 0;
+}
+
+static int decode_body(const uint8_t *b, size_t n, struct gossip_msg *m)
+{
+        msgpack_unpacked up;
+        size_t off = 0;
+        int err = GOSSIP_EDECODE;
+
+        if (body_bounded(b, n))
+                return GOSSIP_EDECODE;
+        msgpack_unpacked_init(&up);
+        if (msgpack_unpack_next(&up, (const char *)b, n, &off) !=
+                MSGPACK_UNPACK_SUCCESS ||
+            off != n)
+                goto out;
+        if (get_body(&up.data, m) == 0)
+                err = 0;
+out:
+        msgpack_unpacked_destroy(&up);
+        return err;
+}
+
+/* ---- frame decoding ---------------------------------------------------- */
+
+static int verify(const uint8_t *b, size_t signed_len, int digest,
+                  const uint8_t *pk)
+{
+        uint8_t d[crypto_generichash_BYTES];
+        const uint8_t *sig = b + signed_len;
+
+        if (!digest)
+                return crypto_sign_verify_detached(sig, b, signed_len, pk);
+        crypto_generichash(d, sizeof(d), b, signed_len, NULL, 0);
+        return crypto_sign_verify_detached(sig, d, sizeof(d), pk);
+}
+
+/* Everything that can be checked without the keyring. */
+static int check_prefix(const uint8_t *b, size_t len, size_t max,
+                        uint64_t *body_len)
+{
+        if (len > max)
+                return GOSSIP_ETOOBIG;
+        if (len < GOSSIP_WIRE_OVERHEAD)
+                return GOSSIP_ESHORT;
+        if (b[OFF_MAGIC] != MAGIC0 || b[OFF_MAGIC + 1] != MAGIC1)
+                return GOSSIP_EDECODE;
+        if (b[OFF_VERSION] != GOSSIP_WIRE_VERSION)
+                return GOSSIP_EVERSION;
+        if (!kind_valid(b[OFF_KIND]))
+                return GOSSIP_EKIND;
+        if ((b[OFF_FLAGS] & ~FLAGS_KNOWN) || b[OFF_RESERVED] ||
+            b[OFF_RESERVED + 1] || b[OFF_RESERVED + 2])
+                return GOSSIP_EDECODE;
+        *body_len = get_be(b + OFF_BODY_LEN, 4);
+        if (GOSSIP_WIRE_OVERHEAD + *body_len > len)
+                return GOSSIP_ESHORT;
+        if (GOSSIP_WIRE_OVERHEAD + *body_len < len)
+                return GOSSIP_EDECODE; /* trailing bytes */
+        if (!(b[OFF_FLAGS] & FLAG_DIGEST) !=
+            !needs_digest(b[OFF_KIND], *body_len))
+                return GOSSIP_EDECODE;
+        return 0;
+}
+
+static size_t channel_max(const struct gossip_wire_limits *lim, int channel)
+{
+        if (channel == GOSSIP_CH_DGRAM)
+                return lim && lim->max_dgram ? lim->max_dgram
+                                             : GOSSIP_WIRE_DGRAM_MAX;
+        return lim && lim->max_stream ? lim->max_stream
+                                      : GOSSIP_WIRE_STREAM_MAX;
+}
+
+static int decode_frame(const uint8_t *b, size_t len, int channel,
+                        const struct gossip_wire_limits *lim,
+                        const struct gossip_keyring *kr,
+                        struct gossip_replay *rp, struct gossip_msg *m)
+{
+        struct gossip_update *upd = m->updates;
+        uint32_t upd_cap = m->updates_cap;
+        const uint8_t *pk;
+        uint64_t body_len;
+        int err;
+
+        err = check_prefix(b, len, channel_max(lim, channel), &body_len);
+        if (err)
+                return err;
+        memset(m, 0, sizeof(*m));
+        m->updates = upd;
+        m->updates_cap = upd_cap;
+        m->kind = b[OFF_KIND];
+        m->channel = (uint8_t)channel;
+        m->key_id = get_be(b + OFF_KEY_ID, 8);
+        m->incarnation = get_be(b + OFF_INC, 8);
+        m->seq = get_be(b + OFF_SEQ, 8);
+        m->step = get_be(b + OFF_STEP, 8);
+
+        pk = gossip_keyring_find(kr, m->key_id);
+        if (!pk)
+                return GOSSIP_EUNKNOWNKEY;
+        if (verify(b, OFF_BODY + body_len, b[OFF_FLAGS] & FLAG_DIGEST, pk))
+                return GOSSIP_EBADSIG;
+        /* Signed for the other channel: a cross-channel replay. */
+        if (!(b[OFF_FLAGS] & FLAG_STREAM) != (channel == GOSSIP_CH_DGRAM))
+                return GOSSIP_EREPLAY;
+        if (rp && gossip__replay_check(rp, m->key_id, channel, m->incarnation,
+                                       m->seq))
+                return GOSSIP_EREPLAY;
+        err = decode_body(b + OFF_BODY, body_len, m);
+        if (err)
+                return err;
+        if (rp)
+                err = gossip__replay_commit(rp, m->key_id, channel,
+                                            m->incarnation, m->seq);
+        return err;
+}
+
+int gossip_wire_decode(const void *buf, size_t len, int channel,
+                       const struct gossip_wire_limits *lim,
+                       const struct gossip_keyring *kr,
+                       struct gossip_replay *rp, struct gossip_msg *out,
+                       struct gossip_wire_stats *st)
+{
+        int err;
+
+        if (!buf || !kr || !out ||
+            (channel != GOSSIP_CH_DGRAM && channel != GOSSIP_CH_STREAM))
+                err = GOSSIP_EINVAL;
+        else
+                err = decode_frame(buf, len, channel, lim, kr, rp, out);
+        if (err) {
+                gossip_wire_stats_count(st, err);
+                return err;
+        }
+        if (st) {
+                st->accepted[out->kind]++;
+                st->rx_bytes += len;
+        }
+        return 0;
+}
+
+int gossip_wire_peek_sender(const void *buf, size_t len, uint64_t *key_id,
+                            uint8_t *kind)
+{
+        const uint8_t *b = buf;
+
+        if (!buf || len < OFF_KEY_ID + 8)
+                return GOSSIP_ESHORT;
+        if (b[OFF_MAGIC] != MAGIC0 || b[OFF_MAGIC + 1] != MAGIC1)
+                return GOSSIP_EDECODE;
+        if (key_id)
+                *key_id = get_be(b + OFF_KEY_ID, 8);
+        if (kind)
+                *kind = b[OFF_KIND];
+        return 0;
+}
+
+void gossip_wire_stats_count(struct gossip_wire_stats *st, int err)
+{
+        if (st && err < 0 && -err < GOSSIP_WIRE_REJECT_SLOTS)
+                st->rejected[-err]++;
+}
+
+void gossip_wire_stream_put_len(uint8_t hdr[4], uint32_t frame_len)
+{
+        put_be(hdr, frame_len, 4);
+}
+
+int gossip_wire_stream_get_len(const uint8_t hdr[4],
+                               const struct gossip_wire_limits *lim,
+                               uint32_t *frame_len)
+{
+        uint32_t n = (uint32_t)get_be(hdr, 4);
+
+        if (n > channel_max(lim, GOSSIP_CH_STREAM))
+                return GOSSIP_ETOOBIG;
+        if (n < GOSSIP_WIRE_OVERHEAD)
+                return GOSSIP_ESHORT;
+        *frame_len = n;
+        return 0;
+}

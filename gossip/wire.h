@@ -1,0 +1,258 @@
+/*
+ * wire.h - the wire format: signed, versioned, bounded frames.
+ *
+ * Every message on either channel is one frame:
+ *
+ *   prefix (44 bytes, fixed, big-endian) | body (msgpack map) | sig (64)
+ *
+ * The prefix carries magic, version, kind, flags, the sender's key id,
+ * incarnation, sequence number, training step and the body length. The
+ * decoder checks the channel bound, exact length, version, kind, signer and
+ * Ed25519 signature, and the replay window, all BEFORE msgpack sees a byte;
+ * then it walks the body with its own bounds checker and only then hands it
+ * to msgpack-c (whose unpacker trusts declared lengths). docs/protocol.md
+ * describes every byte.
+ *
+ * Invariants:
+ *  - a frame is accepted only at exactly prefix + body_len + 64 bytes;
+ *  - only keys in the keyring are accepted; a key id (8 bytes of
+ *    BLAKE2b-256(public key)) names exactly one key there: a colliding key
+ *    is refused by gossip_keyring_add();
+ *  - the signature covers prefix and body; for GRADIENT, STATE, PARAMS and
+ *    any body over GOSSIP_WIRE_DIGEST_OVER bytes it covers their BLAKE2b-256
+ *    digest instead (flag bit 0 says which, and must match that rule);
+ *  - the channel a frame was built for is signed (flag bit 1): a datagram
+ *    cannot be replayed on the stream or the other way round, so receivers
+ *    keep one replay window per (sender, channel);
+ *  - a decoded message's pointers (payload, data) point INTO the input
+ *    buffer: the buffer must outlive the decoded message.
+ *
+ * Not thread-safe: a keyring, a replay table and stats belong to one thread.
+ */
+#ifndef GOSSIP_WIRE_H
+#define GOSSIP_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gossip_types.h"
+
+/* Tunables and fixed sizes (bytes unless named otherwise). */
+enum {
+        GOSSIP_WIRE_VERSION = 1,
+        GOSSIP_WIRE_PREFIX_BYTES = 44,
+        GOSSIP_WIRE_OVERHEAD = GOSSIP_WIRE_PREFIX_BYTES + GOSSIP_SIG_BYTES,
+        /* Default datagram bound: fits a 1500-byte Ethernet MTU after IPv6
+         * (40) and UDP (8) headers with room for tunnels. */
+        GOSSIP_WIRE_DGRAM_MAX = 1400,
+        /* Bodies above this are signed through a digest: signing is linear
+         * in length (1.6 MB ~ 5.5 ms), hashing ~4x cheaper. */
+        GOSSIP_WIRE_DIGEST_OVER = 1024,
+        /* Most membership updates one message may carry (a cluster bigger
+         * than this cannot SYNC in one frame). */
+        GOSSIP_WIRE_MAX_UPDATES = 4096,
+        /* Fewest bytes one encoded update can take (tiny key id, no
+         * address, no name): bounds the updates a body of n bytes can
+         * carry to n / 5. Real key ids are 64-bit random: ~13 bytes. */
+        GOSSIP_WIRE_UPDATE_MIN_BYTES = 5,
+        /* Name length limit including the NUL (same as gossip.h). */
+        GOSSIP_WIRE_NAME_MAX = 32,
+        /* Replay window width per (sender, channel), in sequence numbers:
+         * how far a datagram may be overtaken and still be accepted. */
+        GOSSIP_WIRE_REPLAY_WINDOW = 128,
+        /* Reject counters are indexed by -GOSSIP_E* code. */
+        GOSSIP_WIRE_REJECT_SLOTS = 16,
+};
+/* Default stream bound: a 784-512-10 model with Adam state is ~5 MB; 64 MiB
+ * leaves room for bigger models while bounding what a peer can make us
+ * buffer. */
+#define GOSSIP_WIRE_STREAM_MAX ((size_t)64 << 20)
+
+/* Message kinds: the prefix's kind byte. 0 is never valid. */
+enum gossip_msg_kind {
+        GOSSIP_MSG_PING = 1,      /* probe */
+        GOSSIP_MSG_PING_REQ = 2,  /* indirect probe of target through us */
+        GOSSIP_MSG_ACK = 3,       /* answer to PING / PING_REQ (or NACK) */
+        GOSSIP_MSG_SYNC = 4,      /* anti-entropy: full membership list */
+        GOSSIP_MSG_JOIN = 5,      /* join request; answered with SYNC */
+        GOSSIP_MSG_LEAVE = 6,     /* graceful leave */
+        GOSSIP_MSG_GRADIENT = 7,  /* a gradient (partition), opaque payload */
+        GOSSIP_MSG_STATE_REQ = 8, /* ask for the current model state */
+        GOSSIP_MSG_STATE = 9,     /* model state: step + checkpoint bytes */
+        GOSSIP_MSG_PARAMS = 10,   /* parameters for model averaging */
+        GOSSIP_MSG_KIND_COUNT     /* one past the last kind */
+};
+
+/* Member states on the wire: same values as enum gossip_member_state
+ * (0 alive, 1 suspect, 2 dead, 3 left). */
+#define GOSSIP_WIRE_STATE_MAX 3
+
+/* One piggybacked membership update ("key_id is state at incarnation, to
+ * be found at addr"). */
+struct gossip_update {
+        uint64_t key_id;
+        uint64_t incarnation;
+        struct gossip_addr addr;         /* family 0: no address known */
+        uint8_t state;                   /* 0..GOSSIP_WIRE_STATE_MAX */
+        char name[GOSSIP_WIRE_NAME_MAX]; /* NUL-terminated, "" = none */
+};
+
+/* GRADIENT and PARAMS. */
+struct gossip_tensor {
+        uint64_t step;          /* optimizer step this tensor belongs to */
+        uint32_t codec;         /* payload codec id (codec.h) */
+        uint32_t part_index;    /* partition index, < part_count */
+        uint32_t part_count;    /* 1 = whole tensor */
+        uint64_t n_elems;       /* elements in this partition */
+        const uint8_t *payload; /* decode: points into the input buffer */
+        size_t payload_len;
+};
+
+/* STATE. */
+struct gossip_state {
+        uint64_t step;       /* step of the checkpoint */
+        uint64_t req_seq;    /* seq of the STATE_REQ answered (0: unasked) */
+        const uint8_t *data; /* checkpoint bytes; decode: into input */
+        size_t len;
+};
+
+/*
+ * A message, decoded or to be encoded.
+ *
+ * Encode: kind, channel, incarnation, seq, step, the kind's union member
+ * and (for PING, PING_REQ, ACK, SYNC, JOIN) updates[0..n_updates) are read;
+ * key_id is derived from the secret key and ignored.
+ * Decode: the caller sets updates / updates_cap (storage for received
+ * updates, may be NULL / 0) before the call; everything else is written.
+ * A message carrying more updates than updates_cap is rejected.
+ */
+struct gossip_msg {
+        uint8_t kind;         /* enum gossip_msg_kind */
+        uint8_t channel;      /* enum gossip_channel */
+        uint64_t key_id;      /* sender */
+        uint64_t incarnation; /* sender's; must grow across restarts */
+        uint64_t seq;         /* sender's message counter */
+        uint64_t step;        /* sender's training step */
+
+        struct gossip_update *updates;
+        uint32_t n_updates;
+        uint32_t updates_cap;
+
+        union {
+                struct {
+                        uint64_t target; /* key id probed; 0 = unknown */
+                } ping;
+                struct {
+                        uint64_t target;         /* member to probe for us */
+                        struct gossip_addr addr; /* where to find it */
+                } ping_req;
+                struct {
+                        uint64_t ack_seq; /* seq of the PING/PING_REQ */
+                        uint64_t target;  /* member vouched for */
+                        uint8_t nack;     /* 1: relay got no answer */
+                } ack;
+                struct {
+                        uint8_t reply; /* 1: please answer with your SYNC */
+                } sync;
+                struct gossip_tensor tensor; /* GRADIENT, PARAMS */
+                struct gossip_state state;   /* STATE */
+        } u;
+};
+
+/* Per-channel frame bounds, checked before anything else. */
+struct gossip_wire_limits {
+        size_t max_dgram;  /* 0: GOSSIP_WIRE_DGRAM_MAX */
+        size_t max_stream; /* 0: GOSSIP_WIRE_STREAM_MAX */
+};
+
+/* Counters: every reject by reason (index -GOSSIP_E*) and accepts by kind. */
+struct gossip_wire_stats {
+        uint64_t rejected[GOSSIP_WIRE_REJECT_SLOTS];
+        uint64_t accepted[GOSSIP_MSG_KIND_COUNT];
+        uint64_t rx_bytes; /* bytes of accepted frames */
+};
+
+struct gossip_keyring; /* opaque: trusted public keys by key id */
+struct gossip_replay;  /* opaque: replay windows by (sender, channel) */
+
+/* The key id of a public key: the first 8 bytes of BLAKE2b-256(pk), read
+ * big-endian. Never 0 for a key the keyring accepts. */
+uint64_t gossip_key_id(const uint8_t pk[GOSSIP_KEY_BYTES]);
+
+/* A new empty keyring, or NULL when out of memory (or if libsodium cannot
+ * initialise: this calls sodium_init(), which is idempotent). */
+struct gossip_keyring *gossip_keyring_new(void);
+/* Frees kr and wipes nothing secret (public keys only). NULL is a no-op. */
+void gossip_keyring_free(struct gossip_keyring *kr);
+/* Trusts pk. 0 if added or already present; GOSSIP_EINVAL if its key id is
+ * 0 or collides with a different key (nothing changed); GOSSIP_ENOMEM.
+ * *key_id (may be NULL) gets the key id. */
+int gossip_keyring_add(struct gossip_keyring *kr,
+                       const uint8_t pk[GOSSIP_KEY_BYTES], uint64_t *key_id);
+/* Stops trusting key_id. 0, or GOSSIP_EUNKNOWNKEY if it was not there. */
+int gossip_keyring_remove(struct gossip_keyring *kr, uint64_t key_id);
+/* The trusted public key with this id, or NULL. Valid until the next
+ * add/remove. */
+const uint8_t *gossip_keyring_find(const struct gossip_keyring *kr,
+                                   uint64_t key_id);
+/* Number of trusted keys. */
+size_t gossip_keyring_count(const struct gossip_keyring *kr);
+
+/* A new empty replay table, or NULL when out of memory. */
+struct gossip_replay *gossip_replay_new(void);
+/* Frees rp. NULL is a no-op. */
+void gossip_replay_free(struct gossip_replay *rp);
+/* Forgets everything seen from key_id (both channels). Only for a removed
+ * key: forgetting a live sender re-opens it to replays. */
+void gossip_replay_forget(struct gossip_replay *rp, uint64_t key_id);
+
+/*
+ * Encodes and signs m into buf[0..cap). On success *out_len is the frame
+ * length and *n_sent (may be NULL) how many of m->updates[0..) it carries:
+ * updates are taken in order while they fit, so put the most urgent first.
+ * GOSSIP_EINVAL for a bad message (unknown kind, state, name, channel ...),
+ * GOSSIP_ETOOBIG if even the message without updates does not fit.
+ * sk is libsodium's 64-byte Ed25519 secret key (seed || public key).
+ */
+int gossip_wire_encode(const struct gossip_msg *m,
+                       const uint8_t sk[GOSSIP_SECRET_BYTES], void *buf,
+                       size_t cap, size_t *out_len, uint32_t *n_sent);
+
+/* An upper bound on the frame length of m with all its updates, for
+ * sizing a buffer. */
+size_t gossip_wire_frame_bound(const struct gossip_msg *m);
+
+/*
+ * Checks and decodes one frame received on channel. 0 and *out filled, or a
+ * negative GOSSIP_E* code (ETOOBIG, ESHORT, EVERSION, EKIND, EUNKNOWNKEY,
+ * EBADSIG, EREPLAY, EDECODE; EINVAL for bad arguments, ENOMEM if the replay
+ * table cannot grow) with *out undefined; every reject is counted in st.
+ * lim may be NULL (defaults), rp may be NULL (no replay check), st may be
+ * NULL. The replay window is advanced only for an accepted frame. out's
+ * payload/data pointers point into buf.
+ */
+int gossip_wire_decode(const void *buf, size_t len, int channel,
+                       const struct gossip_wire_limits *lim,
+                       const struct gossip_keyring *kr,
+                       struct gossip_replay *rp, struct gossip_msg *out,
+                       struct gossip_wire_stats *st);
+
+/* The claimed (unverified!) sender key id and kind of a frame, for per-peer
+ * counters on rejects. 0, or GOSSIP_ESHORT / GOSSIP_EDECODE (bad magic). */
+int gossip_wire_peek_sender(const void *buf, size_t len, uint64_t *key_id,
+                            uint8_t *kind);
+
+/* Counts err as a reject in st (e.g. GOSSIP_ENONFINITE found later by the
+ * payload codec). Non-negative or out-of-range err counts nothing. */
+void gossip_wire_stats_count(struct gossip_wire_stats *st, int err);
+
+/* Stream framing: each frame travels as a 4-byte big-endian length, then
+ * the frame. Writes the length header. */
+void gossip_wire_stream_put_len(uint8_t hdr[4], uint32_t frame_len);
+/* Reads a length header: 0 and *frame_len, or GOSSIP_ETOOBIG above the
+ * stream bound (lim may be NULL), GOSSIP_ESHORT below the frame overhead. */
+int gossip_wire_stream_get_len(const uint8_t hdr[4],
+                               const struct gossip_wire_limits *lim,
+                               uint32_t *frame_len);
+
+#endif

@@ -1,0 +1,1101 @@
+/*
+ * test_wire.c - the wire format: round trips, rejects, replay windows, the
+ * keyring, and the test vectors of docs/protocol.md byte for byte.
+ *
+ * Keys come from fixed seeds (Ed25519 is deterministic), so frames are
+ * reproducible; the random parts (update contents, payload bytes) come from
+ * GN_SEED (printed; set it to replay a failure).
+ */
+#include <setjmp.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "wire.h"
+#include "wire_private.h"
+
+#ifndef GN_SOURCE_DIR
+#define GN_SOURCE_DIR "."
+#endif
+
+static uint64_t seed;
+static uint8_t pk_a[32], sk_a[64], pk_b[32], sk_b[64], pk_c[32], sk_c[64];
+static uint64_t id_a, id_b, id_c;
+static uint64_t rng;
+
+static uint64_t rnd(void)
+{
+        uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+}
+
+/* Seed i: bytes i*32 .. i*32+31 (the test-vector keys of protocol.md). */
+static void seed_key(int i, uint8_t pk[32], uint8_t sk[64])
+{
+        uint8_t s[32];
+
+        for (int j = 0; j < 32; j++)
+                s[j] = (uint8_t)(i * 32 + j);
+        crypto_sign_seed_keypair(pk, sk, s);
+}
+
+static int group_setup(void **state)
+{
+        const char *e = getenv("GN_SEED");
+
+        seed = e ? strtoull(e, NULL, 0) : 20261129;
+        fprintf(stderr, "test_wire: GN_SEED=%llu\n", (unsigned long long)seed);
+        if (sodium_init() < 0)
+                return -1;
+        seed_key(0, pk_a, sk_a);
+        seed_key(1, pk_b, sk_b);
+        seed_key(2, pk_c, sk_c);
+        id_a = gossip_key_id(pk_a);
+        id_b = gossip_key_id(pk_b);
+        id_c = gossip_key_id(pk_c);
+        return 0;
+}
+
+struct fx {
+        struct gossip_keyring *kr;
+        struct gossip_replay *rp;
+        struct gossip_wire_stats st;
+        struct gossip_update upd[64], got_upd[GOSSIP_WIRE_MAX_UPDATES];
+        uint8_t payload[256];
+        uint8_t buf[8192];
+        uint64_t next_seq; /* fresh frames for the replay window */
+};
+
+static int setup(void **state)
+{
+        struct fx *f = calloc(1, sizeof(*f));
+
+        rng = seed;
+        assert_non_null(f);
+        f->kr = gossip_keyring_new();
+        f->rp = gossip_replay_new();
+        assert_non_null(f->kr);
+        assert_non_null(f->rp);
+        assert_int_equal(gossip_keyring_add(f->kr, pk_a, NULL), 0);
+        assert_int_equal(gossip_keyring_add(f->kr, pk_b, NULL), 0);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fx *f = *state;
+
+        gossip_keyring_free(f->kr);
+        gossip_replay_free(f->rp);
+        free(f);
+        return 0;
+}
+
+static void rand_update(struct gossip_update *u, int i)
+{
+        memset(u, 0, sizeof(*u));
+        u->key_id = rnd() | 1;
+        u->incarnation = rnd() >> (rnd() % 64);
+        u->state = (uint8_t)(rnd() % 4);
+        switch (i % 3) {
+        case 0:
+                u->addr.family = 4;
+                memcpy(u->addr.addr, "\x7f\x00\x00\x01", 4);
+                u->addr.port = (uint16_t)rnd();
+                snprintf(u->name, sizeof(u->name), "pi-%d", i);
+                break;
+        case 1:
+                u->addr.family = 6;
+                for (int j = 0; j < 16; j++)
+                        u->addr.addr[j] = (uint8_t)rnd();
+                u->addr.port = (uint16_t)rnd();
+                memset(u->name, 'x', GOSSIP_WIRE_NAME_MAX - 1);
+                break;
+        default:
+                break; /* no address, no name */
+        }
+}
+
+/* A message of kind with random contents, on its usual channel. */
+static void make_msg(struct fx *f, int kind, struct gossip_msg *m,
+                     uint32_t n_upd)
+{
+        memset(m, 0, sizeof(*m));
+        m->kind = (uint8_t)kind;
+        m->incarnation = 7;
+        m->seq = ++f->next_seq;
+        m->step = rnd() >> 40;
+        if (kind == GOSSIP_MSG_PING || kind == GOSSIP_MSG_PING_REQ ||
+            kind == GOSSIP_MSG_ACK || kind == GOSSIP_MSG_SYNC ||
+            kind == GOSSIP_MSG_JOIN) {
+                for (uint32_t i = 0; i < n_upd; i++)
+                        rand_update(&f->upd[i], (int)i);
+                m->updates = f->upd;
+                m->n_updates = n_upd;
+        }
+        for (size_t i = 0; i < sizeof(f->payload); i++)
+                f->payload[i] = (uint8_t)rnd();
+        switch (kind) {
+        case GOSSIP_MSG_PING:
+                m->u.ping.target = id_b;
+                break;
+        case GOSSIP_MSG_PING_REQ:
+                m->u.ping_req.target = id_c;
+                m->u.ping_req.addr.family = 6;
+                m->u.ping_req.addr.addr[15] = 1;
+                m->u.ping_req.addr.port = 7946;
+                break;
+        case GOSSIP_MSG_ACK:
+                m->u.ack.ack_seq = rnd();
+                m->u.ack.target = id_c;
+                m->u.ack.nack = 1;
+                break;
+        case GOSSIP_MSG_SYNC:
+                m->u.sync.reply = 1;
+                break;
+        case GOSSIP_MSG_GRADIENT:
+        case GOSSIP_MSG_PARAMS:
+                m->channel = GOSSIP_CH_STREAM;
+                m->u.tensor.step = m->step - 1;
+                m->u.tensor.codec = 3;
+                m->u.tensor.part_index = 2;
+                m->u.tensor.part_count = 5;
+                m->u.tensor.n_elems = 1000000;
+                m->u.tensor.payload = f->payload;
+                m->u.tensor.payload_len = 48;
+                break;
+        case GOSSIP_MSG_STATE:
+                m->channel = GOSSIP_CH_STREAM;
+                m->u.state.step = m->step;
+                m->u.state.req_seq = rnd();
+                m->u.state.data = f->payload;
+                m->u.state.len = sizeof(f->payload);
+                break;
+        }
+}
+
+static void assert_update_equal(const struct gossip_update *a,
+                                const struct gossip_update *b)
+{
+        assert_int_equal(a->key_id, b->key_id);
+        assert_int_equal(a->incarnation, b->incarnation);
+        assert_int_equal(a->state, b->state);
+        assert_int_equal(a->addr.family, b->addr.family);
+        if (a->addr.family) {
+                assert_memory_equal(a->addr.addr, b->addr.addr,
+                                    a->addr.family == 4 ? 4 : 16);
+                assert_int_equal(a->addr.port, b->addr.port);
+        }
+        assert_string_equal(a->name, b->name);
+}
+
+static void assert_msg_equal(const struct gossip_msg *a,
+                             const struct gossip_msg *b, uint32_t n_upd)
+{
+        assert_int_equal(a->kind, b->kind);
+        assert_int_equal(a->channel, b->channel);
+        assert_int_equal(a->incarnation, b->incarnation);
+        assert_int_equal(a->seq, b->seq);
+        assert_int_equal(a->step, b->step);
+        assert_int_equal(b->n_updates, n_upd);
+        for (uint32_t i = 0; i < n_upd; i++)
+                assert_update_equal(&a->updates[i], &b->updates[i]);
+        switch (a->kind) {
+        case GOSSIP_MSG_PING:
+                assert_int_equal(a->u.ping.target, b->u.ping.target);
+                break;
+        case GOSSIP_MSG_PING_REQ:
+                assert_int_equal(a->u.ping_req.target, b->u.ping_req.target);
+                assert_int_equal(a->u.ping_req.addr.family,
+                                 b->u.ping_req.addr.family);
+                assert_memory_equal(a->u.ping_req.addr.addr,
+                                    b->u.ping_req.addr.addr, 16);
+                assert_int_equal(a->u.ping_req.addr.port,
+                                 b->u.ping_req.addr.port);
+                break;
+        case GOSSIP_MSG_ACK:
+                assert_int_equal(a->u.ack.ack_seq, b->u.ack.ack_seq);
+                assert_int_equal(a->u.ack.target, b->u.ack.target);
+                assert_int_equal(a->u.ack.nack, b->u.ack.nack);
+                break;
+        case GOSSIP_MSG_SYNC:
+                assert_int_equal(a->u.sync.reply, b->u.sync.reply);
+                break;
+        case GOSSIP_MSG_GRADIENT:
+        case GOSSIP_MSG_PARAMS:
+                assert_int_equal(a->u.tensor.step, b->u.tensor.step);
+                assert_int_equal(a->u.tensor.codec, b->u.tensor.codec);
+                assert_int_equal(a->u.tensor.part_index,
+                                 b->u.tensor.part_index);
+                assert_int_equal(a->u.tensor.part_count,
+                                 b->u.tensor.part_count);
+                assert_int_equal(a->u.tensor.n_elems, b->u.tensor.n_elems);
+                assert_int_equal(a->u.tensor.payload_len,
+                                 b->u.tensor.payload_len);
+                assert_memory_equal(a->u.tensor.payload, b->u.tensor.payload,
+                                    a->u.tensor.payload_len);
+                break;
+        case GOSSIP_MSG_STATE:
+                assert_int_equal(a->u.state.step, b->u.state.step);
+                assert_int_equal(a->u.state.req_seq, b->u.state.req_seq);
+                assert_int_equal(a->u.state.len, b->u.state.len);
+                assert_memory_equal(a->u.state.data, b->u.state.data,
+                                    a->u.state.len);
+                break;
+        }
+}
+
+static int decode(struct fx *f, const void *buf, size_t len, int channel,
+                  struct gossip_msg *out)
+{
+        memset(out, 0, sizeof(*out));
+        out->updates = f->got_upd;
+        out->updates_cap = GOSSIP_WIRE_MAX_UPDATES;
+        return gossip_wire_decode(buf, len, channel, NULL, f->kr, f->rp, out,
+                                  &f->st);
+}
+
+static size_t encode(struct gossip_msg *m, const uint8_t *sk, uint8_t *buf,
+                     size_t cap)
+{
+        size_t len = 0;
+        uint32_t sent = 0;
+
+        assert_int_equal(gossip_wire_encode(m, sk, buf, cap, &len, &sent), 0);
+        assert_int_equal(sent, m->n_updates);
+        assert_true(len <= gossip_wire_frame_bound(m));
+        return len;
+}
+
+static void test_roundtrip_every_kind(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+
+        for (int kind = 1; kind < GOSSIP_MSG_KIND_COUNT; kind++) {
+                uint32_t n = kind <= GOSSIP_MSG_JOIN ? 7 : 0;
+                size_t len;
+
+                make_msg(f, kind, &m, n);
+                len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+                assert_int_equal(decode(f, f->buf, len, m.channel, &got), 0);
+                assert_int_equal(got.key_id, id_a);
+                assert_msg_equal(&m, &got, n);
+                assert_int_equal(f->st.accepted[kind], 1);
+                /* the payload is borrowed from the input buffer */
+                if (kind == GOSSIP_MSG_GRADIENT)
+                        assert_true(got.u.tensor.payload > f->buf &&
+                                    got.u.tensor.payload < f->buf + len);
+        }
+        for (int i = 0; i < GOSSIP_WIRE_REJECT_SLOTS; i++)
+                assert_int_equal(f->st.rejected[i], 0);
+}
+
+/* A PING takes as many updates as fit in 1400 bytes, in order. */
+static void test_updates_fill_datagram(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+        size_t len = 0, len_more = 0;
+        uint32_t sent = 0;
+
+        make_msg(f, GOSSIP_MSG_PING, &m, 64);
+        assert_int_equal(gossip_wire_encode(&m, sk_a, f->buf,
+                                            GOSSIP_WIRE_DGRAM_MAX, &len, &sent),
+                         0);
+        assert_true(len <= GOSSIP_WIRE_DGRAM_MAX);
+        assert_true(sent > 10 && sent < 64);
+        fprintf(stderr, "  %u of 64 updates in a %zu-byte PING\n", sent, len);
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
+        assert_msg_equal(&m, &got, sent);
+        /* one more would not have fit */
+        m.n_updates = sent + 1;
+        assert_int_equal(gossip_wire_encode(&m, sk_a, f->buf, sizeof(f->buf),
+                                            &len_more, NULL),
+                         0);
+        assert_true(len_more > GOSSIP_WIRE_DGRAM_MAX);
+        /* too small for even the bare message */
+        assert_int_equal(gossip_wire_encode(&m, sk_a, f->buf, 100, &len, &sent),
+                         GOSSIP_ETOOBIG);
+}
+
+/* For every cap, the encoder fits exactly as many updates as fit: the
+ * frame is within the cap and one more update would not be. */
+static void test_updates_fill_every_cap(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m;
+        uint32_t prev = 0;
+
+        make_msg(f, GOSSIP_MSG_SYNC, &m, 64);
+        for (int i = 0; i < 64; i++) /* short ones: crosses 15 and beyond */
+                if (i % 2)
+                        f->upd[i].name[0] = 0;
+        for (size_t cap = GOSSIP_WIRE_OVERHEAD; cap <= 4000; cap++) {
+                size_t len = 0, more = 0;
+                uint32_t sent = 0;
+                int err =
+                    gossip_wire_encode(&m, sk_a, f->buf, cap, &len, &sent);
+
+                if (err == GOSSIP_ETOOBIG && prev == 0)
+                        continue; /* not even the bare message fits */
+                if (err)
+                        fail_msg("cap %zu: %s", cap, gossip_strerror(err));
+                assert_true(len <= cap);
+                assert_true(sent >= prev);
+                prev = sent;
+                if (sent == m.n_updates)
+                        continue;
+                m.n_updates = sent + 1;
+                assert_int_equal(gossip_wire_encode(&m, sk_a, f->buf,
+                                                    sizeof(f->buf), &more,
+                                                    NULL),
+                                 0);
+                m.n_updates = 64;
+                if (more <= cap)
+                        fail_msg("cap %zu: %u updates sent, %u fit (%zu)", cap,
+                                 sent, sent + 1, more);
+        }
+        assert_int_equal(prev, 64);
+}
+
+/* Every proper prefix and every single-bit flip of a valid frame of each
+ * kind is rejected; afterwards the original is still accepted (rejects
+ * never advance the replay window). */
+static void test_truncations_and_bit_flips(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+        uint8_t *copy = malloc(sizeof(f->buf));
+        uint64_t rejects = 0;
+
+        assert_non_null(copy);
+        for (int kind = 1; kind < GOSSIP_MSG_KIND_COUNT; kind++) {
+                size_t len;
+
+                make_msg(f, kind, &m, kind <= GOSSIP_MSG_JOIN ? 2 : 0);
+                len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+                for (size_t n = 0; n < len; n++) {
+                        memcpy(copy, f->buf, n);
+                        assert_int_not_equal(
+                            decode(f, copy, n, m.channel, &got), 0);
+                        rejects++;
+                }
+                for (size_t bit = 0; bit < len * 8; bit++) {
+                        memcpy(copy, f->buf, len);
+                        copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                        if (decode(f, copy, len, m.channel, &got) == 0)
+                                fail_msg("kind %d: flip of bit %zu accepted",
+                                         kind, bit);
+                        rejects++;
+                }
+                assert_int_equal(decode(f, f->buf, len, m.channel, &got), 0);
+        }
+        uint64_t sum = 0;
+        for (int i = 0; i < GOSSIP_WIRE_REJECT_SLOTS; i++)
+                sum += f->st.rejected[i];
+        assert_int_equal(sum, rejects);
+        free(copy);
+}
+
+/* Each reject reason has its own code and its own counter. */
+static void expect_reject(struct fx *f, const uint8_t *buf, size_t len,
+                          int channel, int err)
+{
+        struct gossip_msg got;
+        uint64_t before = f->st.rejected[-err];
+
+        assert_int_equal(decode(f, buf, len, channel, &got), err);
+        assert_int_equal(f->st.rejected[-err], before + 1);
+}
+
+/* What the daemon does with a GRADIENT: wire decode, then the payload
+ * codec (here raw little-endian fp32, standing in for gossip/codec.c, whose
+ * decoder returns GOSSIP_ENONFINITE the same way), counting its verdict in
+ * the wire stats. */
+static int receive_fp32_gradient(struct fx *f, const uint8_t *buf, size_t len)
+{
+        struct gossip_msg got;
+        int err = decode(f, buf, len, GOSSIP_CH_STREAM, &got);
+
+        if (err)
+                return err;
+        for (size_t i = 0; i + 4 <= got.u.tensor.payload_len; i += 4) {
+                float x;
+
+                memcpy(&x, got.u.tensor.payload + i, 4);
+                if (!isfinite(x)) {
+                        gossip_wire_stats_count(&f->st, GOSSIP_ENONFINITE);
+                        return GOSSIP_ENONFINITE;
+                }
+        }
+        return 0;
+}
+
+static void test_reject_reasons(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+        uint8_t big[2048];
+        size_t len;
+
+        make_msg(f, GOSSIP_MSG_PING, &m, 1);
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+
+        /* bad signature: last byte of the signature */
+        f->buf[len - 1] ^= 0x80;
+        expect_reject(f, f->buf, len, GOSSIP_CH_DGRAM, GOSSIP_EBADSIG);
+        f->buf[len - 1] ^= 0x80;
+        /* wrong version (checked before the signature) */
+        f->buf[2] = 2;
+        expect_reject(f, f->buf, len, GOSSIP_CH_DGRAM, GOSSIP_EVERSION);
+        f->buf[2] = GOSSIP_WIRE_VERSION;
+        /* unknown kind */
+        f->buf[3] = GOSSIP_MSG_KIND_COUNT;
+        expect_reject(f, f->buf, len, GOSSIP_CH_DGRAM, GOSSIP_EKIND);
+        f->buf[3] = GOSSIP_MSG_PING;
+        /* short */
+        expect_reject(f, f->buf, GOSSIP_WIRE_OVERHEAD - 1, GOSSIP_CH_DGRAM,
+                      GOSSIP_ESHORT);
+        expect_reject(f, f->buf, len - 1, GOSSIP_CH_DGRAM, GOSSIP_ESHORT);
+        /* exact length: one byte more is refused too */
+        f->buf[len] = 0;
+        expect_reject(f, f->buf, len + 1, GOSSIP_CH_DGRAM, GOSSIP_EDECODE);
+        /* unknown signer */
+        len = encode(&m, sk_c, f->buf, sizeof(f->buf));
+        expect_reject(f, f->buf, len, GOSSIP_CH_DGRAM, GOSSIP_EUNKNOWNKEY);
+        /* oversize datagram: a SYNC that needs the stream */
+        make_msg(f, GOSSIP_MSG_SYNC, &m, 40);
+        len = encode(&m, sk_a, big, sizeof(big));
+        assert_true(len > GOSSIP_WIRE_DGRAM_MAX);
+        expect_reject(f, big, len, GOSSIP_CH_DGRAM, GOSSIP_ETOOBIG);
+        /* ... and a configured stream bound */
+        m.channel = GOSSIP_CH_STREAM;
+        len = encode(&m, sk_a, big, sizeof(big));
+        struct gossip_wire_limits lim = {0, 1000};
+        memset(&got, 0, sizeof(got));
+        assert_int_equal(gossip_wire_decode(big, len, GOSSIP_CH_STREAM, &lim,
+                                            f->kr, f->rp, &got, &f->st),
+                         GOSSIP_ETOOBIG);
+        assert_int_equal(f->st.rejected[-GOSSIP_ETOOBIG], 2);
+        /* received on the other channel than it was signed for */
+        expect_reject(f, big, len, GOSSIP_CH_DGRAM, GOSSIP_ETOOBIG);
+        make_msg(f, GOSSIP_MSG_ACK, &m, 0);
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        expect_reject(f, f->buf, len, GOSSIP_CH_STREAM, GOSSIP_EREPLAY);
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
+
+        /* NaN / Inf in a gradient payload: the wire layer carries the
+         * payload opaquely (the frame is fine), the payload codec finds the
+         * non-finite value and the receiver counts it in the same stats */
+        float g[4] = {1.0f, 0.0f, -2.0f, 0.5f};
+        for (int bad = 0; bad < 2; bad++) {
+                g[1] = bad ? INFINITY : NAN;
+                make_msg(f, GOSSIP_MSG_GRADIENT, &m, 0);
+                m.u.tensor.payload = (const uint8_t *)g;
+                m.u.tensor.payload_len = sizeof(g);
+                m.u.tensor.n_elems = 4;
+                len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+                assert_int_equal(receive_fp32_gradient(f, f->buf, len),
+                                 GOSSIP_ENONFINITE);
+                assert_int_equal(f->st.rejected[-GOSSIP_ENONFINITE], bad + 1);
+        }
+        g[1] = 3.0f;
+        make_msg(f, GOSSIP_MSG_GRADIENT, &m, 0);
+        m.u.tensor.payload = (const uint8_t *)g;
+        m.u.tensor.payload_len = sizeof(g);
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(receive_fp32_gradient(f, f->buf, len), 0);
+        gossip_wire_stats_count(&f->st, 0);
+        gossip_wire_stats_count(&f->st, -100);
+        gossip_wire_stats_count(NULL, GOSSIP_ENONFINITE);
+        assert_int_equal(f->st.rejected[-GOSSIP_ENONFINITE], 2);
+
+        /* bad arguments */
+        expect_reject(f, f->buf, len, 7, GOSSIP_EINVAL);
+}
+
+static void test_replay_window(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+        uint8_t frame[512];
+        size_t len, flen;
+
+        make_msg(f, GOSSIP_MSG_PING, &m, 0);
+        m.incarnation = 5;
+        m.seq = 1000;
+        flen = encode(&m, sk_a, frame, sizeof(frame));
+        assert_int_equal(decode(f, frame, flen, GOSSIP_CH_DGRAM, &got), 0);
+        /* exact duplicate */
+        expect_reject(f, frame, flen, GOSSIP_CH_DGRAM, GOSSIP_EREPLAY);
+        /* reordered within the window: accepted once */
+        m.seq = 1000 - 127;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
+        expect_reject(f, f->buf, len, GOSSIP_CH_DGRAM, GOSSIP_EREPLAY);
+        /* just outside the window */
+        m.seq = 1000 - 128;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        expect_reject(f, f->buf, len, GOSSIP_CH_DGRAM, GOSSIP_EREPLAY);
+        /* a jump ahead slides the window */
+        m.seq = 1000 + 64;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
+        m.seq = 1000 + 1;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
+        expect_reject(f, frame, flen, GOSSIP_CH_DGRAM, GOSSIP_EREPLAY);
+        /* the stream has its own window: seq 1000 is new there */
+        m.channel = GOSSIP_CH_STREAM;
+        m.seq = 1000;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_STREAM, &got), 0);
+        m.channel = GOSSIP_CH_DGRAM;
+        /* older incarnation refused, even with a fresh seq */
+        m.incarnation = 4;
+        m.seq = 5000;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        expect_reject(f, f->buf, len, GOSSIP_CH_DGRAM, GOSSIP_EREPLAY);
+        /* higher incarnation resets: seq starts over */
+        m.incarnation = 6;
+        m.seq = 0;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
+        expect_reject(f, frame, flen, GOSSIP_CH_DGRAM, GOSSIP_EREPLAY);
+        /* another sender is independent */
+        m.incarnation = 1;
+        m.seq = 1000;
+        len = encode(&m, sk_b, f->buf, sizeof(f->buf));
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
+        assert_int_equal(got.key_id, id_b);
+        /* forgetting a removed key drops its windows */
+        gossip_replay_forget(f->rp, id_a);
+        assert_int_equal(decode(f, frame, flen, GOSSIP_CH_DGRAM, &got), 0);
+}
+
+/* The window against a model (a set of accepted seqs) on random orders. */
+static void test_replay_window_model(void **state)
+{
+        struct fx *f = *state;
+        static uint8_t seen[4096];
+        uint64_t top = 0;
+        int have = 0;
+
+        memset(seen, 0, sizeof(seen));
+        for (int i = 0; i < 20000; i++) {
+                uint64_t seq = rnd() % 4096;
+                int want, got;
+
+                if (rnd() % 4)
+                        seq = top + 8 - rnd() % 160; /* mostly near the top */
+                seq %= 4096;
+                want = !(have && (seen[seq] || seq + 128 <= top));
+                got = gossip__replay_check(f->rp, 9, GOSSIP_CH_DGRAM, 1, seq) ==
+                      0;
+                if (want != got)
+                        fail_msg("seq %llu top %llu: want %d got %d",
+                                 (unsigned long long)seq,
+                                 (unsigned long long)top, want, got);
+                if (got) {
+                        assert_int_equal(gossip__replay_commit(
+                                             f->rp, 9, GOSSIP_CH_DGRAM, 1, seq),
+                                         0);
+                        seen[seq] = 1;
+                        if (!have || seq > top)
+                                top = seq;
+                        have = 1;
+                }
+        }
+}
+
+/* Hand-made bodies, correctly signed by A: the body checks themselves. */
+static size_t raw_frame(uint8_t *b, int kind, const void *body, size_t n,
+                        int digest, int stream)
+{
+        static uint64_t seq = 1;
+        uint8_t d[32];
+
+        memset(b, 0, GOSSIP_WIRE_PREFIX_BYTES);
+        b[0] = 'G';
+        b[1] = 'N';
+        b[2] = GOSSIP_WIRE_VERSION;
+        b[3] = (uint8_t)kind;
+        b[4] = (uint8_t)((kind >= GOSSIP_MSG_GRADIENT &&
+                          kind != GOSSIP_MSG_STATE_REQ) ||
+                                 n > GOSSIP_WIRE_DIGEST_OVER
+                             ? 1
+                             : 0);
+        if (digest >= 0)
+                b[4] = (uint8_t)digest;
+        if (stream)
+                b[4] |= 2;
+        for (int i = 0; i < 8; i++)
+                b[8 + i] = (uint8_t)(id_a >> (56 - 8 * i));
+        seq++;
+        for (int i = 0; i < 8; i++)
+                b[24 + i] = (uint8_t)(seq >> (56 - 8 * i));
+        for (int i = 0; i < 4; i++)
+                b[40 + i] = (uint8_t)(n >> (24 - 8 * i));
+        memcpy(b + 44, body, n);
+        if (b[4] & 1) {
+                crypto_generichash(d, 32, b, 44 + n, NULL, 0);
+                crypto_sign_detached(b + 44 + n, NULL, d, 32, sk_a);
+        } else {
+                crypto_sign_detached(b + 44 + n, NULL, b, 44 + n, sk_a);
+        }
+        return 44 + n + 64;
+}
+
+static void test_body_bounds(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg got;
+        size_t len;
+        const struct {
+                int kind;
+                const char *name;
+                size_t n;
+                const uint8_t *body;
+                int err;
+        } cases[] = {
+#define B(...)                                                                 \
+        sizeof((const uint8_t[]){__VA_ARGS__}), (const uint8_t[]){__VA_ARGS__}
+            {GOSSIP_MSG_PING, "empty map", B(0x80), 0},
+            {GOSSIP_MSG_PING, "not a map", B(0x90), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "empty body", 0, (const uint8_t *)"",
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "array32 of 4G",
+             B(0x81, 0x01, 0xdd, 0xff, 0xff, 0xff, 0xff), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "map32 of 4G", B(0xdf, 0xff, 0xff, 0xff, 0xff),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "bin32 of 4G",
+             B(0x81, 0x63, 0xc6, 0xff, 0xff, 0xff, 0xff), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "bin32 of 4G, then more",
+             B(0x82, 0x63, 0xc6, 0xff, 0xff, 0xff, 0xff, 0x02, 0x07),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "str8 past end", B(0x81, 0x63, 0xd9, 0x05, 'a'),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "ext32 of 4G",
+             B(0x81, 0x63, 0xc9, 0xff, 0xff, 0xff, 0xff, 0x01), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "0xc1", B(0x81, 0x63, 0xc1), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "trailing byte", B(0x80, 0x00), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "too deep",
+             B(0x81, 0x63, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91,
+               0x90),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "unknown keys ignored",
+             B(0x83, 0x63, 0xa1, 'x', 0xa1, 'k', 0xc0, 0x02, 0x07), 0},
+            {GOSSIP_MSG_PING, "duplicate key", B(0x82, 0x02, 0x07, 0x02, 0x07),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "target as str", B(0x81, 0x02, 0xa1, 'x'),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "target as int8 7", B(0x81, 0x02, 0xd0, 0x07), 0},
+            {GOSSIP_MSG_PING, "negative target", B(0x81, 0x02, 0xff),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_ACK, "missing ack_seq", B(0x81, 0x02, 0x07),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_ACK, "nack as int",
+             B(0x83, 0x02, 0x07, 0x04, 0x01, 0x05, 0x01), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING_REQ, "addr of 5 bytes",
+             B(0x82, 0x02, 0x07, 0x03, 0xc4, 0x05, 1, 2, 3, 4, 5),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING_REQ, "addr nil", B(0x82, 0x02, 0x07, 0x03, 0xc0),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "update state 4",
+             B(0x81, 0x01, 0x91, 0x94, 0x07, 0x04, 0x00, 0xc0), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "update key id 0",
+             B(0x81, 0x01, 0x91, 0x94, 0x00, 0x00, 0x00, 0xc0), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "update of 3 fields",
+             B(0x81, 0x01, 0x91, 0x93, 0x07, 0x00, 0x00), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "update with extra field",
+             B(0x81, 0x01, 0x91, 0x96, 0x07, 0x00, 0x00, 0xc0, 0xc0, 0x2a), 0},
+            {GOSSIP_MSG_PING, "name with control char",
+             B(0x81, 0x01, 0x91, 0x95, 0x07, 0x00, 0x00, 0xc0, 0xa2, 'a', 0x0a),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "name with NUL",
+             B(0x81, 0x01, 0x91, 0x95, 0x07, 0x00, 0x00, 0xc0, 0xa2, 'a', 0x00),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_GRADIENT, "part 1 of 1",
+             B(0x86, 0x07, 0x01, 0x08, 0x00, 0x09, 0x01, 0x0a, 0x01, 0x0b, 0x00,
+               0x0c, 0xc4, 0x00),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_GRADIENT, "part 0 of 1",
+             B(0x86, 0x07, 0x01, 0x08, 0x00, 0x09, 0x00, 0x0a, 0x01, 0x0b, 0x00,
+               0x0c, 0xc4, 0x00),
+             0},
+            {GOSSIP_MSG_GRADIENT, "codec over 32 bits",
+             B(0x86, 0x07, 0x01, 0x08, 0xcf, 1, 0, 0, 0, 0, 0, 0, 0, 0x09, 0x00,
+               0x0a, 0x01, 0x0b, 0x00, 0x0c, 0xc4, 0x00),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_GRADIENT, "no payload",
+             B(0x85, 0x07, 0x01, 0x08, 0x00, 0x09, 0x00, 0x0a, 0x01, 0x0b,
+               0x00),
+             GOSSIP_EDECODE},
+#undef B
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                len = raw_frame(f->buf, cases[i].kind, cases[i].body,
+                                cases[i].n, -1, 0);
+                int err = decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got);
+                if (err != cases[i].err)
+                        fail_msg("%s: got %d (%s), want %d", cases[i].name, err,
+                                 gossip_strerror(err), cases[i].err);
+        }
+        /* the object budget: 65536 objects pass, 65538 do not */
+        uint8_t *big = calloc(1, 70000 + GOSSIP_WIRE_OVERHEAD);
+        assert_non_null(big);
+        for (unsigned nils = 65533; nils <= 65535; nils += 2) {
+                uint8_t *body = malloc(5 + nils);
+
+                assert_non_null(body);
+                memcpy(body, "\x81\x63\xdc", 3); /* {99: array16 of nil} */
+                body[3] = (uint8_t)(nils >> 8);
+                body[4] = (uint8_t)nils;
+                memset(body + 5, 0xc0, nils);
+                len = raw_frame(big, GOSSIP_MSG_PING, body, 5 + nils, -1, 1);
+                int err = decode(f, big, len, GOSSIP_CH_STREAM, &got);
+                if (err != (nils == 65533 ? 0 : GOSSIP_EDECODE))
+                        fail_msg("%u nils: %s", nils, gossip_strerror(err));
+                free(body);
+        }
+        free(big);
+        /* names: 31 bytes fit (with the NUL), 32 do not */
+        for (size_t n = 31; n <= 33; n++) {
+                uint8_t body[64] = {0x81, 0x01, 0x91, 0x95, 0x07,
+                                    0x00, 0x00, 0xc0, 0xd9, (uint8_t)n};
+
+                memset(body + 10, 'n', n);
+                len = raw_frame(f->buf, GOSSIP_MSG_PING, body, 10 + n, -1, 0);
+                int err = decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got);
+                assert_int_equal(err, n == 31 ? 0 : GOSSIP_EDECODE);
+                if (!err)
+                        assert_int_equal(strlen(got.updates[0].name), 31);
+        }
+        /* the digest flag must follow the rule */
+        len = raw_frame(f->buf, GOSSIP_MSG_PING, "\x80", 1, 1, 0);
+        expect_reject(f, f->buf, len, GOSSIP_CH_DGRAM, GOSSIP_EDECODE);
+        /* updates beyond the receiver's storage */
+        len = raw_frame(f->buf, GOSSIP_MSG_PING,
+                        "\x81\x01\x92\x94\x07\x00\x00\xc0\x94\x08\x00\x00\xc0",
+                        13, -1, 0);
+        memset(&got, 0, sizeof(got));
+        got.updates = f->got_upd;
+        got.updates_cap = 1;
+        assert_int_equal(gossip_wire_decode(f->buf, len, GOSSIP_CH_DGRAM, NULL,
+                                            f->kr, f->rp, &got, &f->st),
+                         GOSSIP_EDECODE);
+        got.updates_cap = 2;
+        assert_int_equal(gossip_wire_decode(f->buf, len, GOSSIP_CH_DGRAM, NULL,
+                                            f->kr, f->rp, &got, &f->st),
+                         0);
+        assert_int_equal(got.n_updates, 2);
+        assert_int_equal(got.updates[1].key_id, 8);
+}
+
+static void test_encode_rejects_bad_messages(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m;
+        size_t len;
+
+        make_msg(f, GOSSIP_MSG_PING, &m, 2);
+        f->upd[1].state = 4;
+        assert_int_equal(gossip_wire_encode(&m, sk_a, f->buf, 1400, &len, NULL),
+                         GOSSIP_EINVAL);
+        make_msg(f, GOSSIP_MSG_PING, &m, 2);
+        f->upd[0].name[3] = '\n';
+        assert_int_equal(gossip_wire_encode(&m, sk_a, f->buf, 1400, &len, NULL),
+                         GOSSIP_EINVAL);
+        make_msg(f, GOSSIP_MSG_PING, &m, 2);
+        memset(f->upd[0].name, 'y', sizeof(f->upd[0].name));
+        assert_int_equal(gossip_wire_encode(&m, sk_a, f->buf, 1400, &len, NULL),
+                         GOSSIP_EINVAL);
+        make_msg(f, GOSSIP_MSG_LEAVE, &m, 0);
+        m.n_updates = 1;
+        m.updates = f->upd;
+        assert_int_equal(gossip_wire_encode(&m, sk_a, f->buf, 1400, &len, NULL),
+                         GOSSIP_EINVAL);
+        make_msg(f, GOSSIP_MSG_GRADIENT, &m, 0);
+        m.u.tensor.part_index = 5;
+        assert_int_equal(gossip_wire_encode(&m, sk_a, f->buf, 1400, &len, NULL),
+                         GOSSIP_EINVAL);
+        m.kind = 0;
+        assert_int_equal(gossip_wire_encode(&m, sk_a, f->buf, 1400, &len, NULL),
+                         GOSSIP_EINVAL);
+}
+
+static void test_keyring(void **state)
+{
+        struct gossip_keyring *kr = gossip_keyring_new();
+        uint8_t other[32];
+        uint64_t id = 0;
+
+        assert_non_null(kr);
+        assert_int_equal(gossip_keyring_add(kr, pk_a, &id), 0);
+        assert_int_equal(id, id_a);
+        assert_int_equal(gossip_keyring_add(kr, pk_a, NULL), 0);
+        assert_int_equal(gossip_keyring_count(kr), 1);
+        assert_memory_equal(gossip_keyring_find(kr, id_a), pk_a, 32);
+        assert_null(gossip_keyring_find(kr, id_b));
+        assert_null(gossip_keyring_find(kr, 0));
+        /* a different key under an id already taken is refused */
+        memcpy(other, pk_c, 32);
+        assert_int_equal(gossip__keyring_add_id(kr, other, id_a),
+                         GOSSIP_EINVAL);
+        assert_memory_equal(gossip_keyring_find(kr, id_a), pk_a, 32);
+        assert_int_equal(gossip__keyring_add_id(kr, other, 0), GOSSIP_EINVAL);
+        assert_int_equal(gossip_keyring_add(kr, pk_b, NULL), 0);
+        assert_int_equal(gossip_keyring_add(kr, pk_c, NULL), 0);
+        assert_int_equal(gossip_keyring_count(kr), 3);
+        assert_int_equal(gossip_keyring_remove(kr, id_b), 0);
+        assert_int_equal(gossip_keyring_remove(kr, id_b), GOSSIP_EUNKNOWNKEY);
+        assert_null(gossip_keyring_find(kr, id_b));
+        assert_memory_equal(gossip_keyring_find(kr, id_c), pk_c, 32);
+        assert_int_equal(gossip_keyring_count(kr), 2);
+        gossip_keyring_free(kr);
+}
+
+/* Removing a key takes effect at once (SIGHUP reload). */
+static void test_keyring_live_remove(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+        size_t len;
+
+        make_msg(f, GOSSIP_MSG_LEAVE, &m, 0);
+        len = encode(&m, sk_b, f->buf, sizeof(f->buf));
+        assert_int_equal(gossip_keyring_remove(f->kr, id_b), 0);
+        expect_reject(f, f->buf, len, GOSSIP_CH_DGRAM, GOSSIP_EUNKNOWNKEY);
+        assert_int_equal(gossip_keyring_add(f->kr, pk_b, NULL), 0);
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
+}
+
+static void test_peek_and_stream_len(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m;
+        uint8_t hdr[4], kind = 0;
+        uint64_t id = 0;
+        uint32_t n = 0;
+        size_t len;
+
+        make_msg(f, GOSSIP_MSG_SYNC, &m, 0);
+        len = encode(&m, sk_c, f->buf, sizeof(f->buf));
+        assert_int_equal(gossip_wire_peek_sender(f->buf, len, &id, &kind), 0);
+        assert_int_equal(id, id_c);
+        assert_int_equal(kind, GOSSIP_MSG_SYNC);
+        assert_int_equal(gossip_wire_peek_sender(f->buf, 15, &id, &kind),
+                         GOSSIP_ESHORT);
+        f->buf[0] = 'X';
+        assert_int_equal(gossip_wire_peek_sender(f->buf, len, &id, &kind),
+                         GOSSIP_EDECODE);
+
+        gossip_wire_stream_put_len(hdr, 0x01020304);
+        assert_memory_equal(hdr, "\x01\x02\x03\x04", 4);
+        assert_int_equal(gossip_wire_stream_get_len(hdr, NULL, &n), 0);
+        assert_int_equal(n, 0x01020304);
+        gossip_wire_stream_put_len(hdr, 0x04000001); /* 64 MiB + 1 */
+        assert_int_equal(gossip_wire_stream_get_len(hdr, NULL, &n),
+                         GOSSIP_ETOOBIG);
+        gossip_wire_stream_put_len(hdr, GOSSIP_WIRE_OVERHEAD - 1);
+        assert_int_equal(gossip_wire_stream_get_len(hdr, NULL, &n),
+                         GOSSIP_ESHORT);
+}
+
+/* ---- docs/protocol.md test vectors ------------------------------------- */
+
+/* The fixed messages of the vectors: see protocol.md for their fields. */
+static void vector_msg(const char *name, struct gossip_msg *m,
+                       struct gossip_update *u, const uint8_t **sk)
+{
+        static const uint8_t payload[16] = {
+            0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0xc0, /* 1, -2 */
+            0x00, 0x00, 0x00, 0x3f, 0x00, 0x00, 0x80, 0x3e, /* .5, .25 */
+        };
+
+        memset(m, 0, sizeof(*m));
+        memset(u, 0, sizeof(*u));
+        if (!strcmp(name, "ping")) {
+                *sk = sk_a;
+                m->kind = GOSSIP_MSG_PING;
+                m->incarnation = 1;
+                m->seq = 7;
+                m->step = 42;
+                m->u.ping.target = id_b;
+                u->key_id = id_b;
+                u->state = 0;
+                u->incarnation = 3;
+                u->addr.family = 4;
+                memcpy(u->addr.addr, "\x7f\x00\x00\x01", 4);
+                u->addr.port = 7946;
+                strcpy(u->name, "pi-garage");
+                m->updates = u;
+                m->n_updates = 1;
+        } else if (!strcmp(name, "ack")) {
+                *sk = sk_b;
+                m->kind = GOSSIP_MSG_ACK;
+                m->incarnation = 3;
+                m->seq = 9;
+                m->step = 41;
+                m->u.ack.ack_seq = 7;
+                m->u.ack.target = id_b;
+        } else if (!strcmp(name, "gradient")) {
+                *sk = sk_a;
+                m->kind = GOSSIP_MSG_GRADIENT;
+                m->channel = GOSSIP_CH_STREAM;
+                m->incarnation = 1;
+                m->seq = 8;
+                m->step = 43;
+                m->u.tensor.step = 42;
+                m->u.tensor.codec = 0;
+                m->u.tensor.part_index = 0;
+                m->u.tensor.part_count = 1;
+                m->u.tensor.n_elems = 4;
+                m->u.tensor.payload = payload;
+                m->u.tensor.payload_len = sizeof(payload);
+        } else {
+                *sk = sk_b;
+                m->kind = GOSSIP_MSG_STATE_REQ;
+                m->channel = GOSSIP_CH_STREAM;
+                m->incarnation = 3;
+                m->seq = 10;
+                m->step = 0;
+        }
+}
+
+static char *read_file(const char *path)
+{
+        FILE *fp = fopen(path, "rb");
+        char *s = NULL;
+        long n;
+
+        if (!fp)
+                return NULL;
+        if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 &&
+            fseek(fp, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1))) {
+                if (fread(s, 1, (size_t)n, fp) != (size_t)n) {
+                        free(s);
+                        s = NULL;
+                } else {
+                        s[n] = 0;
+                }
+        }
+        fclose(fp);
+        return s;
+}
+
+/* The hex after "<!-- vector: name -->" up to the closing fence. */
+static size_t doc_vector(const char *doc, const char *name, uint8_t *out,
+                         size_t cap)
+{
+        char marker[64];
+        const char *p, *end;
+        size_t n = 0;
+        int hi = -1;
+
+        snprintf(marker, sizeof(marker), "<!-- vector: %s -->", name);
+        p = strstr(doc, marker);
+        if (!p)
+                return 0;
+        p = strstr(p, "```");
+        if (!p)
+                return 0;
+        p = strchr(p, '\n');
+        end = p ? strstr(p, "```") : NULL;
+        if (!end)
+                return 0;
+        for (; p < end && n < cap; p++) {
+                int v;
+
+                if (*p >= '0' && *p <= '9')
+                        v = *p - '0';
+                else if (*p >= 'a' && *p <= 'f')
+                        v = *p - 'a' + 10;
+                else
+                        continue;
+                if (hi < 0) {
+                        hi = v;
+                } else {
+                        out[n++] = (uint8_t)(hi << 4 | v);
+                        hi = -1;
+                }
+        }
+        return n;
+}
+
+static void print_hex(const char *name, const uint8_t *b, size_t n)
+{
+        printf("<!-- vector: %s -->\n```\n", name);
+        for (size_t i = 0; i < n; i++)
+                printf("%02x%s", b[i], i % 16 == 15 || i + 1 == n ? "\n" : " ");
+        printf("```\n");
+}
+
+static void test_protocol_vectors(void **state)
+{
+        static const char *names[] = {"ping", "ack", "gradient", "state_req"};
+        struct fx *f = *state;
+        char *doc = read_file(GN_SOURCE_DIR "/docs/protocol.md");
+        int print = getenv("GN_WIRE_PRINT_VECTORS") != NULL;
+
+        if (!print)
+                assert_non_null(doc);
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                struct gossip_msg m, got;
+                struct gossip_update u;
+                const uint8_t *sk;
+                uint8_t want[1024];
+                size_t len, n;
+
+                vector_msg(names[i], &m, &u, &sk);
+                len = encode(&m, sk, f->buf, sizeof(f->buf));
+                if (print) {
+                        print_hex(names[i], f->buf, len);
+                        continue;
+                }
+                n = doc_vector(doc, names[i], want, sizeof(want));
+                if (n != len)
+                        fail_msg("vector %s: %zu bytes in the doc, %zu encoded",
+                                 names[i], n, len);
+                assert_memory_equal(f->buf, want, len);
+                assert_int_equal(decode(f, want, n, m.channel, &got), 0);
+                assert_msg_equal(&m, &got, m.n_updates);
+        }
+        free(doc);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+            T(test_roundtrip_every_kind),
+            T(test_updates_fill_datagram),
+            T(test_updates_fill_every_cap),
+            T(test_truncations_and_bit_flips),
+            T(test_reject_reasons),
+            T(test_replay_window),
+            T(test_replay_window_model),
+            T(test_body_bounds),
+            T(test_encode_rejects_bad_messages),
+            T(test_keyring),
+            T(test_keyring_live_remove),
+            T(test_peek_and_stream_len),
+            T(test_protocol_vectors),
+#undef T
+        };
+
+        return cmocka_run_group_tests(tests, group_setup, NULL);
+}
