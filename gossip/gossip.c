@@ -1,0 +1,552 @@
+/*
+ * gossip.c - the facade: wire I/O, the trusted set, the application channel
+ * and statistics around the membership protocol in swim.c.
+ *
+ * Every frame in goes through gossip_wire_decode() (bound, signer,
+ * signature, replay window, body) before any state changes; a rejected
+ * frame is counted (per node, and per claimed sender) and otherwise
+ * ignored. Every frame out goes through gossip__send(), which stamps our
+ * incarnation, sequence number and step, packs what fits of the piggyback
+ * queue, signs and hands the bytes to env->send.
+ *
+ * Invariants: the secret key lives only in g->sk and is wiped on destroy;
+ * sequence numbers are strictly increasing per node life (one counter for
+ * both channels; the wire keeps a replay window per channel, gaps are fine).
+ */
+#include "swim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+_Static_assert(GOSSIP_MSG_KIND_COUNT <= GOSSIP_KIND_SLOTS,
+               "gossip_stats kind counters too small");
+_Static_assert(GOSSIP_WIRE_REJECT_SLOTS <= GOSSIP_REJECT_SLOTS,
+               "gossip_stats reject counters too small");
+
+static void fill_tunables(struct gossip_tunables *t,
+                          const struct gossip_tunables *in)
+{
+        struct gossip_tunables d;
+
+        gossip_tunables_default(&d);
+#define TUN(f) t->f = in->f ? in->f : d.f
+        TUN(probe_period_ms);
+        TUN(probe_timeout_ms);
+        TUN(indirect_checks);
+        TUN(suspicion_mult);
+        TUN(suspicion_max_mult);
+        TUN(retransmit_mult);
+        TUN(sync_period_ms);
+        TUN(awareness_max);
+        TUN(gossip_interval_ms);
+        TUN(gossip_fanout);
+#undef TUN
+}
+
+const char *gossip_state_name(int state)
+{
+        switch (state) {
+        case GOSSIP_ALIVE:
+                return "alive";
+        case GOSSIP_SUSPECT:
+                return "suspect";
+        case GOSSIP_DEAD:
+                return "dead";
+        case GOSSIP_LEFT:
+                return "left";
+        }
+        return "?";
+}
+
+static void copy_name(char *dst, const char *src)
+{
+        size_t n = src ? strlen(src) : 0;
+
+        if (n >= GOSSIP_NAME_MAX)
+                n = GOSSIP_NAME_MAX - 1;
+        memset(dst, 0, GOSSIP_NAME_MAX);
+        if (n)
+                memcpy(dst, src, n);
+}
+
+int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
+                  struct gossip **out)
+{
+        struct gossip *g;
+        uint64_t now;
+        size_t i;
+        int rc = GOSSIP_ENOMEM;
+
+        if (!out)
+                return GOSSIP_EINVAL;
+        *out = NULL;
+        if (!cfg || !env || !env->send || !env->now_ms ||
+            (cfg->n_peers && !cfg->peers))
+                return GOSSIP_EINVAL;
+        if (sodium_init() < 0)
+                return GOSSIP_ENOMEM;
+        g = calloc(1, sizeof(*g));
+        if (!g)
+                return GOSSIP_ENOMEM;
+        g->env = *env;
+        fill_tunables(&g->tun, &cfg->tun);
+        memcpy(g->sk, cfg->secret_key, sizeof(g->sk));
+        memcpy(g->self.key, cfg->public_key, GOSSIP_KEY_BYTES);
+        g->self.key_id = gossip_key_id(cfg->public_key);
+        copy_name(g->self.name, cfg->name);
+        g->self.addr = cfg->addr;
+        g->self.inc = cfg->incarnation;
+        g->self.state = GOSSIP_ALIVE;
+        g->rng = env->seed;
+        g->on_app = cfg->on_app;
+        g->on_member = cfg->on_member;
+        g->cb_ctx = cfg->cb_ctx;
+        g->n_live = 1;
+        g->kr = gossip_keyring_new();
+        g->rp = gossip_replay_new();
+        if (!g->kr || !g->rp)
+                goto out;
+        /* bq must hold ourselves even with no peers. */
+        if (!(g->bq = calloc(1, sizeof(void *))))
+                goto out;
+        for (i = 0; i < cfg->n_peers; i++) {
+                rc = gossip_trust_add(g, &cfg->peers[i]);
+                if (rc < 0)
+                        goto out;
+        }
+        now = gossip__now(g);
+        /* Stagger first probes and syncs so that nodes started together do
+         * not probe in lockstep. */
+        g->next_probe_at = now + gossip__rand(g) % g->tun.probe_period_ms;
+        g->next_sync_at = now + g->tun.sync_period_ms / 2 +
+                          gossip__rand(g) % g->tun.sync_period_ms;
+        g->next_gossip_at = now;
+        *out = g;
+        return 0;
+out:
+        gossip_destroy(g);
+        return rc;
+}
+
+void gossip_destroy(struct gossip *g)
+{
+        size_t i;
+
+        if (!g)
+                return;
+        for (i = 0; i < g->n_tab; i++)
+                free(g->tab[i]);
+        free(g->tab);
+        free(g->plist);
+        free(g->suspects);
+        free(g->bq);
+        gossip_keyring_free(g->kr);
+        gossip_replay_free(g->rp);
+        sodium_memzero(g->sk, sizeof(g->sk));
+        free(g);
+}
+
+/* ---- sending ---- */
+
+static bool has_piggyback(int kind)
+{
+        return kind == GOSSIP_MSG_PING || kind == GOSSIP_MSG_PING_REQ ||
+               kind == GOSSIP_MSG_ACK;
+}
+
+static int encode_send(struct gossip *g, struct swim_member *to,
+                       const struct gossip_addr *addr, struct gossip_msg *m,
+                       uint32_t *n_sent)
+{
+        uint8_t *buf = g->dgram_buf;
+        size_t cap = sizeof(g->dgram_buf), len = 0;
+        int rc;
+
+        if (m->channel == GOSSIP_CH_STREAM) {
+                cap = gossip_wire_frame_bound(m);
+                if (!(buf = malloc(cap)))
+                        return GOSSIP_ENOMEM;
+        }
+        rc = gossip_wire_encode(m, g->sk, buf, cap, &len, n_sent);
+        if (rc < 0)
+                goto out;
+        rc = g->env.send(g->env.ctx, addr, buf, len, m->channel);
+        if (rc < 0) {
+                rc = GOSSIP_ESEND;
+                goto out;
+        }
+        g->st.msgs_out++;
+        g->st.bytes_out += len;
+        g->st.kind_out[m->kind]++;
+        if (to) {
+                to->msgs_out++;
+                to->bytes_out += len;
+        }
+out:
+        if (buf != g->dgram_buf)
+                free(buf);
+        return rc;
+}
+
+int gossip__send(struct gossip *g, struct swim_member *to,
+                 const struct gossip_addr *addr, struct gossip_msg *m)
+{
+        struct swim_member *who[SWIM_DGRAM_UPDATES];
+        struct gossip_update *full = NULL;
+        uint32_t n_sent = 0;
+        size_t n = 0;
+        int rc;
+
+        if (!addr || !addr->family)
+                return GOSSIP_ENOPEER;
+        m->incarnation = g->self.inc;
+        m->seq = ++g->seq;
+        m->step = g->step;
+        if (has_piggyback(m->kind)) {
+                n = gossip__swim_piggyback(g, to, g->dgram_upd, who,
+                                           SWIM_DGRAM_UPDATES);
+                m->updates = g->dgram_upd;
+        } else if (m->kind == GOSSIP_MSG_SYNC || m->kind == GOSSIP_MSG_JOIN) {
+                full = malloc((g->n_tab + 1) * sizeof(*full));
+                if (!full)
+                        return GOSSIP_ENOMEM;
+                n = gossip__swim_full_view(g, full);
+                m->updates = full;
+        }
+        m->n_updates = (uint32_t)n;
+        rc = encode_send(g, to, addr, m, &n_sent);
+        if (rc == 0 && has_piggyback(m->kind))
+                gossip__swim_piggyback_done(g, who, n_sent);
+        free(full);
+        return rc;
+}
+
+/* ---- receiving ---- */
+
+static int app_kind(int msg_kind)
+{
+        switch (msg_kind) {
+        case GOSSIP_MSG_GRADIENT:
+                return GOSSIP_APP_GRADIENT;
+        case GOSSIP_MSG_STATE_REQ:
+                return GOSSIP_APP_STATE_REQ;
+        case GOSSIP_MSG_STATE:
+                return GOSSIP_APP_STATE;
+        case GOSSIP_MSG_PARAMS:
+                return GOSSIP_APP_PARAMS;
+        }
+        return 0;
+}
+
+static void deliver_app(struct gossip *g, struct swim_member *from,
+                        const struct gossip_msg *m)
+{
+        struct gossip_member_info mi;
+        const void *p = NULL;
+        size_t len = 0;
+        uint64_t step = m->step;
+
+        if (m->kind == GOSSIP_MSG_GRADIENT || m->kind == GOSSIP_MSG_PARAMS) {
+                p = m->u.tensor.payload;
+                len = m->u.tensor.payload_len;
+                step = m->u.tensor.step;
+        } else if (m->kind == GOSSIP_MSG_STATE) {
+                p = m->u.state.data;
+                len = m->u.state.len;
+                step = m->u.state.step;
+        }
+        g->st.app_in++;
+        if (!g->on_app)
+                return;
+        gossip__member_info(g, from, &mi);
+        g->on_app(g->cb_ctx, &mi, app_kind(m->kind), step, p, len);
+}
+
+static void count_reject(struct gossip *g, const void *buf, size_t len, int rc)
+{
+        uint64_t id;
+        uint8_t kind;
+        struct swim_member *m;
+
+        if (rc < 0 && -rc < GOSSIP_REJECT_SLOTS)
+                g->st.rejects[-rc]++;
+        if (gossip_wire_peek_sender(buf, len, &id, &kind) < 0)
+                return;
+        m = gossip__member_find(g, id);
+        if (m && -rc < GOSSIP_REJECT_SLOTS)
+                m->rejects[-rc]++;
+}
+
+int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
+                      const void *buf, size_t len, int channel)
+{
+        struct gossip_msg m;
+        struct gossip_update *upd = g ? g->dgram_upd : NULL;
+        struct swim_member *sender;
+        uint32_t cap = SWIM_DGRAM_UPDATES;
+        uint64_t id;
+        uint8_t kind = 0;
+        int rc;
+
+        if (!g || !from || !buf)
+                return GOSSIP_EINVAL;
+        memset(&m, 0, sizeof(m));
+        /* SYNC and JOIN carry the whole view: size the update storage from
+         * the frame length (each update is > SWIM_MIN_UPDATE_BYTES). */
+        if (channel == GOSSIP_CH_STREAM &&
+            gossip_wire_peek_sender(buf, len, &id, &kind) == 0 &&
+            (kind == GOSSIP_MSG_SYNC || kind == GOSSIP_MSG_JOIN)) {
+                size_t c = len / SWIM_MIN_UPDATE_BYTES + 1;
+                if (c > GOSSIP_WIRE_MAX_UPDATES)
+                        c = GOSSIP_WIRE_MAX_UPDATES;
+                cap = (uint32_t)c;
+                if (!(upd = malloc(c * sizeof(*upd))))
+                        return GOSSIP_ENOMEM;
+        }
+        m.updates = upd;
+        m.updates_cap = cap;
+        rc = gossip_wire_decode(buf, len, channel, NULL, g->kr, g->rp, &m,
+                                &g->wst);
+        if (rc < 0) {
+                count_reject(g, buf, len, rc);
+                goto out;
+        }
+        sender = gossip__member_find(g, m.key_id);
+        if (!sender) {
+                rc = GOSSIP_EUNKNOWNKEY;
+                count_reject(g, buf, len, rc);
+                goto out;
+        }
+        g->st.msgs_in++;
+        g->st.bytes_in += len;
+        g->st.kind_in[m.kind]++;
+        sender->msgs_in++;
+        sender->bytes_in += len;
+        sender->last_heard_ms = gossip__now(g);
+        sender->step = m.step;
+        gossip__swim_on_msg(g, sender, from, &m);
+        if (app_kind(m.kind))
+                deliver_app(g, sender, &m);
+out:
+        if (upd != g->dgram_upd)
+                free(upd);
+        return rc;
+}
+
+/* ---- the rest of the facade ---- */
+
+void gossip_tick(struct gossip *g)
+{
+        gossip__swim_tick(g);
+}
+
+uint64_t gossip_next_deadline(const struct gossip *g)
+{
+        return gossip__swim_deadline(g);
+}
+
+int gossip_join(struct gossip *g, const struct gossip_addr *addr)
+{
+        if (!g || !addr || !addr->family)
+                return GOSSIP_EINVAL;
+        return gossip__swim_join(g, addr);
+}
+
+int gossip_leave(struct gossip *g)
+{
+        if (!g)
+                return GOSSIP_EINVAL;
+        return gossip__swim_leave(g);
+}
+
+int gossip_trust_add(struct gossip *g, const struct gossip_peer *p)
+{
+        struct swim_member *m;
+        uint64_t id;
+        int rc;
+
+        if (!g || !p)
+                return GOSSIP_EINVAL;
+        if (memcmp(p->key, g->self.key, GOSSIP_KEY_BYTES) == 0)
+                return 0; /* ourselves: the peers file lists every node */
+        rc = gossip_keyring_add(g->kr, p->key, &id);
+        if (rc < 0)
+                return rc;
+        m = gossip__member_find(g, id);
+        if (m) {
+                if (p->addr.family)
+                        m->addr = p->addr;
+                if (p->name[0])
+                        copy_name(m->name, p->name);
+                return 0;
+        }
+        rc = gossip__member_add(g, p, id);
+        if (rc < 0)
+                gossip_keyring_remove(g->kr, id);
+        return rc;
+}
+
+int gossip_trust_remove(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES])
+{
+        struct swim_member *m;
+        uint64_t id;
+
+        if (!g || !key)
+                return GOSSIP_EINVAL;
+        id = gossip_key_id(key);
+        m = gossip__member_find(g, id);
+        if (!m)
+                return GOSSIP_ENOPEER;
+        gossip_keyring_remove(g->kr, id);
+        gossip_replay_forget(g->rp, id);
+        if (m->state != SWIM_UNKNOWN && m->state != GOSSIP_DEAD &&
+            g->on_member) {
+                struct gossip_member_info mi;
+                int old = m->state;
+                gossip__member_info(g, m, &mi);
+                mi.state = GOSSIP_DEAD;
+                g->on_member(g->cb_ctx, &mi, old);
+        }
+        gossip__member_remove(g, m);
+        return 0;
+}
+
+void gossip_set_step(struct gossip *g, uint64_t step)
+{
+        if (g)
+                g->step = step;
+}
+
+static void self_info(const struct gossip *g, struct gossip_member_info *o)
+{
+        gossip__member_info(g, &g->self, o);
+        o->step = g->step;
+        o->last_heard_ms = gossip__now(g);
+        o->msgs_in = g->st.msgs_in;
+        o->msgs_out = g->st.msgs_out;
+        o->bytes_in = g->st.bytes_in;
+        o->bytes_out = g->st.bytes_out;
+}
+
+size_t gossip_members(const struct gossip *g, struct gossip_member_info *out,
+                      size_t cap)
+{
+        size_t n = 0, i;
+
+        if (!g)
+                return 0;
+        if (n < cap)
+                self_info(g, &out[n]);
+        n++;
+        for (i = 0; i < g->n_tab; i++) {
+                if (g->tab[i]->state == SWIM_UNKNOWN)
+                        continue;
+                if (n < cap)
+                        gossip__member_info(g, g->tab[i], &out[n]);
+                n++;
+        }
+        return n;
+}
+
+int gossip_member_get(const struct gossip *g,
+                      const uint8_t key[GOSSIP_KEY_BYTES],
+                      struct gossip_member_info *out)
+{
+        const struct swim_member *m;
+
+        if (!g || !key || !out)
+                return GOSSIP_EINVAL;
+        if (memcmp(key, g->self.key, GOSSIP_KEY_BYTES) == 0) {
+                self_info(g, out);
+                return 0;
+        }
+        m = gossip__member_find(g, gossip_key_id(key));
+        if (!m || m->state == SWIM_UNKNOWN ||
+            memcmp(m->key, key, GOSSIP_KEY_BYTES) != 0)
+                return GOSSIP_ENOPEER;
+        gossip__member_info(g, m, out);
+        return 0;
+}
+
+size_t gossip_alive_count(const struct gossip *g)
+{
+        return g ? g->n_live : 0;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, GOSSIP_KEY_BYTES);
+}
+
+size_t gossip_view(const struct gossip *g, uint8_t (*keys)[GOSSIP_KEY_BYTES],
+                   size_t cap)
+{
+        size_t n = 0, i;
+
+        if (!g)
+                return 0;
+        if (!keys || cap < g->n_live) {
+                return g->n_live; /* a partial view would not be sorted */
+        }
+        memcpy(keys[n++], g->self.key, GOSSIP_KEY_BYTES);
+        for (i = 0; i < g->n_tab; i++) {
+                const struct swim_member *m = g->tab[i];
+                if (m->state == GOSSIP_ALIVE || m->state == GOSSIP_SUSPECT)
+                        memcpy(keys[n++], m->key, GOSSIP_KEY_BYTES);
+        }
+        qsort(keys, n, GOSSIP_KEY_BYTES, key_cmp);
+        return n;
+}
+
+void gossip_stats_get(const struct gossip *g, struct gossip_stats *out)
+{
+        if (!g || !out)
+                return;
+        *out = g->st;
+        out->local_health = g->awareness;
+        out->incarnation = g->self.inc;
+}
+
+int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
+                    int kind, uint64_t step, const void *payload, size_t len)
+{
+        struct gossip_msg m = {0};
+        struct swim_member *to;
+
+        if (!g || !key || (len && !payload))
+                return GOSSIP_EINVAL;
+        to = gossip__member_find(g, gossip_key_id(key));
+        if (!to || memcmp(to->key, key, GOSSIP_KEY_BYTES) != 0 ||
+            (to->state != GOSSIP_ALIVE && to->state != GOSSIP_SUSPECT))
+                return GOSSIP_ENOPEER;
+        m.channel = GOSSIP_CH_STREAM;
+        switch (kind) {
+        case GOSSIP_APP_GRADIENT:
+        case GOSSIP_APP_PARAMS:
+                m.kind = kind == GOSSIP_APP_GRADIENT ? GOSSIP_MSG_GRADIENT
+                                                     : GOSSIP_MSG_PARAMS;
+                m.u.tensor.step = step;
+                m.u.tensor.part_count = 1;
+                m.u.tensor.n_elems = len / sizeof(float);
+                m.u.tensor.payload = payload;
+                m.u.tensor.payload_len = len;
+                break;
+        case GOSSIP_APP_STATE_REQ:
+                m.kind = GOSSIP_MSG_STATE_REQ;
+                break;
+        case GOSSIP_APP_STATE:
+                m.kind = GOSSIP_MSG_STATE;
+                m.u.state.step = step;
+                m.u.state.data = payload;
+                m.u.state.len = len;
+                break;
+        default:
+                return GOSSIP_EINVAL;
+        }
+        if (len > GOSSIP_WIRE_STREAM_MAX - GOSSIP_WIRE_OVERHEAD - 256)
+                return GOSSIP_ETOOBIG;
+        g->st.app_out++;
+        return gossip__send(g, to, &to->addr, &m);
+}

@@ -1,0 +1,215 @@
+/*
+ * gossip.h - the protocol core's one public face, as the daemon sees it.
+ *
+ * A struct gossip is one node: its identity (Ed25519 key pair), the trusted
+ * set (keys allowed to speak, from the peers file), the membership view
+ * (SWIM with Lifeguard's refinements, see swim.h) and an application channel
+ * that carries signed training messages (gradients, model state) to members.
+ *
+ * It is a pure state machine. Bytes come in through gossip_on_message(),
+ * time is advanced by calling gossip_tick() no later than
+ * gossip_next_deadline(), and everything it wants to say leaves through
+ * env->send. It never blocks, sleeps, prints, or reads a clock of its own;
+ * all randomness comes from env->seed.
+ *
+ * Invariants:
+ *  - a member is its public key; addresses are where it was last seen;
+ *  - only keys in the trusted set are ever members or accepted senders;
+ *  - callbacks (on_app, on_member) run synchronously from inside
+ *    gossip_on_message() / gossip_tick() / gossip_join() / gossip_leave();
+ *    they may call gossip_send_app(), gossip_members(), gossip_view() and
+ *    gossip_set_step(), but must not destroy the struct gossip.
+ *
+ * Not thread-safe: one thread (the libuv loop) owns a struct gossip.
+ */
+#ifndef GOSSIP_H
+#define GOSSIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gossip_types.h"
+
+#define GOSSIP_NAME_MAX 32 /* bytes including the NUL; longer names are cut */
+/* Reject counters are indexed by -GOSSIP_E* code (slot 0 unused). */
+#define GOSSIP_REJECT_SLOTS 16
+/* Per-kind counters are indexed by wire message kind (wire.h; 0 unused). */
+#define GOSSIP_KIND_SLOTS 16
+
+/* A member's state, as this node believes it. */
+enum gossip_member_state {
+        GOSSIP_ALIVE = 0,
+        GOSSIP_SUSPECT = 1,
+        GOSSIP_DEAD = 2,
+        GOSSIP_LEFT = 3, /* said goodbye (graceful leave), not failed */
+};
+
+/* What an application message carries (the training layer's vocabulary). */
+enum gossip_app_kind {
+        GOSSIP_APP_GRADIENT = 1,  /* a gradient (or one partition of it) */
+        GOSSIP_APP_STATE_REQ = 2, /* "send me your model" (new node) */
+        GOSSIP_APP_STATE = 3,     /* full model + optimizer state answer */
+        GOSSIP_APP_PARAMS = 4,    /* parameters for periodic averaging */
+};
+
+/* One line of the peers file: who may speak, and where to find them. */
+struct gossip_peer {
+        uint8_t key[GOSSIP_KEY_BYTES];
+        struct gossip_addr addr;
+        char name[GOSSIP_NAME_MAX];
+};
+
+/*
+ * Protocol tunables. gossip_tunables_default() fills memberlist's LAN
+ * defaults; see swim.h for the reason behind each one. Any field left 0 in
+ * a config takes its default.
+ */
+struct gossip_tunables {
+        uint32_t probe_period_ms;  /* one probe per member per period */
+        uint32_t probe_timeout_ms; /* wait for a direct ACK, then go indirect */
+        uint32_t indirect_checks;  /* k members asked to PING_REQ */
+        uint32_t suspicion_mult;   /* suspicion min = mult*log10(n)*period */
+        uint32_t suspicion_max_mult; /* suspicion max = this * min */
+        uint32_t retransmit_mult; /* piggyback an update mult*log(n+1) times */
+        uint32_t sync_period_ms;  /* push-pull anti-entropy interval */
+        uint32_t awareness_max;   /* Lifeguard local-health ceiling */
+        uint32_t gossip_interval_ms; /* push queued updates this often */
+        uint32_t gossip_fanout;      /* ... to this many random members */
+};
+
+struct gossip_member_info;
+
+struct gossip_config {
+        uint8_t public_key[GOSSIP_KEY_BYTES];
+        uint8_t secret_key[GOSSIP_SECRET_BYTES]; /* copied, wiped on destroy */
+        struct gossip_addr addr;                 /* where others reach us */
+        const char *name;                        /* may be NULL */
+        /* Boot incarnation. Must grow across restarts of the same key
+         * (the daemon uses wall-clock seconds at start) so that others
+         * accept the new life over the old one's "dead". */
+        uint64_t incarnation;
+        const struct gossip_peer *peers; /* trusted set; copied */
+        size_t n_peers;
+        struct gossip_tunables tun; /* zero fields take defaults */
+        /* A verified application message arrived from member `from`. The
+         * payload is only borrowed for the duration of the call. */
+        void (*on_app)(void *ctx, const struct gossip_member_info *from,
+                       int kind, uint64_t step, const void *payload,
+                       size_t len);
+        /* Member m changed state (m->state is the new one). old_state is -1
+         * when the member was not known before. */
+        void (*on_member)(void *ctx, const struct gossip_member_info *m,
+                          int old_state);
+        void *cb_ctx;
+};
+
+/* What this node knows of one member (or of itself). */
+struct gossip_member_info {
+        uint8_t key[GOSSIP_KEY_BYTES];
+        char name[GOSSIP_NAME_MAX];
+        struct gossip_addr addr;
+        int state; /* enum gossip_member_state */
+        uint64_t incarnation;
+        uint32_t rtt_ms; /* EWMA of probe round trips; 0 = never probed */
+        uint64_t step;   /* last training step heard from it */
+        uint64_t last_heard_ms; /* env->now_ms of its last verified message */
+        uint64_t msgs_in, msgs_out, bytes_in, bytes_out;
+        uint64_t rejects[GOSSIP_REJECT_SLOTS]; /* its frames we refused */
+};
+
+/* Node-wide counters. */
+struct gossip_stats {
+        uint64_t msgs_in, msgs_out, bytes_in, bytes_out;
+        uint64_t rejects[GOSSIP_REJECT_SLOTS]; /* index -GOSSIP_E* */
+        uint64_t probes, probe_timeouts, indirect_probes, nacks;
+        uint64_t suspects_raised, refutes, deaths_declared;
+        uint64_t syncs_sent, syncs_received;
+        uint64_t app_in, app_out;
+        uint64_t kind_in[GOSSIP_KIND_SLOTS];  /* accepted frames by kind */
+        uint64_t kind_out[GOSSIP_KIND_SLOTS]; /* sent frames by kind */
+        uint32_t local_health; /* Lifeguard awareness, 0 = healthy */
+        uint64_t incarnation;  /* our own, current */
+};
+
+struct gossip;
+
+/* Fill t with the defaults (memberlist LAN profile). */
+void gossip_tunables_default(struct gossip_tunables *t);
+
+/* Create a node. On error *out is NULL and nothing is sent. cfg and env are
+ * copied (env->ctx is kept as a pointer). */
+int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
+                  struct gossip **out);
+
+/* Free the node and wipe its secret key. Sends nothing (call gossip_leave
+ * first for a graceful exit). NULL is allowed. */
+void gossip_destroy(struct gossip *g);
+
+/* Feed one received frame. Returns 0 when accepted, or the negative reason
+ * it was rejected (also counted in the stats); rejection is normal life. */
+int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
+                      const void *buf, size_t len, int channel);
+
+/* Do whatever is due at env->now_ms (probes, timeouts, sync). */
+void gossip_tick(struct gossip *g);
+
+/* The env->now_ms at or after which gossip_tick() must be called next. */
+uint64_t gossip_next_deadline(const struct gossip *g);
+
+/* Ask the node at addr to let us in (it answers with its full view). While
+ * we know no other live member, the JOIN is re-sent to the last address
+ * given every sync round; calling again with another address switches. */
+int gossip_join(struct gossip *g, const struct gossip_addr *addr);
+
+/* Announce a graceful leave (state `left`) to the cluster. The caller keeps
+ * ticking for a dissemination round (see docs/reliability.md) and then
+ * destroys the node. */
+int gossip_leave(struct gossip *g);
+
+/* Add (or update the address/name of) a trusted key. */
+int gossip_trust_add(struct gossip *g, const struct gossip_peer *p);
+
+/* Remove a trusted key: its frames are refused from now on and it is
+ * dropped from the view (on_member reports it as `dead`). */
+int gossip_trust_remove(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES]);
+
+/* Set our own training step; it is carried in every message we send. */
+void gossip_set_step(struct gossip *g, uint64_t step);
+
+/* Copy up to cap members (ourselves first) into out. Returns how many
+ * there are in total (may exceed cap). */
+size_t gossip_members(const struct gossip *g, struct gossip_member_info *out,
+                      size_t cap);
+
+/* Look one member (or ourselves) up by key. 0 or GOSSIP_ENOPEER. */
+int gossip_member_get(const struct gossip *g,
+                      const uint8_t key[GOSSIP_KEY_BYTES],
+                      struct gossip_member_info *out);
+
+/* Number of members (ourselves included) believed alive or suspect. */
+size_t gossip_alive_count(const struct gossip *g);
+
+/*
+ * The view for the partner schedule: keys of ourselves and every member
+ * that is alive or suspect, sorted by key (memcmp order), so nodes with the
+ * same membership derive the same permutation. Suspects stay in the view so
+ * that a transient suspicion does not reshuffle the schedule; the scheduler
+ * skips a suspect partner (see gossip_member_get). Copies up to cap keys,
+ * returns the total count.
+ */
+size_t gossip_view(const struct gossip *g, uint8_t (*keys)[GOSSIP_KEY_BYTES],
+                   size_t cap);
+
+/* Node-wide counters. */
+void gossip_stats_get(const struct gossip *g, struct gossip_stats *out);
+
+/* Sign payload as an application message of `kind` at `step` and send it on
+ * the STREAM channel to the member with this key. GOSSIP_ENOPEER if the key
+ * is unknown, dead or left; GOSSIP_ETOOBIG over the wire's bound. */
+int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
+                    int kind, uint64_t step, const void *payload, size_t len);
+
+/* "alive", "suspect", "dead", "left" (or "?"). */
+const char *gossip_state_name(int state);
+
+#endif

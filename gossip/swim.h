@@ -1,0 +1,194 @@
+/*
+ * swim.h - membership and failure detection (SWIM + Lifeguard), internal.
+ *
+ * Not a public header: the daemon uses gossip.h. This file defines the node
+ * state shared by gossip.c (the facade: wire I/O, trust, the application
+ * channel, statistics) and swim.c (the protocol: probes, suspicion,
+ * dissemination, anti-entropy).
+ *
+ * The protocol, per node:
+ *  - every probe period, PING the next member of a shuffled round-robin
+ *    list; no ACK within the probe timeout: PING_REQ through k others, who
+ *    ping the target for us and answer ACK, or NACK when they hear nothing
+ *    (Lifeguard: a missing NACK means *we* are slow, not the target);
+ *  - no ACK by the end of the period: the target becomes SUSPECT; after the
+ *    suspicion timeout (Lifeguard: starts at max, shrinks towards min as
+ *    independent confirmations arrive) it is DEAD;
+ *  - a member that hears itself suspected or dead refutes with a higher
+ *    incarnation; every message to a suspect/dead member carries its own
+ *    entry first, so it learns quickly ("buddy system");
+ *  - updates are piggybacked on every datagram, each retransmitted about
+ *    retransmit_mult * log10(n+1) times, fewest-sent first, and pushed to
+ *    gossip_fanout random members every gossip interval while any are due;
+ *  - every sync period a full push-pull SYNC over the stream channel with a
+ *    random member (alternately a live one and a dead/suspect one, which is
+ *    how partitions heal); a remote "dead" merges as "suspect" there, so a
+ *    stale view can only start a suspicion, which its subject refutes;
+ *  - JOIN carries our state to one known peer, which answers with SYNC;
+ *    the joiner pulls again every 2 periods while pulls still teach it new
+ *    members, and re-sends JOIN each sync round while it knows nobody.
+ *
+ * Local health (Lifeguard "awareness", 0 = healthy .. awareness_max-1)
+ * scales the probe period and timeout: +1 per failed probe or missing NACK
+ * and per refutation, -1 per successful probe.
+ *
+ * Invariants: members are the trusted keys (struct swim_member exists for
+ * each; state SWIM_UNKNOWN until first heard of); a member's incarnation
+ * never decreases; n_live counts members (ourselves included) that are
+ * alive or suspect.
+ */
+#ifndef GOSSIP_SWIM_H
+#define GOSSIP_SWIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gossip.h"
+#include "wire.h"
+
+/* Fixed sizes. The reasons for the protocol tunables' defaults live with
+ * gossip_tunables_default() in swim.c. */
+enum {
+        SWIM_UNKNOWN = -1,     /* trusted, not heard of yet */
+        SWIM_MAX_CONFIRM = 8,  /* distinct suspicion confirmations kept */
+        SWIM_MAX_INDIRECT = 8, /* ceiling on indirect_checks */
+        SWIM_RELAYS = 32,      /* PING_REQs we relay at once */
+        /* A datagram cannot carry more updates than this: each encoded
+         * update is well over 8 bytes. */
+        SWIM_DGRAM_UPDATES = GOSSIP_WIRE_DGRAM_MAX / 8,
+        /* Smallest bytes per update on the wire, to size stream decodes. */
+        SWIM_MIN_UPDATE_BYTES = 8,
+};
+
+struct swim_member {
+        uint64_t key_id;
+        uint8_t key[GOSSIP_KEY_BYTES];
+        char name[GOSSIP_NAME_MAX];
+        struct gossip_addr addr;
+        int state; /* enum gossip_member_state or SWIM_UNKNOWN */
+        uint64_t inc;
+        uint64_t state_ms; /* when it entered its state */
+        /* suspicion (state SUSPECT) */
+        uint64_t suspect_start_ms, suspect_deadline_ms;
+        uint32_t n_confirm;
+        uint64_t confirmers[SWIM_MAX_CONFIRM];
+        /* dissemination of this member's entry */
+        uint32_t tx_left;
+        bool in_bq, in_suspects;
+        uint64_t told_ms; /* last "you are suspect/dead" sent to it */
+        /* statistics */
+        uint32_t rtt_ms;
+        uint64_t step, last_heard_ms;
+        uint64_t msgs_in, msgs_out, bytes_in, bytes_out;
+        uint64_t rejects[GOSSIP_REJECT_SLOTS];
+};
+
+struct swim_probe {
+        struct swim_member *m;   /* NULL: no probe in flight */
+        uint64_t seq;            /* our PING's seq */
+        uint64_t req_lo, req_hi; /* our PING_REQs' seqs */
+        uint64_t sent_ms, timeout_at, end_at;
+        uint32_t expected_nacks, nacks;
+        bool indirect, acked;
+};
+
+struct swim_relay {
+        bool used, nacked;
+        uint64_t our_seq;   /* seq of our PING to the target */
+        uint64_t req_seq;   /* seq of the requester's PING_REQ */
+        uint64_t requester; /* key id */
+        uint64_t target;    /* key id */
+        uint64_t nack_at, expire_at;
+};
+
+struct gossip {
+        struct gossip_env env;
+        struct gossip_tunables tun;
+        uint8_t sk[GOSSIP_SECRET_BYTES];
+        struct swim_member self;
+        uint64_t seq, step;
+        uint64_t rng;
+        void (*on_app)(void *, const struct gossip_member_info *, int, uint64_t,
+                       const void *, size_t);
+        void (*on_member)(void *, const struct gossip_member_info *, int);
+        void *cb_ctx;
+
+        struct gossip_keyring *kr;
+        struct gossip_replay *rp;
+        struct gossip_wire_stats wst;
+
+        /* members, sorted by key_id */
+        struct swim_member **tab;
+        size_t n_tab, cap_tab;
+        size_t n_live; /* alive + suspect, ourselves included */
+
+        /* round-robin probe order */
+        struct swim_member **plist;
+        size_t n_plist, i_plist;
+        struct swim_probe probe;
+        uint64_t next_probe_at;
+        uint32_t awareness;
+
+        struct swim_relay relays[SWIM_RELAYS];
+
+        struct swim_member **suspects;
+        size_t n_suspects;
+
+        struct swim_member **bq; /* entries with tx_left > 0 */
+        size_t n_bq;
+        uint64_t next_gossip_at;
+
+        uint64_t next_sync_at;
+        uint64_t n_syncs;
+        struct gossip_addr join_addr;
+        bool have_join_addr;
+        bool joining;       /* pulling full views until one teaches nothing */
+        uint64_t n_learned; /* members that went from unknown to known */
+
+        struct gossip_update dgram_upd[SWIM_DGRAM_UPDATES];
+        uint8_t dgram_buf[GOSSIP_WIRE_DGRAM_MAX];
+        struct gossip_stats st;
+};
+
+/* swim.c: membership. */
+uint64_t gossip__now(const struct gossip *g);
+uint64_t gossip__rand(struct gossip *g);
+struct swim_member *gossip__member_find(const struct gossip *g,
+                                        uint64_t key_id);
+/* Insert a trusted key (state SWIM_UNKNOWN). 0 or GOSSIP_ENOMEM. */
+int gossip__member_add(struct gossip *g, const struct gossip_peer *p,
+                       uint64_t key_id);
+/* Drop a member from the table (and every list). */
+void gossip__member_remove(struct gossip *g, struct swim_member *m);
+void gossip__member_info(const struct gossip *g, const struct swim_member *m,
+                         struct gossip_member_info *out);
+/* Handle one verified membership message (any kind but the app kinds). */
+void gossip__swim_on_msg(struct gossip *g, struct swim_member *from,
+                         const struct gossip_addr *from_addr,
+                         const struct gossip_msg *m);
+void gossip__swim_tick(struct gossip *g);
+/* Fill upd[0..cap) with what a datagram to `to` (may be NULL) should carry:
+ * to's own entry if we think it suspect or dead, then queued updates,
+ * fewest-sent first. who[i] is the member behind upd[i]. Returns count. */
+size_t gossip__swim_piggyback(struct gossip *g, struct swim_member *to,
+                              struct gossip_update *upd,
+                              struct swim_member **who, size_t cap);
+/* The first n_sent of who[] went out: count one transmission each. */
+void gossip__swim_piggyback_done(struct gossip *g, struct swim_member **who,
+                                 size_t n_sent);
+/* Fill upd (room for n_tab + 1) with our whole view, ourselves first. */
+size_t gossip__swim_full_view(const struct gossip *g,
+                              struct gossip_update *upd);
+uint64_t gossip__swim_deadline(const struct gossip *g);
+int gossip__swim_join(struct gossip *g, const struct gossip_addr *addr);
+int gossip__swim_leave(struct gossip *g);
+
+/* gossip.c: the transport side. Fills header fields, encodes, signs, sends
+ * and counts. For piggyback kinds, `to` (may be NULL) gets its own entry
+ * first when we think it suspect or dead, then queued updates; for SYNC and
+ * JOIN, the full view. */
+int gossip__send(struct gossip *g, struct swim_member *to,
+                 const struct gossip_addr *addr, struct gossip_msg *m);
+
+#endif
