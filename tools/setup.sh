@@ -11,7 +11,8 @@ cd "$here"
 build=${GN_BUILD_DIR:-build}
 
 pkgs=(build-essential cmake pkg-config git
-      libuv1-dev libsodium-dev libmsgpack-dev libblis-dev libcmocka-dev
+      libuv1-dev libsodium-dev libmsgpack-dev libblis-dev libblis-serial-dev
+      libcmocka-dev
       zlib1g-dev dataset-fashion-mnist
       gnuplot-nox iproute2 iptables procps python3)
 

@@ -1,0 +1,349 @@
+/*
+ * layers.c - forward/backward kernels: dense (+fused bias and ReLU), ReLU,
+ * fused softmax cross-entropy, conv2d via im2col + GEMM, max-pool; and the
+ * splitmix64 generator that seeds the weights.
+ *
+ * All heavy lifting is nn_gemm(); the loops here are single passes over the
+ * data (bias+ReLU after a GEMM, masks, im2col/col2im).  Shapes are given in
+ * the comments as [rows, cols] of row-major arrays; see nn_layers.h for the
+ * layouts.  Nothing here allocates: callers own every buffer.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "nn.h"
+#include "nn_layers.h"
+
+uint64_t nn__rand_u64(uint64_t *state)
+{
+        uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+}
+
+float nn__rand_uniform(uint64_t *state, float lo, float hi)
+{
+        /* Top 24 bits -> exact float in [0, 1). */
+        float u = (float)(nn__rand_u64(state) >> 40) * (1.0f / 16777216.0f);
+
+        return lo + (hi - lo) * u;
+}
+
+/* y[B,N] += b row-wise, then ReLU if asked: the pass after each GEMM. */
+NN_HOT static void bias_act(float *restrict y, const float *restrict b,
+                            int rows, int n, int relu)
+{
+        for (int i = 0; i < rows; i++) {
+                float *restrict r = y + (size_t)i * n;
+
+                if (relu) {
+                        for (int j = 0; j < n; j++) {
+                                float v = r[j] + b[j];
+                                r[j] = v > 0.0f ? v : 0.0f;
+                        }
+                } else {
+                        for (int j = 0; j < n; j++)
+                                r[j] += b[j];
+                }
+        }
+}
+
+/* Masks dy[rows,n] by y > 0 (if y) and writes db[n] = column sums. */
+NN_HOT static void mask_bias_grad(float *restrict db, float *restrict dy,
+                                  const float *restrict y, int rows, int n)
+{
+        memset(db, 0, sizeof(*db) * (size_t)n);
+        for (int i = 0; i < rows; i++) {
+                float *restrict r = dy + (size_t)i * n;
+
+                if (y) {
+                        const float *restrict yr = y + (size_t)i * n;
+                        for (int j = 0; j < n; j++) {
+                                r[j] = yr[j] > 0.0f ? r[j] : 0.0f;
+                                db[j] += r[j];
+                        }
+                } else {
+                        for (int j = 0; j < n; j++)
+                                db[j] += r[j];
+                }
+        }
+}
+
+void nn__dense_forward(float *y, const float *x, const float *w, const float *b,
+                       int batch, int k, int n, int relu)
+{
+        /* y[B,N] = x[B,K] w[N,K]^T */
+        nn_gemm(0, 1, batch, n, k, 1.0f, x, k, w, k, 0.0f, y, n);
+        bias_act(y, b, batch, n, relu);
+}
+
+void nn__dense_backward(float *dx, float *dw, float *db, float *dy,
+                        const float *relu_y, const float *x, const float *w,
+                        int batch, int k, int n)
+{
+        mask_bias_grad(db, dy, relu_y, batch, n);
+        /* dw[N,K] = dy[B,N]^T x[B,K] */
+        nn_gemm(1, 0, n, k, batch, 1.0f, dy, n, x, k, 0.0f, dw, k);
+        /* dx[B,K] = dy[B,N] w[N,K] */
+        if (dx)
+                nn_gemm(0, 0, batch, k, n, 1.0f, dy, n, w, k, 0.0f, dx, k);
+}
+
+NN_HOT void nn__relu_forward(float *y, const float *x, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+NN_HOT void nn__relu_backward(float *dx, const float *dy, const float *y,
+                              size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+double nn__softmax_ce(float *dz, const float *logits, const uint8_t *y,
+                      int batch, int classes, int *correct)
+{
+        double total = 0.0;
+        float inv_b = 1.0f / (float)batch;
+
+        for (int i = 0; i < batch; i++) {
+                const float *z = logits + (size_t)i * classes;
+                float *d = dz ? dz + (size_t)i * classes : NULL;
+                int arg = 0;
+                float mx = z[0];
+                double sum = 0.0;
+
+                for (int j = 1; j < classes; j++)
+                        if (z[j] > mx) {
+                                mx = z[j];
+                                arg = j;
+                        }
+                for (int j = 0; j < classes; j++)
+                        sum += exp((double)(z[j] - mx));
+                total += log(sum) - (double)(z[y[i]] - mx);
+                if (correct && arg == y[i])
+                        (*correct)++;
+                if (!d)
+                        continue;
+                for (int j = 0; j < classes; j++) {
+                        double p = exp((double)(z[j] - mx)) / sum;
+                        d[j] = (float)(p - (j == y[i] ? 1.0 : 0.0)) * inv_b;
+                }
+        }
+        return total / batch;
+}
+
+size_t nn__conv_col_len(const struct nn__conv *s, int samples)
+{
+        return (size_t)samples * s->h * s->w * s->k * s->k * s->c;
+}
+
+/* Input strides of one image: (channel, row, column). */
+static void conv_strides(const struct nn__conv *s, size_t *cs, size_t *hs,
+                         size_t *ws)
+{
+        if (s->in_planar) {
+                *cs = (size_t)s->h * s->w;
+                *hs = s->w;
+                *ws = 1;
+        } else {
+                *cs = 1;
+                *hs = (size_t)s->w * s->c;
+                *ws = s->c;
+        }
+}
+
+/* The part of kernel row kh..: columns kw in [*lo, *hi) fall inside the
+ * image for output column ow (padding p). */
+static void kw_range(int ow, int p, int k, int w, int *lo, int *hi)
+{
+        *lo = p - ow > 0 ? p - ow : 0;
+        *hi = w + p - ow < k ? w + p - ow : k;
+}
+
+/* col[n*H*W, K*K*C] = patches of n images starting at x (zero outside).
+ * Channels-last input makes each kernel row one contiguous span. */
+NN_HOT static void im2col(float *restrict col, const float *restrict x,
+                          const struct nn__conv *s, int n)
+{
+        size_t cs, hs, ws, img = (size_t)s->c * s->h * s->w;
+        int p = s->k / 2, kc = s->k * s->c;
+
+        conv_strides(s, &cs, &hs, &ws);
+        for (int b = 0; b < n; b++) {
+                const float *xb = x + (size_t)b * img;
+                for (int oh = 0; oh < s->h; oh++)
+                        for (int ow = 0; ow < s->w; ow++) {
+                                int lo, hi;
+                                kw_range(ow, p, s->k, s->w, &lo, &hi);
+                                for (int kh = 0; kh < s->k; kh++, col += kc) {
+                                        int ih = oh + kh - p;
+                                        if (ih < 0 || ih >= s->h) {
+                                                for (int j = 0; j < kc; j++)
+                                                        col[j] = 0.0f;
+                                                continue;
+                                        }
+                                        /* row[j] is column lo of the span */
+                                        const float *row =
+                                            xb + ih * hs + (ow - p + lo) * ws;
+                                        float *dst = col + lo * s->c;
+                                        for (int j = 0; j < lo * s->c; j++)
+                                                col[j] = 0.0f;
+                                        for (int j = hi * s->c; j < kc; j++)
+                                                col[j] = 0.0f;
+                                        if (cs == 1) {
+                                                for (int j = 0;
+                                                     j < (hi - lo) * s->c; j++)
+                                                        dst[j] = row[j];
+                                                continue;
+                                        }
+                                        for (int kw = 0; kw < hi - lo; kw++)
+                                                for (int c = 0; c < s->c; c++)
+                                                        dst[kw * s->c + c] =
+                                                            row[kw * ws +
+                                                                c * cs];
+                                }
+                        }
+        }
+}
+
+/* dx (n images) += col2im(dcol): the adjoint of im2col. */
+NN_HOT static void col2im(float *restrict dx, const float *restrict col,
+                          const struct nn__conv *s, int n)
+{
+        size_t cs, hs, ws, img = (size_t)s->c * s->h * s->w;
+        int p = s->k / 2, kc = s->k * s->c;
+
+        conv_strides(s, &cs, &hs, &ws);
+        for (int b = 0; b < n; b++) {
+                float *xb = dx + (size_t)b * img;
+                for (int oh = 0; oh < s->h; oh++)
+                        for (int ow = 0; ow < s->w; ow++) {
+                                int lo, hi;
+                                kw_range(ow, p, s->k, s->w, &lo, &hi);
+                                for (int kh = 0; kh < s->k; kh++, col += kc) {
+                                        int ih = oh + kh - p;
+                                        if (ih < 0 || ih >= s->h)
+                                                continue;
+                                        float *row =
+                                            xb + ih * hs + (ow - p + lo) * ws;
+                                        const float *src = col + lo * s->c;
+                                        if (cs == 1) {
+                                                for (int j = 0;
+                                                     j < (hi - lo) * s->c; j++)
+                                                        row[j] += src[j];
+                                                continue;
+                                        }
+                                        for (int kw = 0; kw < hi - lo; kw++)
+                                                for (int c = 0; c < s->c; c++)
+                                                        row[kw * ws + c * cs] +=
+                                                            src[kw * s->c + c];
+                                }
+                        }
+        }
+}
+
+void nn__conv_forward(float *y, const float *x, const float *w, const float *b,
+                      const struct nn__conv *s, int batch, float *col,
+                      int chunk, int relu)
+{
+        int kkc = s->k * s->k * s->c, hw = s->h * s->w;
+        size_t img = (size_t)s->c * hw;
+
+        for (int b0 = 0; b0 < batch; b0 += chunk) {
+                int n = batch - b0 < chunk ? batch - b0 : chunk;
+                float *yb = y + (size_t)b0 * hw * s->f;
+
+                im2col(col, x + (size_t)b0 * img, s, n);
+                /* y[n*HW, F] = col[n*HW, KKC] w[F, KKC]^T */
+                nn_gemm(0, 1, n * hw, s->f, kkc, 1.0f, col, kkc, w, kkc, 0.0f,
+                        yb, s->f);
+                bias_act(yb, b, n * hw, s->f, relu);
+        }
+}
+
+void nn__conv_backward(float *dx, float *dw, float *db, float *dy,
+                       const float *relu_y, const float *x, const float *w,
+                       const struct nn__conv *s, int batch, float *col,
+                       int chunk)
+{
+        int kkc = s->k * s->k * s->c, hw = s->h * s->w;
+        size_t img = (size_t)s->c * hw;
+
+        mask_bias_grad(db, dy, relu_y, batch * hw, s->f);
+        if (dx)
+                memset(dx, 0, sizeof(*dx) * img * batch);
+        for (int b0 = 0; b0 < batch; b0 += chunk) {
+                int n = batch - b0 < chunk ? batch - b0 : chunk;
+                const float *dyb = dy + (size_t)b0 * hw * s->f;
+
+                /* dw[F, KKC] (+)= dy[n*HW, F]^T col[n*HW, KKC] */
+                im2col(col, x + (size_t)b0 * img, s, n);
+                nn_gemm(1, 0, s->f, kkc, n * hw, 1.0f, dyb, s->f, col, kkc,
+                        b0 == 0 ? 0.0f : 1.0f, dw, kkc);
+                if (!dx)
+                        continue;
+                /* dcol[n*HW, KKC] = dy[n*HW, F] w[F, KKC] */
+                nn_gemm(0, 0, n * hw, kkc, s->f, 1.0f, dyb, s->f, w, kkc, 0.0f,
+                        col, kkc);
+                col2im(dx + (size_t)b0 * img, col, s, n);
+        }
+}
+
+NN_HOT void nn__maxpool_forward(float *y, int32_t *idx, const float *x,
+                                int batch, int h, int w, int c, int s)
+{
+        int oh_n = h / s, ow_n = w / s;
+        size_t img = (size_t)h * w * c;
+
+        /* Innermost loop over channels: contiguous in NHWC, so it
+         * vectorizes; the first tap seeds the maximum, later taps win only
+         * if strictly greater (ties keep the first, as the oracle does). */
+        for (int b = 0; b < batch; b++) {
+                const float *xb = x + (size_t)b * img;
+                for (int oh = 0; oh < oh_n; oh++) {
+                        for (int ow = 0; ow < ow_n; ow++) {
+                                float *restrict yo = y;
+                                int32_t *restrict io = idx;
+                                int32_t o0 = (oh * s * w + ow * s) * c;
+                                for (int ch = 0; ch < c; ch++) {
+                                        yo[ch] = xb[o0 + ch];
+                                        io[ch] = o0 + ch;
+                                }
+                                for (int i = 0; i < s; i++)
+                                        for (int j = 0; j < s; j++) {
+                                                int32_t o = ((oh * s + i) * w +
+                                                             ow * s + j) *
+                                                            c;
+                                                if (i == 0 && j == 0)
+                                                        continue;
+                                                for (int ch = 0; ch < c; ch++) {
+                                                        float v = xb[o + ch];
+                                                        int win = v > yo[ch];
+                                                        yo[ch] =
+                                                            win ? v : yo[ch];
+                                                        io[ch] = win ? o + ch
+                                                                     : io[ch];
+                                                }
+                                        }
+                                y += c;
+                                idx += c;
+                        }
+                }
+        }
+}
+
+NN_HOT void nn__maxpool_backward(float *dx, const float *dy, const int32_t *idx,
+                                 int batch, int h, int w, int c, int s)
+{
+        size_t img = (size_t)h * w * c, out = (size_t)(h / s) * (w / s) * c;
+
+        memset(dx, 0, sizeof(*dx) * img * batch);
+        for (int b = 0; b < batch; b++)
+                for (size_t i = 0; i < out; i++)
+                        dx[b * img + idx[b * out + i]] += dy[b * out + i];
+}

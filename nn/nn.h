@@ -1,0 +1,235 @@
+/*
+ * nn.h - the learning engine's public interface: GEMM wrapper, models built
+ * from a spec string, training/evaluation on row-major batches, optimizers
+ * and learning-rate schedules.
+ *
+ * Invariants the rest of the system relies on:
+ *  - Every parameter of a model lives in ONE contiguous float buffer
+ *    (nn_model_params, length nn_model_nparams); gradients mirror that layout
+ *    in a second buffer (nn_model_grads).  Optimizer state is k buffers of the
+ *    same layout laid end to end (nn_optim_state).  So "the gradient" is one
+ *    flat float[nparams]: gossip signs, compresses, sends and averages it.
+ *  - The layout depends only on the canonical spec string (nn_model_spec),
+ *    never on the seed, thread count or batch size; two models with the same
+ *    canonical spec can exchange parameters, gradients and optimizer state.
+ *  - Everything random comes from the seed passed in; with one BLIS thread
+ *    the same seed and data give bit-identical results.
+ *  - A model or optimizer is not thread-safe: one thread at a time uses it.
+ *    Different models may be used from different threads.
+ *  - Calls return 0 or a negative NN_E* code (nn_err.h); nothing prints.
+ *
+ * Model spec grammar (tokens separated by '-'):
+ *      spec   := [input '-'] layer ('-' layer)* | preset
+ *      input  := N              flat input of N features (MLP)
+ *              | CxHxW          image input, C channels of H x W
+ *      layer  := N              dense layer with N outputs; every dense layer
+ *                               but the last is followed by ReLU
+ *              | 'c' N 'k' K    conv2d, N filters K x K, stride 1, "same"
+ *                               zero padding (K odd), followed by ReLU
+ *              | 'p' S          max-pool S x S, stride S (H, W divisible by S)
+ *      preset := "cnn"          the default small CNN for 28x28x1 images
+ *                               (see NN_PRESET_CNN)
+ * A leading bare number is always the input token (so an MLP spec names its
+ * input width: "784-512-10").
+ * The last layer must be dense; its width is the number of classes (2..256).
+ * Dense after conv/pool flattens (in the model's internal channels-last
+ * order; a first dense layer on an image input sees it as stored, C,H,W).
+ * Image inputs are planar [C][H][W] per sample.  If the spec has no input
+ * token, the input shape comes from the in_channels/in_h/in_w arguments; if
+ * it has one and the arguments are non-zero, they must agree (C*H*W for a
+ * flat input).  The canonical spec always starts with the input token, e.g.
+ *      "784-512-10"            "1x28x28-c32k3-p2-c64k3-p2-128-10"
+ * and nn_model_create(nn_model_spec(m), 0, 0, 0, ...) rebuilds the layout.
+ *
+ * Inputs are floats (see nn_images_to_float); labels are uint8 class ids.
+ */
+#ifndef NN_H
+#define NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn_err.h"
+
+/* Longest canonical spec string, including the terminating NUL. */
+#define NN_SPEC_MAX 256
+
+/* What the preset name "cnn" expands to (input shape from the arguments). */
+#define NN_PRESET_CNN "c32k3-p2-c64k3-p2-128-10"
+
+/* ---- library set-up ---------------------------------------------------- */
+
+/* Initialises BLIS (idempotent); call once before any thread uses nn_*. */
+int nn_lib_init(void);
+
+/* Releases BLIS's global state (bli_finalize); no nn_* call may follow. */
+void nn_lib_finalize(void);
+
+/* Sets the number of BLIS threads used by every later GEMM (n >= 1; no
+ * effect with the serial BLIS build, the default: see docs/nn.md). */
+void nn_threads_set(int n);
+
+/* Returns the thread count last set (1 if never set). */
+int nn_threads_get(void);
+
+/* ---- GEMM -------------------------------------------------------------- */
+
+/*
+ * C = alpha * op(A) * op(B) + beta * C, all row-major.  op(A) is m x k,
+ * op(B) is k x n, C is m x n.  transa != 0 means A is stored k x m (so
+ * op(A) = A^T); lda/ldb/ldc are row strides in floats.  beta == 0 ignores
+ * the old contents of C (NaN included).  Every GEMM of the engine goes here.
+ */
+void nn_gemm(int transa, int transb, int m, int n, int k, float alpha,
+             const float *a, int lda, const float *b, int ldb, float beta,
+             float *c, int ldc);
+
+/* ---- data conversion --------------------------------------------------- */
+
+/* Writes dst[i] = src[i] / 255 for i < n: pixels in [0, 1], as PyTorch's
+ * ToTensor() does, so hyper-parameters carry over unchanged. */
+void nn_images_to_float(const uint8_t *src, size_t n, float *dst);
+
+/* ---- models ------------------------------------------------------------ */
+
+struct nn_model;
+
+/*
+ * Builds a model from spec (grammar above) with weights drawn from seed
+ * (He-uniform for layers followed by ReLU, Xavier-uniform otherwise, biases
+ * zero).  in_channels/in_h/in_w give the input shape when the spec does not
+ * (0 otherwise).  On success *out owns the model; on error (NN_EINVAL for a
+ * bad spec or shape, NN_ENOMEM) *out is untouched.
+ */
+int nn_model_create(const char *spec, int in_channels, int in_h, int in_w,
+                    uint64_t seed, struct nn_model **out);
+
+/* Frees the model and everything it owns; NULL is a no-op. */
+void nn_model_free(struct nn_model *m);
+
+/* Writes the canonical form of spec (see above) into out (outlen bytes,
+ * NN_SPEC_MAX is always enough); returns 0 or NN_EINVAL. */
+int nn_spec_canonical(const char *spec, int in_channels, int in_h, int in_w,
+                      char *out, size_t outlen);
+
+/* Number of floats in the parameter (and gradient) buffer. */
+size_t nn_model_nparams(const struct nn_model *m);
+
+/* The flat parameter buffer; valid for the model's lifetime, writable. */
+float *nn_model_params(struct nn_model *m);
+
+/* The flat gradient buffer, same layout as the parameters. */
+float *nn_model_grads(struct nn_model *m);
+
+/* The canonical spec string; valid for the model's lifetime. */
+const char *nn_model_spec(const struct nn_model *m);
+
+/* Floats per input sample (C*H*W). */
+int nn_model_input_size(const struct nn_model *m);
+
+/* Number of output classes (width of the last dense layer). */
+int nn_model_classes(const struct nn_model *m);
+
+/* Pre-grows the workspaces for batches up to max_batch, so that later
+ * train/evaluate calls with batch <= max_batch never allocate. */
+int nn_model_reserve(struct nn_model *m, int max_batch);
+
+/*
+ * One forward + backward pass over batch samples (x: batch x input_size,
+ * y: batch labels < classes).  Overwrites the gradient buffer with the mean
+ * gradient of the cross-entropy loss over the batch (not accumulated).
+ * *loss (mean loss) and *correct (argmax hits) are written if non-NULL.
+ * Parameters are not changed.  Returns 0, NN_EINVAL (bad label or batch)
+ * or NN_ENOMEM (workspace growth failed; nothing written).
+ */
+int nn_model_train_batch(struct nn_model *m, const float *x, const uint8_t *y,
+                         int batch, float *loss, int *correct);
+
+/*
+ * Forward passes over n samples (internally batched; gradients untouched).
+ * *loss gets the mean loss, *acc the fraction classified right, if non-NULL.
+ */
+int nn_model_evaluate(struct nn_model *m, const float *x, const uint8_t *y,
+                      int n, float *loss, float *acc);
+
+/* Writes the predicted class of each of n samples into pred. */
+int nn_model_predict(struct nn_model *m, const float *x, int n, uint8_t *pred);
+
+/* ---- optimizers -------------------------------------------------------- */
+
+enum nn_optim_kind {
+        NN_OPTIM_SGD = 0,  /* SGD with (optional Nesterov) momentum */
+        NN_OPTIM_ADAM = 1, /* Adam; weight decay decoupled (AdamW) */
+};
+
+struct nn_optim_config {
+        enum nn_optim_kind kind;
+        float lr;           /* base rate; nn_optim_step takes the actual one */
+        float momentum;     /* SGD: 0 = plain SGD (typ. 0.9) */
+        int nesterov;       /* SGD: non-zero = Nesterov momentum */
+        float weight_decay; /* SGD: L2 added to the gradient (PyTorch SGD);
+                               Adam: decoupled, p -= lr*wd*p (AdamW) */
+        float beta1;        /* Adam (typ. 0.9) */
+        float beta2;        /* Adam (typ. 0.999) */
+        float eps;          /* Adam (typ. 1e-8) */
+};
+
+struct nn_optim;
+
+/* Creates an optimizer for nparams parameters with zeroed state; returns 0,
+ * NN_EINVAL (bad config) or NN_ENOMEM; *out untouched on error. */
+int nn_optim_create(const struct nn_optim_config *cfg, size_t nparams,
+                    struct nn_optim **out);
+
+/* Frees the optimizer; NULL is a no-op. */
+void nn_optim_free(struct nn_optim *o);
+
+/* Applies one update to params with grads (both nparams long) at rate lr,
+ * and counts the step.  SGD (PyTorch semantics): g' = g + wd*p;
+ * v = mu*v + g'; p -= lr*(nesterov ? g' + mu*v : v).  Adam: t = steps+1;
+ * m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
+ * p -= lr*(m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + lr*wd*p. */
+void nn_optim_step(struct nn_optim *o, float *params, const float *grads,
+                   float lr);
+
+/* The optimizer state, nn_optim_state_len floats (SGD: velocity; Adam: m
+ * then v; each nparams long; plain SGD without momentum: empty, may be
+ * NULL).  Writable, so a checkpoint or a peer's state can be loaded. */
+float *nn_optim_state(struct nn_optim *o);
+
+/* Length of nn_optim_state in floats. */
+size_t nn_optim_state_len(const struct nn_optim *o);
+
+/* Number of steps taken (Adam's bias correction uses it). */
+uint64_t nn_optim_steps(const struct nn_optim *o);
+
+/* Sets the step counter, e.g. after loading state from a checkpoint. */
+void nn_optim_set_steps(struct nn_optim *o, uint64_t steps);
+
+/* The configuration the optimizer was created with. */
+const struct nn_optim_config *nn_optim_config(const struct nn_optim *o);
+
+/* ---- learning-rate schedules ------------------------------------------- */
+
+enum nn_lr_kind {
+        NN_LR_CONST = 0,  /* base_lr */
+        NN_LR_STEP = 1,   /* base_lr * gamma^(floor(step / step_every)) */
+        NN_LR_COSINE = 2, /* min_lr + (base_lr-min_lr)*(1+cos(pi*t/T))/2 */
+};
+
+struct nn_lr_schedule {
+        enum nn_lr_kind kind;
+        float base_lr;
+        float min_lr;          /* cosine floor */
+        uint64_t warmup_steps; /* linear ramp base_lr*(s+1)/warmup first */
+        uint64_t total_steps;  /* cosine: whole run incl. warm-up; the cosine
+                                  spans T = total - warmup steps, t = step -
+                                  warmup; past the end it stays at min_lr */
+        uint64_t step_every;   /* step decay period in steps (0 = never) */
+        float gamma;           /* step decay factor */
+};
+
+/* The learning rate at optimizer step `step` (0-based). */
+float nn_lr_at(const struct nn_lr_schedule *s, uint64_t step);
+
+#endif

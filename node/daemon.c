@@ -1,0 +1,395 @@
+/*
+ * daemon.c - the loop thread: signals, the trainer's thread, the cluster,
+ * the control socket and the metrics endpoint.
+ *
+ * A run: set-up (event log; trainer: data, model, checkpoint; cluster: key,
+ * peers, transport, protocol; control socket; metrics), loop, tear-down.
+ * The run ends when the trainer has finished (a stop criterion, or a stop
+ * asked by SIGTERM/SIGINT or the control command "leave") and, in a
+ * cluster, the leave has been announced and has lingered long enough to
+ * go out. Then every handle is closed, the loop runs dry and the trainer
+ * thread is joined. The trainer writes its final checkpoint itself before
+ * it reports done, so the order "leave, checkpoint, exit 0" holds.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "checkpoint.h"
+#include "cluster.h"
+#include "ctl.h"
+#include "evlog.h"
+#include "metrics.h"
+#include "nn.h"
+#include "peers.h"
+#include "trainer.h"
+
+struct daemon {
+        const struct node_options *o;
+        uv_loop_t loop;
+        uv_signal_t sig_term, sig_int, sig_hup;
+        uv_async_t done_async;
+        struct node_trainer *trainer;
+        struct node_trainer_hooks hooks;
+        struct node_cluster *cluster;
+        struct node_ctl *ctl;
+        struct node_metrics *metrics;
+        struct node_evlog *ev;
+        int stopping, trainer_done, left, closed;
+};
+
+/* ---- hooks (training thread) ------------------------------------------- */
+
+static int hook_initial(void *ctx, struct node_trainer *t,
+                        struct nn_checkpoint *ck)
+{
+        struct daemon *d = ctx;
+
+        return d->cluster ? node_cluster_initial_state(d->cluster, t, ck) : 0;
+}
+
+static void hook_exchange(void *ctx, struct node_trainer *t, uint64_t step,
+                          float *grads, size_t n)
+{
+        struct daemon *d = ctx;
+
+        if (d->cluster)
+                node_cluster_exchange(d->cluster, t, step, grads, n);
+}
+
+static void hook_after(void *ctx, struct node_trainer *t, uint64_t step,
+                       float *params, size_t n)
+{
+        struct daemon *d = ctx;
+
+        if (d->cluster)
+                node_cluster_after_step(d->cluster, t, step, params, n);
+}
+
+static void hook_done(void *ctx, struct node_trainer *t)
+{
+        struct daemon *d = ctx;
+
+        if (d->cluster)
+                node_cluster_trainer_done(d->cluster);
+        uv_async_send(&d->done_async);
+}
+
+/* ---- shutdown (loop thread) --------------------------------------------- */
+
+static void close_all(struct daemon *d)
+{
+        uv_handle_t *hs[] = {
+            (uv_handle_t *)&d->sig_term, (uv_handle_t *)&d->sig_int,
+            (uv_handle_t *)&d->sig_hup, (uv_handle_t *)&d->done_async};
+
+        if (d->closed)
+                return;
+        d->closed = 1;
+        for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
+                if (!uv_is_closing(hs[i]))
+                        uv_close(hs[i], NULL);
+        node_ctl_close(d->ctl);
+        d->ctl = NULL;
+        node_metrics_close(d->metrics);
+        d->metrics = NULL;
+        node_cluster_close(d->cluster);
+        /* d->cluster stays set: the trainer has finished with it */
+}
+
+static void maybe_close(struct daemon *d)
+{
+        if (d->trainer_done && (d->left || !d->cluster))
+                close_all(d);
+}
+
+static void on_left(void *arg)
+{
+        struct daemon *d = arg;
+
+        d->left = 1;
+        maybe_close(d);
+}
+
+/* Stop training and (in a cluster) announce the leave; idempotent. */
+static void begin_stop(struct daemon *d, const char *why)
+{
+        if (d->stopping)
+                return;
+        d->stopping = 1;
+        if (why)
+                node_log(NODE_LOG_INFO, "%s: stopping after this step", why);
+        node_trainer_stop(d->trainer);
+        if (d->cluster)
+                node_cluster_leave(d->cluster, on_left, d);
+}
+
+static void on_done_async(uv_async_t *a)
+{
+        struct daemon *d = a->data;
+
+        d->trainer_done = 1;
+        if (d->cluster && !d->stopping)
+                begin_stop(d, NULL); /* a stop criterion: say goodbye */
+        maybe_close(d);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+        struct daemon *d = s->data;
+        char err[512];
+
+        if (signum == SIGHUP) {
+                if (!d->cluster)
+                        node_log(NODE_LOG_INFO, "SIGHUP: no peers file");
+                else if (node_cluster_reload(d->cluster, err, sizeof(err)))
+                        node_log(NODE_LOG_ERROR,
+                                 "SIGHUP: %s (keeping the old peers)", err);
+                return;
+        }
+        begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static int start_signals(struct daemon *d)
+{
+        struct {
+                uv_signal_t *h;
+                int sig;
+        } s[] = {{&d->sig_term, SIGTERM},
+                 {&d->sig_int, SIGINT},
+                 {&d->sig_hup, SIGHUP}};
+        int rc;
+
+        for (size_t i = 0; i < 3; i++) {
+                uv_signal_init(&d->loop, s[i].h);
+                s[i].h->data = d;
+                rc = uv_signal_start(s[i].h, on_signal, s[i].sig);
+                if (rc)
+                        return rc;
+        }
+        return 0;
+}
+
+/* ---- control socket and metrics (loop thread) ---------------------------- */
+
+static void pack_kstr(msgpack_packer *pk, const char *k, const char *v)
+{
+        msgpack_pack_str(pk, strlen(k));
+        msgpack_pack_str_body(pk, k, strlen(k));
+        msgpack_pack_str(pk, strlen(v));
+        msgpack_pack_str_body(pk, v, strlen(v));
+}
+
+static void pack_kdbl(msgpack_packer *pk, const char *k, double v)
+{
+        msgpack_pack_str(pk, strlen(k));
+        msgpack_pack_str_body(pk, k, strlen(k));
+        if (isfinite(v))
+                msgpack_pack_double(pk, v);
+        else
+                msgpack_pack_nil(pk);
+}
+
+static void pack_ku64(msgpack_packer *pk, const char *k, uint64_t v)
+{
+        msgpack_pack_str(pk, strlen(k));
+        msgpack_pack_str_body(pk, k, strlen(k));
+        msgpack_pack_uint64(pk, v);
+}
+
+static void pack_train(struct daemon *d, msgpack_packer *pk)
+{
+        struct node_train_stats st;
+
+        node_trainer_stats(d->trainer, &st);
+        msgpack_pack_map(pk, 9);
+        pack_ku64(pk, "step", st.step);
+        pack_ku64(pk, "epoch", st.epoch);
+        pack_kdbl(pk, "loss", st.loss);
+        pack_kdbl(pk, "train_acc", st.acc / 100.0);
+        pack_kdbl(pk, "test_acc", st.test_acc / 100.0);
+        pack_kdbl(pk, "samples_per_s", st.sps);
+        pack_kdbl(pk, "lr", st.lr);
+        pack_kstr(pk, "model", node_trainer_spec(d->trainer));
+        msgpack_pack_str(pk, 7);
+        msgpack_pack_str_body(pk, "running", 7);
+        st.running ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+}
+
+static int ctl_handler(void *ctx, const char *cmd, const msgpack_object *args,
+                       msgpack_packer *data, char *err, size_t errlen)
+{
+        struct daemon *d = ctx;
+
+        if (strcmp(cmd, "train") == 0) {
+                pack_train(d, data);
+                return 0;
+        }
+        if (strcmp(cmd, "leave") == 0) {
+                msgpack_pack_map(data, 1);
+                msgpack_pack_str(data, 7);
+                msgpack_pack_str_body(data, "leaving", 7);
+                msgpack_pack_true(data);
+                begin_stop(d, "control: leave");
+                return 0;
+        }
+        if (d->cluster)
+                return node_cluster_ctl(d->cluster, d->trainer, cmd, args, data,
+                                        err, errlen);
+        if (!strcmp(cmd, "members") || !strcmp(cmd, "stats") ||
+            !strcmp(cmd, "join") || !strcmp(cmd, "force-leave")) {
+                snprintf(err, errlen, "%s: not in a cluster (no --peers)", cmd);
+                return -ENOTSUP;
+        }
+        snprintf(err, errlen, "unknown command: %s", cmd);
+        return -ENOTSUP;
+}
+
+static void metrics_fill(void *ctx, struct node_metrics_buf *b)
+{
+        struct daemon *d = ctx;
+        struct node_train_stats st;
+
+        node_trainer_stats(d->trainer, &st);
+        node_metrics_counter(b, "train_steps_total", "Optimizer steps taken",
+                             st.step);
+        node_metrics_counter(b, "train_samples_total",
+                             "Training samples processed this run", st.samples);
+        node_metrics_gauge(b, "train_epoch", "Completed passes over the shard",
+                           st.epoch);
+        node_metrics_gauge(b, "train_loss", "Mean training loss, last window",
+                           st.loss);
+        node_metrics_gauge(b, "train_accuracy",
+                           "Training accuracy, last window (0..1)",
+                           st.acc / 100.0);
+        node_metrics_gauge(b, "test_accuracy",
+                           "Test accuracy at the last evaluation (0..1)",
+                           st.test_acc / 100.0);
+        node_metrics_gauge(b, "samples_per_second",
+                           "Training throughput, last window", st.sps);
+        node_metrics_gauge(b, "learning_rate", "Learning rate", st.lr);
+        if (d->cluster)
+                node_cluster_metrics(d->cluster, d->trainer, b);
+}
+
+static int open_services(struct daemon *d, char *err, size_t errlen)
+{
+        const struct node_options *o = d->o;
+        struct node_ctl_config cc = {0};
+        struct gossip_addr ma;
+        int rc;
+
+        if (o->control_path) {
+                cc.path = o->control_path;
+                cc.handler = ctl_handler;
+                cc.ctx = d;
+                rc = node_ctl_open(&d->ctl, &d->loop, &cc);
+                if (rc) {
+                        snprintf(err, errlen, "--control %s: %s",
+                                 o->control_path, strerror(-rc));
+                        return rc;
+                }
+        }
+        if (o->metrics_addr) {
+                rc = node_addr_parse(o->metrics_addr, &ma, 1);
+                if (rc == 0)
+                        rc = node_metrics_open(&d->metrics, &d->loop, &ma,
+                                               metrics_fill, d);
+                if (rc) {
+                        snprintf(err, errlen, "--metrics %s: %s",
+                                 o->metrics_addr, strerror(-rc));
+                        return rc;
+                }
+        }
+        return 0;
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+static int setup(struct daemon *d, char *err, size_t errlen)
+{
+        const struct node_options *o = d->o;
+        int rc;
+
+        if (o->event_log) {
+                rc = node_evlog_open(o->event_log, o->name ? o->name : "node",
+                                     &d->ev);
+                if (rc) {
+                        snprintf(err, errlen, "--event-log %s: %s",
+                                 o->event_log, strerror(-rc));
+                        return rc;
+                }
+        }
+        d->hooks.initial_state = hook_initial;
+        d->hooks.exchange = hook_exchange;
+        d->hooks.after_step = hook_after;
+        d->hooks.on_done = hook_done;
+        d->hooks.ctx = d;
+        rc = node_trainer_create(o, &d->hooks, d->ev, &d->trainer, err, errlen);
+        if (rc)
+                return rc;
+        rc = uv_loop_init(&d->loop);
+        if (rc) {
+                snprintf(err, errlen, "libuv: %s", uv_strerror(rc));
+                return rc;
+        }
+        uv_async_init(&d->loop, &d->done_async, on_done_async);
+        d->done_async.data = d;
+        rc = start_signals(d);
+        if (rc) {
+                snprintf(err, errlen, "signals: %s", uv_strerror(rc));
+                return rc;
+        }
+        if (o->peers_path) {
+                rc = node_cluster_open(
+                    &d->cluster, &d->loop, o, d->ev,
+                    nn_model_nparams(node_trainer_model(d->trainer)),
+                    node_trainer_opt_len(d->trainer),
+                    node_trainer_spec(d->trainer), err, errlen);
+                if (rc)
+                        return rc;
+                node_evlog_set_name(d->ev, node_cluster_name(d->cluster));
+        }
+        return open_services(d, err, errlen);
+}
+
+int node_daemon_run(const struct node_options *o, char *err, size_t errlen)
+{
+        struct daemon d;
+        int rc, loop_ok;
+
+        memset(&d, 0, sizeof(d));
+        d.o = o;
+        rc = setup(&d, err, errlen);
+        loop_ok = d.done_async.loop != NULL;
+        if (rc == 0) {
+                rc = node_trainer_start(d.trainer);
+                if (rc)
+                        snprintf(err, errlen, "start: %s", strerror(-rc));
+        }
+        if (loop_ok) {
+                if (rc) {
+                        d.trainer_done = 1;
+                        d.left = 1;
+                        close_all(&d);
+                }
+                uv_run(&d.loop, UV_RUN_DEFAULT);
+                uv_loop_close(&d.loop);
+        }
+        if (rc == 0) {
+                rc = node_trainer_join(d.trainer);
+                if (rc)
+                        snprintf(err, errlen, "%s",
+                                 node_trainer_error(d.trainer));
+        }
+        node_trainer_free(d.trainer);
+        node_evlog_close(d.ev);
+        return rc;
+}

@@ -1,0 +1,84 @@
+/*
+ * evlog.h - the daemon's two outputs: human log lines and the event log.
+ *
+ * Human lines go to one FILE (stderr, set by main) as "[name] text", each
+ * written with a single fprintf under a lock so lines from the training
+ * thread and the loop thread never interleave; lines above the configured
+ * level are dropped.
+ *
+ * The event log (--event-log FILE) is JSON lines, one object per event, for
+ * tools/gossip-plot; its format is documented in docs/eventlog.md. Every
+ * object starts with "t_ms" (Unix time in milliseconds), "node" and "ev".
+ * Each line is formatted into a buffer and written with one write(2) on a
+ * file opened O_APPEND, so several nodes may even share one file.
+ *
+ * Invariants: every call is safe from any thread; a NULL struct node_evlog
+ * makes the event calls no-ops (no --event-log); numbers that are not
+ * finite are written as null so every line stays valid JSON.
+ */
+#ifndef NODE_EVLOG_H
+#define NODE_EVLOG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- human log ---------------------------------------------------------- */
+
+/* Send human lines to out with this prefix name, dropping those whose level
+ * (enum node_log_level) is above max_level. out NULL: drop everything. */
+void node_log_setup(FILE *out, const char *name, int max_level);
+
+/* Change the prefix name (e.g. once the peers file has named us). */
+void node_log_set_name(const char *name);
+
+/* Write one line at level (a newline is added). */
+void node_log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- event log ---------------------------------------------------------- */
+
+struct node_evlog;
+
+/* Open (create or append) path for the events of node `name`. 0 or a
+ * negative errno; on error *out is NULL. */
+int node_evlog_open(const char *path, const char *name,
+                    struct node_evlog **out);
+
+/* Change the node name written from now on (NULL l is fine). */
+void node_evlog_set_name(struct node_evlog *l, const char *name);
+
+/* Close it (NULL is fine). */
+void node_evlog_close(struct node_evlog *l);
+
+/* Unix time in milliseconds (the t_ms of every event). */
+uint64_t node_evlog_now_ms(void);
+
+/* {"ev":"start","model":..,"params":N,"shard":"i/n","seed":N,"step":N,
+ *  "peers":N} - step is the step resumed from (0 on a fresh start). */
+void node_evlog_start(struct node_evlog *l, const char *model, uint64_t params,
+                      uint32_t shard_i, uint32_t shard_n, uint64_t seed,
+                      uint64_t step, uint32_t peers);
+
+/* {"ev":"step","step":N,"epoch":E,"loss":x,"acc":x,"sps":x,"lr":x}
+ * loss/acc: means over the steps since the previous tick (acc in %). */
+void node_evlog_step(struct node_evlog *l, uint64_t step, uint32_t epoch,
+                     double loss, double acc, double sps, double lr);
+
+/* {"ev":"eval","step":N,"epoch":E,"train_acc":x,"test_acc":x,
+ *  "test_loss":x} (accuracies in %; train_acc may be null). */
+void node_evlog_eval(struct node_evlog *l, uint64_t step, uint32_t epoch,
+                     double train_acc, double test_acc, double test_loss);
+
+/* {"ev":"member","peer":"<name>","state":"alive|suspect|dead|left"} */
+void node_evlog_member(struct node_evlog *l, const char *peer,
+                       const char *state);
+
+/* {"ev":"join","peer":"<name>","step":N} - took model state from peer. */
+void node_evlog_join(struct node_evlog *l, const char *peer, uint64_t step);
+
+/* {"ev":"stop","reason":"steps|epochs|time|target|signal|error",
+ *  "step":N,"epoch":E,"test_acc":x} */
+void node_evlog_stop(struct node_evlog *l, const char *reason, uint64_t step,
+                     uint32_t epoch, double test_acc);
+
+#endif

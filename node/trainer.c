@@ -1,0 +1,789 @@
+/*
+ * trainer.c - one node's training loop: data, model, optimizer, schedule,
+ * evaluation, checkpoints and stop criteria.
+ *
+ * The test set is converted to floats once at start (10000 Fashion-MNIST
+ * images: 31 MB) so that evaluations cost forward passes only; the training
+ * shard stays bytes and the batcher converts one batch at a time.
+ *
+ * Checkpoints carry, besides what nn/checkpoint.h stores, a small metadata
+ * blob (struct ckpt_meta below, little-endian) with the batcher position
+ * and the shard, so a resumed run continues the same epoch at the same
+ * sample instead of re-reading the start of the shard.
+ *
+ * The counters read by other threads live under stats_lock; everything
+ * else belongs to the training thread while it runs.
+ */
+#include "trainer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "checkpoint.h"
+#include "data.h"
+#include "evlog.h"
+
+/* Tunables. */
+enum {
+        /* Step-schedule decay: halve the rate every this many epochs. A
+         * short run on a Pi sees few epochs; 0.1 per epoch would stall it. */
+        TRAINER_STEP_EPOCHS = 1,
+        /* Evaluation batch (forward only; the model is reserved for the
+         * larger of this and --batch once, so no step allocates). */
+        TRAINER_EVAL_BATCH = 1000,
+        /* Metadata blob version (struct ckpt_meta). */
+        TRAINER_META_VERSION = 1,
+        TRAINER_META_LEN = 4 + 4 + 8 + 4 + 4 + 4 + 8,
+};
+#define TRAINER_STEP_GAMMA   0.5f
+#define TRAINER_COSINE_FLOOR 0.01f /* min_lr as a fraction of base_lr */
+static const char trainer_meta_magic[4] = {'G', 'N', 'T', 'R'};
+
+struct node_trainer {
+        const struct node_options *o;
+        const struct node_trainer_hooks *h;
+        struct node_trainer_hooks no_hooks;
+        struct node_evlog *ev;
+
+        struct nn_dataset train_all, shard, test;
+        struct nn_batcher batcher;
+        float *x, *test_x;
+        uint8_t *y;
+        struct nn_model *model;
+        struct nn_optim *optim;
+        struct nn_lr_schedule lr;
+        char spec[NN_SPEC_MAX];
+        size_t nparams, nopt;
+        uint64_t steps_per_epoch;
+        char ckpt_path[4096];
+
+        uint64_t step, start_step;
+        uint32_t peers_at_start;
+        uint32_t batch_epoch; /* 1-based epoch of the last batch trained */
+        int resumed;
+        double t_start; /* monotonic seconds at run start */
+        double last_eval_acc;
+        uint64_t last_eval_step;
+
+        atomic_int stop_flag;
+        pthread_t thread;
+        int thread_started;
+        int run_rc;
+
+        pthread_mutex_t stats_lock;
+        struct node_train_stats st;
+        char errmsg[512];
+};
+
+static double mono_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (err && errlen) {
+                va_start(ap, fmt);
+                vsnprintf(err, errlen, fmt, ap);
+                va_end(ap);
+        }
+        return rc;
+}
+
+const char *node_trainer_reason_name(int reason)
+{
+        static const char *names[] = {"none",   "steps",  "epochs", "time",
+                                      "target", "signal", "error"};
+
+        if (reason < 0 || reason > NODE_STOP_ERROR)
+                return "none";
+        return names[reason];
+}
+
+/* ---- checkpoint metadata ------------------------------------------------ */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+        for (int i = 0; i < 4; i++)
+                p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+        for (int i = 0; i < 8; i++)
+                p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+        uint32_t v = 0;
+
+        for (int i = 0; i < 4; i++)
+                v |= (uint32_t)p[i] << (8 * i);
+        return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+        uint64_t v = 0;
+
+        for (int i = 0; i < 8; i++)
+                v |= (uint64_t)p[i] << (8 * i);
+        return v;
+}
+
+/* magic, version, batcher epoch, pos, shard i, shard n, samples */
+static void meta_encode(const struct node_trainer *t, uint8_t *m)
+{
+        memcpy(m, trainer_meta_magic, 4);
+        put32(m + 4, TRAINER_META_VERSION);
+        put64(m + 8, t->batcher.epoch);
+        put32(m + 16, t->batcher.pos);
+        put32(m + 20, t->o->shard_i);
+        put32(m + 24, t->o->shard_n);
+        put64(m + 28, t->st.samples);
+}
+
+/* Position the batcher from a checkpoint's metadata if it is ours and the
+ * shard matches; otherwise start at the checkpoint's epoch. */
+static void meta_apply(struct node_trainer *t, const struct nn_checkpoint *ck)
+{
+        const uint8_t *m = ck->meta;
+        uint64_t epoch = ck->epoch;
+        uint32_t pos = 0;
+
+        if (ck->meta_len == TRAINER_META_LEN &&
+            memcmp(m, trainer_meta_magic, 4) == 0 &&
+            get32(m + 4) == TRAINER_META_VERSION &&
+            get32(m + 20) == t->o->shard_i && get32(m + 24) == t->o->shard_n) {
+                epoch = get64(m + 8);
+                pos = get32(m + 16);
+        }
+        if (pos > t->shard.n)
+                pos = 0;
+        if (nn_batcher_seek(&t->batcher, epoch, pos) == 0)
+                t->batcher.completed = epoch;
+}
+
+static void fill_ckpt(struct node_trainer *t, struct nn_checkpoint *ck,
+                      uint8_t *meta)
+{
+        meta_encode(t, meta);
+        memset(ck, 0, sizeof(*ck));
+        ck->spec = t->spec;
+        ck->step = t->step;
+        ck->epoch = nn_batcher_epoch(&t->batcher);
+        ck->seed = t->o->seed;
+        ck->params = nn_model_params(t->model);
+        ck->n_params = t->nparams;
+        ck->opt = nn_optim_state(t->optim);
+        ck->n_opt = t->nopt;
+        ck->meta = meta;
+        ck->meta_len = TRAINER_META_LEN;
+}
+
+int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len)
+{
+        struct nn_checkpoint ck;
+        uint8_t meta[TRAINER_META_LEN];
+        size_t cap;
+        void *p;
+        int rc;
+
+        fill_ckpt(t, &ck, meta);
+        cap = nn_checkpoint_encoded_size(&ck);
+        if (!cap)
+                return NN_EINVAL;
+        p = malloc(cap);
+        if (!p)
+                return NN_ENOMEM;
+        rc = nn_checkpoint_encode(&ck, p, cap, len);
+        if (rc) {
+                free(p);
+                return rc;
+        }
+        *buf = p;
+        return 0;
+}
+
+static int save_checkpoint(struct node_trainer *t)
+{
+        struct nn_checkpoint ck;
+        uint8_t meta[TRAINER_META_LEN];
+        char err[512];
+        int rc;
+
+        if (!t->o->checkpoint_dir)
+                return 0;
+        fill_ckpt(t, &ck, meta);
+        rc = nn_checkpoint_save(t->ckpt_path, &ck, err, sizeof(err));
+        if (rc)
+                node_log(NODE_LOG_ERROR, "checkpoint: %s", err);
+        else
+                node_log(NODE_LOG_DEBUG, "checkpoint: step %llu -> %s",
+                         (unsigned long long)t->step, t->ckpt_path);
+        return rc;
+}
+
+/* Take over params, optimizer state and step from a decoded checkpoint
+ * (ours from disk, or a peer's). It must match the model (checked). */
+static int adopt_state(struct node_trainer *t, const struct nn_checkpoint *ck,
+                       const char *name, char *err, size_t errlen)
+{
+        int rc;
+
+        rc = nn_checkpoint_check(ck, t->spec, t->nparams, t->nopt, name, err,
+                                 errlen);
+        if (rc)
+                return rc;
+        memcpy(nn_model_params(t->model), ck->params,
+               t->nparams * sizeof(float));
+        if (t->nopt)
+                memcpy(nn_optim_state(t->optim), ck->opt,
+                       t->nopt * sizeof(float));
+        nn_optim_set_steps(t->optim, ck->step);
+        t->step = t->start_step = ck->step;
+        return 0;
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+static int setup_data(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        size_t ss;
+        int rc;
+
+        rc = nn_dataset_load_dir(o->data_dir, 1, &t->train_all, err, errlen);
+        if (rc)
+                return rc;
+        rc = nn_dataset_load_dir(o->data_dir, 0, &t->test, err, errlen);
+        if (rc)
+                return rc;
+        rc = nn_dataset_shard(&t->train_all, (int)o->shard_i, (int)o->shard_n,
+                              &t->shard);
+        if (rc || t->shard.n == 0)
+                return fail(err, errlen, NN_EINVAL,
+                            "--shard %u/%u: empty shard of %u samples",
+                            o->shard_i, o->shard_n, t->train_all.n);
+        rc = nn_batcher_init(&t->batcher, &t->shard, o->seed);
+        if (rc)
+                return fail(err, errlen, rc, "batcher: %s", nn_strerror(rc));
+        ss = nn_dataset_sample_size(&t->test);
+        t->x = malloc((size_t)o->batch * ss * sizeof(float));
+        t->y = malloc(o->batch);
+        t->test_x = malloc((size_t)t->test.n * ss * sizeof(float));
+        if (!t->x || !t->y || !t->test_x)
+                return fail(err, errlen, NN_ENOMEM, "out of memory");
+        nn_data_to_float(t->test.images, (size_t)t->test.n * ss, t->test_x);
+        t->steps_per_epoch = (t->shard.n + o->batch - 1) / o->batch;
+        return 0;
+}
+
+static int setup_model(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        struct nn_optim_config oc = {0};
+        int rc, c = (int)t->train_all.channels, h = (int)t->train_all.rows,
+                w = (int)t->train_all.cols;
+
+        rc = nn_model_create(o->model, c, h, w, o->seed, &t->model);
+        if (rc)
+                return fail(err, errlen, rc,
+                            "--model: '%s' does not build for %dx%dx%d "
+                            "input: %s",
+                            o->model, c, h, w, nn_strerror(rc));
+        if ((uint32_t)nn_model_classes(t->model) < t->train_all.classes)
+                return fail(err, errlen, NN_EINVAL,
+                            "--model: '%s' has %d outputs, the data %u "
+                            "classes",
+                            o->model, nn_model_classes(t->model),
+                            t->train_all.classes);
+        snprintf(t->spec, sizeof(t->spec), "%s", nn_model_spec(t->model));
+        t->nparams = nn_model_nparams(t->model);
+        rc = nn_model_reserve(t->model, (int)(o->batch > TRAINER_EVAL_BATCH
+                                                  ? o->batch
+                                                  : TRAINER_EVAL_BATCH));
+        if (rc)
+                return fail(err, errlen, rc, "model: %s", nn_strerror(rc));
+        oc.kind =
+            o->optimizer == NODE_OPTIM_ADAM ? NN_OPTIM_ADAM : NN_OPTIM_SGD;
+        oc.lr = o->lr;
+        oc.momentum = o->optimizer == NODE_OPTIM_ADAM ? 0 : o->momentum;
+        oc.weight_decay = o->weight_decay;
+        oc.beta1 = 0.9f;
+        oc.beta2 = 0.999f;
+        oc.eps = 1e-8f;
+        rc = nn_optim_create(&oc, t->nparams, &t->optim);
+        if (rc)
+                return fail(err, errlen, rc, "optimizer: %s", nn_strerror(rc));
+        t->nopt = nn_optim_state_len(t->optim);
+        return 0;
+}
+
+static void setup_schedule(struct node_trainer *t)
+{
+        const struct node_options *o = t->o;
+        uint64_t total = 0;
+
+        if (o->steps)
+                total = o->steps;
+        if (o->epochs) {
+                uint64_t e = (uint64_t)o->epochs * t->steps_per_epoch;
+                if (!total || e < total)
+                        total = e;
+        }
+        if (!total) /* time or target only: anneal over 10 epochs */
+                total = 10 * t->steps_per_epoch;
+        t->lr.kind = o->lr_schedule == NODE_SCHED_COSINE ? NN_LR_COSINE
+                     : o->lr_schedule == NODE_SCHED_STEP ? NN_LR_STEP
+                                                         : NN_LR_CONST;
+        t->lr.base_lr = o->lr;
+        t->lr.min_lr = o->lr * TRAINER_COSINE_FLOOR;
+        t->lr.warmup_steps = o->warmup;
+        t->lr.total_steps = total;
+        t->lr.step_every = TRAINER_STEP_EPOCHS * t->steps_per_epoch;
+        t->lr.gamma = TRAINER_STEP_GAMMA;
+}
+
+/* Resume from DIR/model.ckpt when it exists (and not --fresh). A file that
+ * is there but unusable is an error: never silently start over. */
+static int setup_resume(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        struct nn_checkpoint ck;
+        struct stat sb;
+        int rc, n;
+
+        if (!o->checkpoint_dir)
+                return 0;
+        if (mkdir(o->checkpoint_dir, 0700) != 0 && errno != EEXIST)
+                return fail(err, errlen, -errno, "--checkpoint-dir %s: %s",
+                            o->checkpoint_dir, strerror(errno));
+        n = snprintf(t->ckpt_path, sizeof(t->ckpt_path), "%s/%s",
+                     o->checkpoint_dir, NODE_TRAINER_CKPT_NAME);
+        if (n < 0 || (size_t)n >= sizeof(t->ckpt_path))
+                return fail(err, errlen, -ENAMETOOLONG,
+                            "--checkpoint-dir: path too long");
+        if (o->fresh || stat(t->ckpt_path, &sb) != 0)
+                return 0;
+        rc = nn_checkpoint_load_expect(t->ckpt_path, t->spec, t->nparams,
+                                       t->nopt, &ck, err, errlen);
+        if (rc)
+                return rc;
+        rc = adopt_state(t, &ck, t->ckpt_path, err, errlen);
+        if (rc == 0) {
+                meta_apply(t, &ck);
+                t->resumed = 1;
+                if (ck.seed != o->seed)
+                        node_log(NODE_LOG_WARN,
+                                 "checkpoint was written with --seed %llu, "
+                                 "running with %llu",
+                                 (unsigned long long)ck.seed,
+                                 (unsigned long long)o->seed);
+        }
+        nn_checkpoint_free(&ck);
+        return rc;
+}
+
+int node_trainer_create(const struct node_options *o,
+                        const struct node_trainer_hooks *hooks,
+                        struct node_evlog *ev, struct node_trainer **out,
+                        char *err, size_t errlen)
+{
+        struct node_trainer *t;
+        int rc;
+
+        *out = NULL;
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return fail(err, errlen, NN_ENOMEM, "out of memory");
+        t->o = o;
+        t->h = hooks ? hooks : &t->no_hooks;
+        t->ev = ev;
+        pthread_mutex_init(&t->stats_lock, NULL);
+        atomic_init(&t->stop_flag, 0);
+        t->st.test_acc = NAN;
+        t->st.test_loss = NAN;
+        t->last_eval_acc = NAN;
+        nn_threads_set((int)o->threads);
+        rc = setup_data(t, err, errlen);
+        if (rc)
+                goto out;
+        rc = setup_model(t, err, errlen);
+        if (rc)
+                goto out;
+        setup_schedule(t);
+        rc = setup_resume(t, err, errlen);
+        if (rc)
+                goto out;
+        t->st.params = t->nparams;
+        t->st.step = t->step;
+        t->st.resumed_from = t->step;
+        t->st.epoch = (uint32_t)nn_batcher_epoch(&t->batcher);
+        *out = t;
+out:
+        if (rc)
+                node_trainer_free(t);
+        return rc;
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+struct window { /* progress accumulators since the last tick / eval */
+        double loss_sum;
+        uint64_t correct, samples, batches;
+        double t0;
+};
+
+static void window_reset(struct window *w)
+{
+        memset(w, 0, sizeof(*w));
+        w->t0 = mono_s();
+}
+
+/* "41.2k" */
+static const char *human(double v, char *buf, size_t len)
+{
+        if (v >= 1e6)
+                snprintf(buf, len, "%.1fM", v / 1e6);
+        else if (v >= 1e3)
+                snprintf(buf, len, "%.1fk", v / 1e3);
+        else
+                snprintf(buf, len, "%.0f", v);
+        return buf;
+}
+
+/* The 1-based epoch of the last batch (of the next one before any). */
+static uint32_t display_epoch(struct node_trainer *t)
+{
+        if (t->batch_epoch)
+                return t->batch_epoch;
+        return (uint32_t)nn_batcher_epoch(&t->batcher) + 1;
+}
+
+static void progress(struct node_trainer *t, struct window *w, double lr)
+{
+        double dt = mono_s() - w->t0;
+        double loss = w->batches ? w->loss_sum / (double)w->batches : NAN;
+        double acc =
+            w->samples ? 100.0 * (double)w->correct / (double)w->samples : NAN;
+        double sps = dt > 0 ? (double)w->samples / dt : 0;
+        char h[32];
+
+        node_log(NODE_LOG_INFO,
+                 "epoch %u step %llu loss %.4f acc %.1f%% %s "
+                 "samples/s",
+                 display_epoch(t), (unsigned long long)t->step, loss, acc,
+                 human(sps, h, sizeof(h)));
+        node_evlog_step(t->ev, t->step, display_epoch(t), loss, acc, sps, lr);
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.loss = loss;
+        t->st.acc = acc;
+        t->st.sps = sps;
+        t->st.lr = lr;
+        pthread_mutex_unlock(&t->stats_lock);
+        window_reset(w);
+}
+
+/* Evaluate on the test set; ew holds the training window since the last
+ * evaluation (its accuracy is the "train accuracy" reported). */
+static int evaluate(struct node_trainer *t, struct window *ew)
+{
+        float loss = NAN, acc = NAN;
+        double train_acc =
+            ew->samples ? 100.0 * (double)ew->correct / (double)ew->samples
+                        : NAN;
+        double train_loss =
+            ew->batches ? ew->loss_sum / (double)ew->batches : NAN;
+        int rc;
+
+        rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
+                               (int)t->test.n, &loss, &acc);
+        if (rc)
+                return rc;
+        t->last_eval_acc = 100.0 * acc;
+        t->last_eval_step = t->step;
+        node_log(NODE_LOG_INFO,
+                 "eval epoch %u step %llu train loss %.5f train acc %.2f%% "
+                 "test loss %.5f test acc %.2f%%",
+                 display_epoch(t), (unsigned long long)t->step, train_loss,
+                 train_acc, (double)loss, 100.0 * acc);
+        node_evlog_eval(t->ev, t->step, display_epoch(t), train_acc,
+                        100.0 * acc, loss);
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.test_acc = 100.0 * acc;
+        t->st.test_loss = loss;
+        t->st.evals++;
+        pthread_mutex_unlock(&t->stats_lock);
+        if (t->h->on_eval)
+                t->h->on_eval(t->h->ctx, t->step, 100.0 * acc);
+        window_reset(ew);
+        return 0;
+}
+
+/* One optimizer step. 0 or a negative code. */
+static int train_step(struct node_trainer *t, struct window *pw,
+                      struct window *ew, double *lr_out)
+{
+        float loss = 0, lr;
+        int n, correct = 0, rc;
+
+        t->batch_epoch = (uint32_t)nn_batcher_epoch(&t->batcher) + 1;
+        n = nn_batcher_next(&t->batcher, t->x, t->y, (int)t->o->batch);
+        if (n <= 0)
+                return n < 0 ? n : NN_EINVAL;
+        rc = nn_model_train_batch(t->model, t->x, t->y, n, &loss, &correct);
+        if (rc)
+                return rc;
+        if (t->h->exchange)
+                t->h->exchange(t->h->ctx, t, t->step, nn_model_grads(t->model),
+                               t->nparams);
+        lr = nn_lr_at(&t->lr, t->step);
+        nn_optim_step(t->optim, nn_model_params(t->model),
+                      nn_model_grads(t->model), lr);
+        t->step++;
+        if (t->h->after_step)
+                t->h->after_step(t->h->ctx, t, t->step,
+                                 nn_model_params(t->model), t->nparams);
+        *lr_out = lr;
+        for (struct window *w = pw; w; w = w == pw ? ew : NULL) {
+                w->loss_sum += loss;
+                w->correct += (uint64_t)correct;
+                w->samples += (uint64_t)n;
+                w->batches++;
+        }
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.step = t->step;
+        t->st.samples += (uint64_t)n;
+        t->st.epoch = (uint32_t)nn_batcher_epoch(&t->batcher);
+        pthread_mutex_unlock(&t->stats_lock);
+        return 0;
+}
+
+/* Which stop criterion (if any) holds after a step; epoch_end says the
+ * step finished a pass over the shard. */
+static int stop_due(struct node_trainer *t, int evaluated)
+{
+        const struct node_options *o = t->o;
+
+        if (atomic_load(&t->stop_flag))
+                return NODE_STOP_SIGNAL;
+        if (evaluated && o->target_acc > 0 && t->last_eval_acc >= o->target_acc)
+                return NODE_STOP_TARGET;
+        if (o->steps && t->step >= o->steps)
+                return NODE_STOP_STEPS;
+        if (o->epochs && nn_batcher_epoch(&t->batcher) >= o->epochs)
+                return NODE_STOP_EPOCHS;
+        if (o->time_budget_s > 0 && mono_s() - t->t_start >= o->time_budget_s)
+                return NODE_STOP_TIME;
+        return NODE_STOP_NONE;
+}
+
+/* Hand the hooks a chance to install a peer's state before step 0. */
+static int initial_state(struct node_trainer *t)
+{
+        struct nn_checkpoint ck = {0};
+        char err[512];
+        int rc;
+
+        if (t->resumed || !t->h->initial_state)
+                return 0;
+        rc = t->h->initial_state(t->h->ctx, t, &ck);
+        if (rc <= 0)
+                return rc;
+        rc = adopt_state(t, &ck, "peer state", err, sizeof(err));
+        if (rc)
+                node_log(NODE_LOG_WARN, "%s; starting from local weights", err);
+        nn_checkpoint_free(&ck);
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.step = t->step;
+        t->st.resumed_from = t->step;
+        pthread_mutex_unlock(&t->stats_lock);
+        return 0;
+}
+
+static int run_loop(struct node_trainer *t, int *reason)
+{
+        const struct node_options *o = t->o;
+        struct window pw, ew;
+        double lr = o->lr, next_tick;
+        uint64_t epoch_before;
+        int rc = 0, evaluated;
+
+        window_reset(&pw);
+        window_reset(&ew);
+        next_tick = mono_s() + o->progress_ms / 1000.0;
+        *reason = stop_due(t, 0);
+        while (*reason == NODE_STOP_NONE) {
+                epoch_before = nn_batcher_epoch(&t->batcher);
+                rc = train_step(t, &pw, &ew, &lr);
+                if (rc)
+                        return rc;
+                if (mono_s() >= next_tick) {
+                        progress(t, &pw, lr);
+                        next_tick = mono_s() + o->progress_ms / 1000.0;
+                }
+                evaluated = 0;
+                if (o->eval_every
+                        ? t->step % o->eval_every == 0
+                        : nn_batcher_epoch(&t->batcher) != epoch_before) {
+                        rc = evaluate(t, &ew);
+                        if (rc)
+                                return rc;
+                        evaluated = 1;
+                }
+                if (o->checkpoint_every && t->step % o->checkpoint_every == 0)
+                        save_checkpoint(t);
+                *reason = stop_due(t, evaluated);
+        }
+        if (t->last_eval_step != t->step || isnan(t->last_eval_acc))
+                rc = evaluate(t, &ew);
+        return rc;
+}
+
+int node_trainer_run(struct node_trainer *t)
+{
+        int reason = NODE_STOP_NONE, rc;
+
+        t->t_start = mono_s();
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.running = 1;
+        pthread_mutex_unlock(&t->stats_lock);
+        rc = initial_state(t);
+        if (rc == 0) {
+                node_evlog_start(t->ev, t->spec, t->nparams, t->o->shard_i,
+                                 t->o->shard_n, t->o->seed, t->step,
+                                 t->peers_at_start);
+                node_log(NODE_LOG_INFO,
+                         "training %s (%zu params) on %u samples (shard "
+                         "%u/%u), %llu steps/epoch, from step %llu",
+                         t->spec, t->nparams, t->shard.n, t->o->shard_i,
+                         t->o->shard_n, (unsigned long long)t->steps_per_epoch,
+                         (unsigned long long)t->step);
+                rc = run_loop(t, &reason);
+        }
+        if (rc) {
+                snprintf(t->errmsg, sizeof(t->errmsg), "training: %s",
+                         nn_strerror(rc));
+                node_log(NODE_LOG_ERROR, "%s", t->errmsg);
+                reason = NODE_STOP_ERROR;
+        }
+        if (save_checkpoint(t) && !rc)
+                rc = NN_EIO;
+        node_log(NODE_LOG_INFO,
+                 "done (%s) after %llu steps, epoch %u: test accuracy "
+                 "%.2f%%",
+                 node_trainer_reason_name(reason), (unsigned long long)t->step,
+                 display_epoch(t), t->last_eval_acc);
+        node_evlog_stop(t->ev, node_trainer_reason_name(reason), t->step,
+                        display_epoch(t), t->last_eval_acc);
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.running = 0;
+        t->st.stop_reason = reason;
+        pthread_mutex_unlock(&t->stats_lock);
+        t->run_rc = rc;
+        if (t->h->on_done)
+                t->h->on_done(t->h->ctx, t);
+        return rc;
+}
+
+static void *thread_main(void *arg)
+{
+        node_trainer_run(arg);
+        return NULL;
+}
+
+int node_trainer_start(struct node_trainer *t)
+{
+        int rc = pthread_create(&t->thread, NULL, thread_main, t);
+
+        if (rc)
+                return -rc;
+        t->thread_started = 1;
+        return 0;
+}
+
+void node_trainer_stop(struct node_trainer *t)
+{
+        atomic_store(&t->stop_flag, 1);
+}
+
+int node_trainer_join(struct node_trainer *t)
+{
+        if (t->thread_started) {
+                pthread_join(t->thread, NULL);
+                t->thread_started = 0;
+        }
+        return t->run_rc;
+}
+
+void node_trainer_free(struct node_trainer *t)
+{
+        if (!t)
+                return;
+        node_trainer_join(t);
+        nn_optim_free(t->optim);
+        nn_model_free(t->model);
+        nn_batcher_free(&t->batcher);
+        nn_dataset_free(&t->test);
+        nn_dataset_free(&t->train_all);
+        free(t->x);
+        free(t->y);
+        free(t->test_x);
+        pthread_mutex_destroy(&t->stats_lock);
+        free(t);
+}
+
+void node_trainer_stats(struct node_trainer *t, struct node_train_stats *out)
+{
+        pthread_mutex_lock(&t->stats_lock);
+        *out = t->st;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
+const char *node_trainer_error(const struct node_trainer *t)
+{
+        return t->errmsg;
+}
+
+int node_trainer_stopping(struct node_trainer *t)
+{
+        return atomic_load(&t->stop_flag);
+}
+
+void node_trainer_set_peers(struct node_trainer *t, uint32_t peers)
+{
+        t->peers_at_start = peers;
+}
+
+struct nn_model *node_trainer_model(struct node_trainer *t)
+{
+        return t->model;
+}
+
+size_t node_trainer_opt_len(const struct node_trainer *t)
+{
+        return t->nopt;
+}
+
+const char *node_trainer_spec(const struct node_trainer *t)
+{
+        return t->spec;
+}

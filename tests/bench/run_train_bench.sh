@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Full Fashion-MNIST training, ours vs PyTorch with the same spec and
+# hyper-parameters, one after the other in the same run; peak RSS of ours
+# from /usr/bin/time -v.  Prints the per-epoch lines and both result lines.
+# Usage: run_train_bench.sh BUILD_DIR mlp|cnn [threads]
+set -euo pipefail
+build=${1:?usage: $0 BUILD_DIR mlp|cnn [threads]}
+which=${2:-mlp}
+threads=${3:-1}
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$(find "$build" -name bench_train -type f -perm -u+x | head -1)
+case "$which" in
+mlp) args=(--spec 784-512-10 --epochs 15 --lr 0.05 --target 0.89) ;;
+cnn) args=(--spec cnn --epochs 12 --lr 0.05 --target 0.915) ;;
+*) echo "usage: $0 BUILD_DIR mlp|cnn [threads]" >&2; exit 2 ;;
+esac
+tm=$(mktemp)
+trap 'rm -f "$tm"' EXIT
+/usr/bin/time -v -o "$tm" "$bin" "${args[@]}" --threads "$threads"
+grep -E "Maximum resident|Elapsed" "$tm"
+/usr/bin/python3 "$here/torch_train.py" "${args[@]}" --threads "$threads"

@@ -1,0 +1,512 @@
+/*
+ * test_layers.c - every layer's backward pass against central finite
+ * differences of its forward pass: dense (with and without fused ReLU),
+ * ReLU, fused softmax cross-entropy, conv2d (planar and channels-last
+ * input, with ReLU), max-pool; conv forward against a direct convolution;
+ * and the softmax-CE value on huge logits (stability).
+ *
+ * Method: for a layer y = f(x, w), take a fixed random r and the scalar
+ * L = sum(r * y).  The analytic gradients are the backward pass fed with
+ * dy = r; the numeric ones are (L(t + h) - L(t - h)) / 2h, evaluated in
+ * double from float forwards.  Inputs are kept away from ReLU kinks and
+ * max-pool ties by more than h so the difference quotient is valid; the
+ * bound is |num - ana| <= 1e-2 * max(|num|, |ana|) + 2e-3.
+ * Replay with GN_SEED=<seed>.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nn.h"
+#include "nn_layers.h"
+
+static uint64_t seed;
+
+#define H 1e-2f
+
+static void fill(float *x, size_t n, uint64_t *st, float lo, float hi)
+{
+        for (size_t i = 0; i < n; i++)
+                x[i] = nn__rand_uniform(st, lo, hi);
+}
+
+static double dot(const float *a, const float *b, size_t n)
+{
+        double s = 0;
+
+        for (size_t i = 0; i < n; i++)
+                s += (double)a[i] * b[i];
+        return s;
+}
+
+/* Compares analytic ana[n] to numeric num[n]; returns mismatches. */
+static int compare(const char *what, const float *ana, const double *num,
+                   size_t n)
+{
+        int bad = 0;
+        double worst = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (isnan(num[i]))
+                        continue; /* a kink, see numeric_conv_relu() */
+                double a = ana[i], d = fabs(a - num[i]);
+                double tol = 1e-2 * fmax(fabs(a), fabs(num[i])) + 2e-3;
+                if (d / tol > worst)
+                        worst = d / tol;
+                if (!(d <= tol)) {
+                        if (bad < 3)
+                                print_error("%s[%zu]: analytic %.6g numeric "
+                                            "%.6g seed=%llu\n",
+                                            what, i, a, num[i],
+                                            (unsigned long long)seed);
+                        bad++;
+                }
+        }
+        printf("  %-12s %zu grads, worst error/bound %.3f\n", what, n, worst);
+        return bad;
+}
+
+/* ---- dense -------------------------------------------------------------- */
+
+struct dense_case {
+        int b, k, n, relu;
+        float *x, *w, *bias, *r, *y;
+};
+
+static double dense_loss(struct dense_case *c)
+{
+        nn__dense_forward(c->y, c->x, c->w, c->bias, c->b, c->k, c->n, c->relu);
+        return dot(c->y, c->r, (size_t)c->b * c->n);
+}
+
+/* Numeric gradient of dense_loss w.r.t. every entry of t[len]. */
+static void numeric(double (*loss)(void *), void *c, float *t, size_t len,
+                    double *out)
+{
+        for (size_t i = 0; i < len; i++) {
+                float save = t[i];
+                t[i] = save + H;
+                double lp = loss(c);
+                t[i] = save - H;
+                double lm = loss(c);
+                t[i] = save;
+                out[i] = (lp - lm) / (2.0 * H);
+        }
+}
+
+static double dense_loss_v(void *c)
+{
+        return dense_loss(c);
+}
+
+static void check_dense(int relu)
+{
+        uint64_t st = seed + (uint64_t)relu;
+        struct dense_case c = {.b = 5, .k = 7, .n = 6, .relu = relu};
+        size_t nx = 5 * 7, nw = 6 * 7, ny = 5 * 6;
+        float x[35], w[42], bias[6], r[30], y[30], dy[30];
+        float dx[35], dw[42], db[6];
+        double num[64];
+        int bad = 0;
+
+        c.x = x, c.w = w, c.bias = bias, c.r = r, c.y = y;
+        fill(x, nx, &st, -1, 1);
+        fill(w, nw, &st, -1, 1);
+        fill(bias, 6, &st, -0.5f, 0.5f);
+        fill(r, ny, &st, -1, 1);
+        /* Keep pre-activations away from the ReLU kink: |z| >= 0.2 is far
+         * more than a step of H in any input can move them. */
+        for (int tries = 0; relu && tries < 1000; tries++) {
+                int near = 0;
+                nn__dense_forward(y, x, w, bias, 5, 7, 6, 0);
+                for (int i = 0; i < 30; i++)
+                        near += fabsf(y[i]) < 0.2f;
+                if (!near)
+                        break;
+                fill(x, nx, &st, -1, 1);
+                fill(bias, 6, &st, -0.5f, 0.5f);
+        }
+        dense_loss(&c);
+        memcpy(dy, r, sizeof(dy));
+        nn__dense_backward(dx, dw, db, dy, relu ? y : NULL, x, w, 5, 7, 6);
+        numeric(dense_loss_v, &c, x, nx, num);
+        bad += compare(relu ? "dense+relu dx" : "dense dx", dx, num, nx);
+        numeric(dense_loss_v, &c, w, nw, num);
+        bad += compare(relu ? "dense+relu dw" : "dense dw", dw, num, nw);
+        numeric(dense_loss_v, &c, bias, 6, num);
+        bad += compare(relu ? "dense+relu db" : "dense db", db, num, 6);
+        assert_int_equal(bad, 0);
+}
+
+static void test_dense(void **state)
+{
+        check_dense(0);
+}
+
+static void test_dense_relu(void **state)
+{
+        check_dense(1);
+}
+
+/* dx must be skippable (first layer) without touching dw/db results. */
+static void test_dense_no_dx(void **state)
+{
+        uint64_t st = seed + 7;
+        float x[12], w[6], dy[8], dy2[8], dw1[6], db1[2], dw2[6], db2[2],
+            dx[12];
+
+        fill(x, 12, &st, -1, 1);
+        fill(w, 6, &st, -1, 1);
+        fill(dy, 8, &st, -1, 1);
+        memcpy(dy2, dy, sizeof(dy));
+        nn__dense_backward(NULL, dw1, db1, dy, NULL, x, w, 4, 3, 2);
+        nn__dense_backward(dx, dw2, db2, dy2, NULL, x, w, 4, 3, 2);
+        assert_memory_equal(dw1, dw2, sizeof(dw1));
+        assert_memory_equal(db1, db2, sizeof(db1));
+        /* db is the column sum of dy. */
+        assert_float_equal(db1[0], dy[0] + dy[2] + dy[4] + dy[6], 1e-6);
+}
+
+/* ---- relu --------------------------------------------------------------- */
+
+static void test_relu(void **state)
+{
+        const float x[] = {-2.0f, -0.5f, 0.5f, 3.0f, 0.0f};
+        const float dy[] = {1, 2, 3, 4, 5};
+        float y[5], dx[5];
+
+        nn__relu_forward(y, x, 5);
+        assert_true(y[0] == 0 && y[1] == 0 && y[2] == 0.5f && y[3] == 3.0f &&
+                    y[4] == 0);
+        nn__relu_backward(dx, dy, y, 5);
+        /* Derivative: 1 where x > 0, 0 elsewhere (0 at the kink). */
+        assert_true(dx[0] == 0 && dx[1] == 0 && dx[2] == 3 && dx[3] == 4 &&
+                    dx[4] == 0);
+}
+
+/* ---- softmax cross-entropy ---------------------------------------------- */
+
+struct ce_case {
+        float *z;
+        const uint8_t *y;
+        int b, c;
+};
+
+static double ce_loss_v(void *p)
+{
+        struct ce_case *c = p;
+
+        return nn__softmax_ce(NULL, c->z, c->y, c->b, c->c, NULL);
+}
+
+static void test_softmax_ce_grad(void **state)
+{
+        uint64_t st = seed + 11;
+        float z[4 * 5], dz[4 * 5];
+        const uint8_t y[4] = {0, 4, 2, 2};
+        struct ce_case c = {z, y, 4, 5};
+        double num[20];
+        int hits = 0;
+
+        fill(z, 20, &st, -3, 3);
+        double l = nn__softmax_ce(dz, z, y, 4, 5, &hits);
+        assert_true(l > 0);
+        numeric(ce_loss_v, &c, z, 20, num);
+        assert_int_equal(compare("softmax-ce dz", dz, num, 20), 0);
+        /* Each row of dz sums to 0 (softmax sums to 1, minus one-hot). */
+        for (int i = 0; i < 4; i++) {
+                double s = 0;
+                for (int j = 0; j < 5; j++)
+                        s += dz[i * 5 + j];
+                assert_true(fabs(s) < 1e-6);
+        }
+}
+
+static void test_softmax_ce_values(void **state)
+{
+        /* Uniform logits: loss = log(C).  Huge logits must not overflow. */
+        const float z[2 * 3] = {0, 0, 0, 1000.0f, -1000.0f, 990.0f};
+        const uint8_t y[2] = {1, 2};
+        float dz[6];
+        int hits = 0;
+        double l = nn__softmax_ce(dz, z, y, 2, 3, &hits);
+        /* row 2: -log softmax(990 | 1000, -1000, 990) = log(1 + e^-10)+10 */
+        double want = (log(3.0) + (10.0 + log1p(exp(-10.0)))) / 2.0;
+
+        assert_true(isfinite(l));
+        assert_true(fabs(l - want) < 1e-5);
+        assert_int_equal(hits, 0); /* row 1 ties -> class 0; row 2 -> 0 */
+        for (int i = 0; i < 6; i++)
+                assert_true(isfinite(dz[i]));
+        assert_true(fabsf(dz[0] - (1.0f / 3.0f) / 2.0f) < 1e-6f);
+        assert_true(fabsf(dz[1] - (1.0f / 3.0f - 1.0f) / 2.0f) < 1e-6f);
+}
+
+/* ---- conv2d ------------------------------------------------------------- */
+
+struct conv_case {
+        struct nn__conv s;
+        int b, relu, chunk;
+        float *x, *w, *bias, *r, *y, *col;
+};
+
+static size_t conv_out(const struct conv_case *c)
+{
+        return (size_t)c->b * c->s.h * c->s.w * c->s.f;
+}
+
+static double conv_loss_v(void *p)
+{
+        struct conv_case *c = p;
+
+        nn__conv_forward(c->y, c->x, c->w, c->bias, &c->s, c->b, c->col,
+                         c->chunk, c->relu);
+        return dot(c->y, c->r, conv_out(c));
+}
+
+/* Direct convolution (the oracle for the forward pass), NHWC output. */
+static float direct_conv(const struct conv_case *c, int b, int oh, int ow,
+                         int f)
+{
+        const struct nn__conv *s = &c->s;
+        int p = s->k / 2;
+        double acc = c->bias[f];
+
+        for (int kh = 0; kh < s->k; kh++)
+                for (int kw = 0; kw < s->k; kw++)
+                        for (int ch = 0; ch < s->c; ch++) {
+                                int ih = oh + kh - p, iw = ow + kw - p;
+                                if (ih < 0 || ih >= s->h || iw < 0 ||
+                                    iw >= s->w)
+                                        continue;
+                                size_t xi =
+                                    s->in_planar
+                                        ? (((size_t)b * s->c + ch) * s->h +
+                                           ih) * s->w +
+                                              iw
+                                        : (((size_t)b * s->h + ih) * s->w +
+                                           iw) * s->c +
+                                              ch;
+                                acc +=
+                                    (double)c->x[xi] *
+                                    c->w[((f * s->k + kh) * s->k + kw) * s->c +
+                                         ch];
+                        }
+        if (c->relu && acc < 0)
+                acc = 0;
+        return (float)acc;
+}
+
+/* Numeric gradient of the conv+ReLU loss w.r.t. t[len], from the forward
+ * without ReLU (applied here); an entry whose +-H step moves any
+ * pre-activation across 0 is a kink, not a derivative: it is set to NAN
+ * and skipped by compare().  Returns the number skipped. */
+static int numeric_conv_relu(struct conv_case *c, float *t, size_t len,
+                             double *out)
+{
+        size_t ny = conv_out(c);
+        float *zp = malloc(sizeof(float) * ny),
+              *zm = malloc(sizeof(float) * ny);
+        float *y = c->y;
+        int skipped = 0;
+
+        c->relu = 0;
+        for (size_t i = 0; i < len; i++) {
+                float save = t[i];
+                double lp = 0, lm = 0;
+                int kink = 0;
+                c->y = zp;
+                t[i] = save + H;
+                conv_loss_v(c);
+                c->y = zm;
+                t[i] = save - H;
+                conv_loss_v(c);
+                t[i] = save;
+                for (size_t j = 0; j < ny; j++) {
+                        kink |= (zp[j] > 0) != (zm[j] > 0);
+                        lp += zp[j] > 0 ? (double)zp[j] * c->r[j] : 0;
+                        lm += zm[j] > 0 ? (double)zm[j] * c->r[j] : 0;
+                }
+                out[i] = kink ? NAN : (lp - lm) / (2.0 * H);
+                skipped += kink;
+        }
+        c->y = y;
+        c->relu = 1;
+        free(zp);
+        free(zm);
+        return skipped;
+}
+
+static void check_conv(int planar, int relu, int chunk)
+{
+        uint64_t st = seed + 100 + planar * 2 + relu;
+        struct conv_case c = {
+            .s = {.c = 3, .h = 5, .w = 4, .f = 2, .k = 3, .in_planar = planar},
+            .b = 3,
+            .relu = relu,
+            .chunk = chunk};
+        size_t nx = 3 * 3 * 5 * 4, nw = 2 * 3 * 3 * 3, ny = conv_out(&c);
+        float *x = malloc(sizeof(float) * nx), *w = malloc(sizeof(float) * nw);
+        float bias[2], *r = malloc(sizeof(float) * ny);
+        float *y = malloc(sizeof(float) * ny), *dy = malloc(sizeof(float) * ny);
+        float *dx = malloc(sizeof(float) * nx),
+              *dw = malloc(sizeof(float) * nw);
+        float db[2];
+        double *num = malloc(sizeof(double) * nx);
+        float *col = malloc(sizeof(float) * nn__conv_col_len(&c.s, chunk));
+        int bad = 0, skipped = 0;
+
+        c.x = x, c.w = w, c.bias = bias, c.r = r, c.y = y, c.col = col;
+        fill(w, nw, &st, -0.5f, 0.5f);
+        fill(r, ny, &st, -1, 1);
+        fill(x, nx, &st, -1, 1);
+        fill(bias, 2, &st, -0.5f, 0.5f);
+        conv_loss_v(&c);
+        /* Forward against the direct convolution. */
+        for (int b = 0; b < c.b; b++)
+                for (int oh = 0; oh < c.s.h; oh++)
+                        for (int ow = 0; ow < c.s.w; ow++)
+                                for (int f = 0; f < c.s.f; f++) {
+                                        float want =
+                                            direct_conv(&c, b, oh, ow, f);
+                                        float got =
+                                            y[((b * c.s.h + oh) * c.s.w + ow) *
+                                                  c.s.f +
+                                              f];
+                                        bad += !(fabsf(got - want) < 1e-5f);
+                                }
+        assert_int_equal(bad, 0);
+        memcpy(dy, r, sizeof(float) * ny);
+        nn__conv_backward(dx, dw, db, dy, relu ? y : NULL, x, w, &c.s, c.b, col,
+                          chunk);
+        if (relu)
+                skipped += numeric_conv_relu(&c, x, nx, num);
+        else
+                numeric(conv_loss_v, &c, x, nx, num);
+        bad += compare("conv dx", dx, num, nx);
+        if (relu)
+                skipped += numeric_conv_relu(&c, w, nw, num);
+        else
+                numeric(conv_loss_v, &c, w, nw, num);
+        bad += compare("conv dw", dw, num, nw);
+        if (relu)
+                skipped += numeric_conv_relu(&c, bias, 2, num);
+        else
+                numeric(conv_loss_v, &c, bias, 2, num);
+        bad += compare("conv db", db, num, 2);
+        printf("  (%d entries at a ReLU kink skipped)\n", skipped);
+        assert_int_equal(bad, 0);
+        /* Most entries must have been checked. */
+        assert_true(skipped < (int)(nx + nw) / 4);
+        free(x), free(w), free(r), free(y), free(dy), free(dx), free(dw);
+        free(num), free(col);
+}
+
+static void test_conv_nhwc(void **state)
+{
+        check_conv(0, 0, 3);
+}
+
+static void test_conv_planar_relu(void **state)
+{
+        check_conv(1, 1, 2); /* chunk 2 of 3 samples: dw accumulates */
+}
+
+static void test_conv_nhwc_relu_chunk1(void **state)
+{
+        check_conv(0, 1, 1);
+}
+
+/* ---- max-pool ----------------------------------------------------------- */
+
+struct pool_case {
+        float *x, *y, *r;
+        int32_t *idx;
+        int b, h, w, c, s;
+};
+
+static double pool_loss_v(void *p)
+{
+        struct pool_case *c = p;
+
+        nn__maxpool_forward(c->y, c->idx, c->x, c->b, c->h, c->w, c->c, c->s);
+        return dot(c->y, c->r,
+                   (size_t)c->b * (c->h / c->s) * (c->w / c->s) * c->c);
+}
+
+static void test_maxpool(void **state)
+{
+        uint64_t st = seed + 200;
+        enum { B = 2, HH = 4, W = 6, C = 3, S = 2 };
+        enum { NX = B * HH * W * C, NY = B * (HH / S) * (W / S) * C };
+        float x[NX], y[NY], r[NY], dx[NX];
+        int32_t idx[NY];
+        double num[NX];
+        struct pool_case c = {x, y, r, idx, B, HH, W, C, S};
+
+        /* Distinct values spaced 0.05 apart (> 2H): no ties, no swaps. */
+        for (int i = 0; i < NX; i++)
+                x[i] = 0.05f * (float)i - 3.0f;
+        for (int i = NX - 1; i > 0; i--) {
+                int j = (int)(nn__rand_u64(&st) % (uint64_t)(i + 1));
+                float t = x[i];
+                x[i] = x[j];
+                x[j] = t;
+        }
+        fill(r, NY, &st, -1, 1);
+        pool_loss_v(&c);
+        /* The first window of channel 0 is x[0,0], x[0,1], x[1,0], x[1,1]. */
+        float m0 = fmaxf(fmaxf(x[0], x[C]), fmaxf(x[W * C], x[W * C + C]));
+        assert_true(y[0] == m0);
+        nn__maxpool_backward(dx, r, idx, B, HH, W, C, S);
+        numeric(pool_loss_v, &c, x, NX, num);
+        assert_int_equal(compare("maxpool dx", dx, num, NX), 0);
+}
+
+/* ---- PRNG -----------------------------------------------------------------
+ */
+
+static void test_prng(void **state)
+{
+        /* splitmix64 reference: first output for state 0. */
+        uint64_t st = 0;
+        assert_true(nn__rand_u64(&st) == 0xe220a8397b1dcdafULL);
+        st = 1;
+        for (int i = 0; i < 1000; i++) {
+                float u = nn__rand_uniform(&st, -2.0f, 3.0f);
+                assert_true(u >= -2.0f && u < 3.0f);
+        }
+}
+
+int main(void)
+{
+        const char *e = getenv("GN_SEED");
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_prng),
+            cmocka_unit_test(test_dense),
+            cmocka_unit_test(test_dense_relu),
+            cmocka_unit_test(test_dense_no_dx),
+            cmocka_unit_test(test_relu),
+            cmocka_unit_test(test_softmax_ce_grad),
+            cmocka_unit_test(test_softmax_ce_values),
+            cmocka_unit_test(test_conv_nhwc),
+            cmocka_unit_test(test_conv_planar_relu),
+            cmocka_unit_test(test_conv_nhwc_relu_chunk1),
+            cmocka_unit_test(test_maxpool),
+        };
+        int rc;
+
+        seed = e ? strtoull(e, NULL, 0) : 20261129;
+        printf("test_layers: GN_SEED=%llu\n", (unsigned long long)seed);
+        nn_lib_init();
+        rc = cmocka_run_group_tests(tests, NULL, NULL);
+        nn_lib_finalize();
+        return rc;
+}

@@ -1,0 +1,379 @@
+/*
+ * test_model.c - models end to end: spec parsing, canonical form and
+ * rejected specs; parameter counts and layout round trip; gradients of a
+ * whole small MLP and a small CNN against central finite differences;
+ * determinism (same seed, one thread: bit-identical losses and weights);
+ * gradients overwritten, not accumulated; evaluate/predict consistency;
+ * and that a model learns a separable synthetic problem.
+ * Replay with GN_SEED=<seed>.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nn.h"
+#include "nn_layers.h"
+
+static uint64_t seed;
+
+static void fill(float *x, size_t n, uint64_t *st, float lo, float hi)
+{
+        for (size_t i = 0; i < n; i++)
+                x[i] = nn__rand_uniform(st, lo, hi);
+}
+
+static void test_spec_canonical(void **state)
+{
+        char out[NN_SPEC_MAX];
+
+        assert_int_equal(
+            nn_spec_canonical("784-512-10", 0, 0, 0, out, sizeof(out)), 0);
+        assert_string_equal(out, "784-512-10");
+        assert_int_equal(
+            nn_spec_canonical("784-512-10", 1, 28, 28, out, sizeof(out)), 0);
+        assert_string_equal(out, "784-512-10");
+        assert_int_equal(nn_spec_canonical("cnn", 1, 28, 28, out, sizeof(out)),
+                         0);
+        assert_string_equal(out, "1x28x28-" NN_PRESET_CNN);
+        assert_int_equal(
+            nn_spec_canonical("c8k3-p2-10", 3, 32, 32, out, sizeof(out)), 0);
+        assert_string_equal(out, "3x32x32-c8k3-p2-10");
+        assert_int_equal(
+            nn_spec_canonical("3x32x32-c8k3-p2-10", 0, 0, 0, out, sizeof(out)),
+            0);
+        assert_string_equal(out, "3x32x32-c8k3-p2-10");
+        assert_int_equal(
+            nn_spec_canonical("784-100-100-100-10", 0, 0, 0, out, sizeof(out)),
+            0);
+        assert_string_equal(out, "784-100-100-100-10");
+        /* Too small an output buffer. */
+        assert_int_equal(nn_spec_canonical("784-512-10", 0, 0, 0, out, 5),
+                         NN_EINVAL);
+}
+
+static void test_spec_rejected(void **state)
+{
+        static const char *bad[] = {
+            "",
+            "-",
+            "784",
+            "784-",
+            "784--10",
+            "-784-10",
+            "784-c8k3-10",     /* conv after a flat input */
+            "1x28x28-c8k4-10", /* even kernel */
+            "1x28x28-p3-10",   /* 28 not divisible by 3 */
+            "1x28x28-c8k3",    /* last layer not dense */
+            "1x28x28-c8k3-p2", /* last layer not dense */
+            "784-1",           /* one class */
+            "784-300",         /* more classes than uint8 labels */
+            "784-512-10x",
+            "784-512-0-10",
+            "abc",
+            "784-99999999-10",
+            "784 -512-10",
+            "1x28-10",
+            "1x28x28x3-10",
+            "784-512-10-c8k3-10", /* conv after dense */
+            "3x28x28-p2-10",      /* pool first on planar 3 channels */
+            "784-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-"
+            "2-2-2-2-2-2-2", /* too many layers */
+        };
+        struct nn_model *m = (struct nn_model *)&m, *keep = m;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                int rc = nn_model_create(bad[i], 0, 0, 0, 1, &m);
+                if (rc != NN_EINVAL)
+                        print_error("spec \"%s\" accepted (%d)\n", bad[i], rc);
+                assert_int_equal(rc, NN_EINVAL);
+        }
+        /* Shape arguments: needed without an input token, must agree with
+         * one, and must be all given or all zero. */
+        assert_int_equal(nn_model_create("c8k3-10", 0, 0, 0, 1, &m), NN_EINVAL);
+        assert_int_equal(nn_model_create("784-512-10", 3, 28, 28, 1, &m),
+                         NN_EINVAL);
+        assert_int_equal(nn_model_create("1x28x28-c8k3-10", 1, 28, 27, 1, &m),
+                         NN_EINVAL);
+        assert_int_equal(nn_model_create("784-512-10", 1, 0, 0, 1, &m),
+                         NN_EINVAL);
+        assert_int_equal(nn_model_create(NULL, 1, 28, 28, 1, &m), NN_EINVAL);
+        assert_ptr_equal(m, keep);
+}
+
+static void test_nparams_and_roundtrip(void **state)
+{
+        struct nn_model *m = NULL, *m2 = NULL;
+
+        assert_int_equal(nn_model_create("784-512-10", 1, 28, 28, 1, &m), 0);
+        assert_int_equal(nn_model_nparams(m), 784 * 512 + 512 + 512 * 10 + 10);
+        assert_int_equal(nn_model_input_size(m), 784);
+        assert_int_equal(nn_model_classes(m), 10);
+        nn_model_free(m);
+        assert_int_equal(nn_model_create("cnn", 1, 28, 28, 1, &m), 0);
+        /* the preset expands to a canonical spec that rebuilds the layout */
+        char spec[NN_SPEC_MAX];
+        strcpy(spec, nn_model_spec(m));
+        assert_int_equal(nn_model_input_size(m), 784);
+        assert_int_equal(nn_model_create(spec, 0, 0, 0, 1, &m2), 0);
+        assert_string_equal(nn_model_spec(m2), spec);
+        assert_int_equal(nn_model_nparams(m2), nn_model_nparams(m));
+        nn_model_free(m2);
+        nn_model_free(m);
+        assert_int_equal(
+            nn_model_create("1x28x28-c32k5-p2-c64k5-p2-256-10", 0, 0, 0, 1, &m),
+            0);
+        assert_int_equal(nn_model_nparams(m),
+                         (32 * 25 + 32) + (64 * 25 * 32 + 64) +
+                             (3136 * 256 + 256) + (256 * 10 + 10));
+        nn_model_free(m);
+        nn_model_free(NULL);
+}
+
+/* Central differences of the batch loss over every parameter of spec. */
+static void check_model_grads(const char *spec, int batch)
+{
+        struct nn_model *m = NULL;
+        uint64_t st = seed + 300;
+        const float h = 1e-3f;
+
+        assert_int_equal(nn_model_create(spec, 0, 0, 0, seed, &m), 0);
+        int in = nn_model_input_size(m), classes = nn_model_classes(m);
+        size_t np = nn_model_nparams(m);
+        float *x = malloc(sizeof(float) * in * batch);
+        uint8_t *y = malloc(batch);
+        float *ana = malloc(sizeof(float) * np), *p = nn_model_params(m);
+        float loss, lp, lm;
+        int bad = 0;
+        double worst = 0;
+
+        fill(x, (size_t)in * batch, &st, 0, 1);
+        /* Biases start at 0; give them values so nothing is symmetric. */
+        fill(p, np, &st, -0.5f, 0.5f);
+        for (int i = 0; i < batch; i++)
+                y[i] = (uint8_t)(nn__rand_u64(&st) % (uint64_t)classes);
+        assert_int_equal(nn_model_train_batch(m, x, y, batch, &loss, NULL), 0);
+        memcpy(ana, nn_model_grads(m), sizeof(float) * np);
+        for (size_t i = 0; i < np; i++) {
+                float save = p[i];
+                p[i] = save + h;
+                nn_model_train_batch(m, x, y, batch, &lp, NULL);
+                p[i] = save - h;
+                nn_model_train_batch(m, x, y, batch, &lm, NULL);
+                p[i] = save;
+                double num = ((double)lp - lm) / (2.0 * h);
+                double tol = 2e-2 * fmax(fabs(num), fabs(ana[i])) + 1e-3;
+                double d = fabs(num - ana[i]);
+                if (d / tol > worst)
+                        worst = d / tol;
+                if (!(d <= tol)) {
+                        if (bad < 3)
+                                print_error("%s: param %zu analytic %.6g "
+                                            "numeric %.6g seed=%llu\n",
+                                            spec, i, ana[i], num,
+                                            (unsigned long long)seed);
+                        bad++;
+                }
+        }
+        printf("  %s: %zu params, %d outside the bound (worst err/bound "
+               "%.3f)\n",
+               spec, np, bad, worst);
+        /* A ReLU kink crossed by the +-h step may spoil a rare difference
+         * quotient; a wrong backward spoils most of them. */
+        assert_true(bad <= (int)(np / 100));
+        free(x);
+        free(y);
+        free(ana);
+        nn_model_free(m);
+}
+
+static void test_mlp_grads(void **state)
+{
+        check_model_grads("6-5-4-3", 4);
+}
+
+static void test_cnn_grads(void **state)
+{
+        check_model_grads("2x6x6-c3k3-p2-c4k3-5-3", 3);
+}
+
+/* Trains steps SGD-momentum steps on fixed synthetic data; returns losses. */
+static void train_run(const char *spec, uint64_t s, int steps, float *losses,
+                      float *params_out, size_t np_max)
+{
+        struct nn_model *m = NULL;
+        struct nn_optim *o = NULL;
+        struct nn_optim_config oc = {.kind = NN_OPTIM_SGD, .momentum = 0.9f};
+        uint64_t st = 77;
+        enum { B = 16 };
+
+        assert_int_equal(nn_model_create(spec, 1, 8, 8, s, &m), 0);
+        assert_int_equal(nn_optim_create(&oc, nn_model_nparams(m), &o), 0);
+        int in = nn_model_input_size(m);
+        float *x = malloc(sizeof(float) * in * B);
+        uint8_t y[B];
+        for (int i = 0; i < steps; i++) {
+                fill(x, (size_t)in * B, &st, 0, 1);
+                for (int j = 0; j < B; j++)
+                        y[j] = (uint8_t)(nn__rand_u64(&st) % 3);
+                assert_int_equal(
+                    nn_model_train_batch(m, x, y, B, &losses[i], NULL), 0);
+                nn_optim_step(o, nn_model_params(m), nn_model_grads(m), 0.05f);
+        }
+        assert_true(nn_model_nparams(m) <= np_max);
+        memcpy(params_out, nn_model_params(m),
+               sizeof(float) * nn_model_nparams(m));
+        free(x);
+        nn_optim_free(o);
+        nn_model_free(m);
+}
+
+static void test_determinism(void **state)
+{
+        static const char *specs[] = {"64-32-3", "c4k3-p2-c4k3-8-3"};
+        enum { N = 30, NP = 4096 };
+        float l1[N], l2[N], l3[N];
+        float *p1 = malloc(sizeof(float) * NP),
+              *p2 = malloc(sizeof(float) * NP);
+        float *p3 = malloc(sizeof(float) * NP);
+
+        nn_threads_set(1);
+        for (int i = 0; i < 2; i++) {
+                train_run(specs[i], seed, N, l1, p1, NP);
+                train_run(specs[i], seed, N, l2, p2, NP);
+                train_run(specs[i], seed + 1, N, l3, p3, NP);
+                assert_memory_equal(l1, l2, sizeof(l1));
+                assert_memory_equal(p1, p2, sizeof(float) * 64);
+                assert_memory_not_equal(l1, l3, sizeof(l1));
+        }
+        free(p1);
+        free(p2);
+        free(p3);
+}
+
+static void test_grads_overwritten_and_eval(void **state)
+{
+        struct nn_model *m = NULL;
+        uint64_t st = seed + 5;
+        enum { B = 37 };
+        float x[B * 10], loss, loss2, eloss, acc;
+        uint8_t y[B], pred[B];
+        int correct, correct2;
+
+        assert_int_equal(nn_model_create("10-7-4", 0, 0, 0, seed, &m), 0);
+        size_t np = nn_model_nparams(m);
+        float *g1 = malloc(sizeof(float) * np);
+        fill(x, sizeof(x) / sizeof(x[0]), &st, -1, 1);
+        for (int i = 0; i < B; i++)
+                y[i] = (uint8_t)(i % 4);
+        assert_int_equal(nn_model_train_batch(m, x, y, B, &loss, &correct), 0);
+        memcpy(g1, nn_model_grads(m), sizeof(float) * np);
+        assert_int_equal(nn_model_train_batch(m, x, y, B, &loss2, &correct2),
+                         0);
+        assert_memory_equal(g1, nn_model_grads(m), sizeof(float) * np);
+        assert_true(loss == loss2 && correct == correct2);
+        /* evaluate: same loss, accuracy = correct/B, agrees with predict */
+        assert_int_equal(nn_model_evaluate(m, x, y, B, &eloss, &acc), 0);
+        assert_float_equal(eloss, loss, 1e-6);
+        assert_float_equal(acc, (float)correct / B, 1e-7);
+        assert_int_equal(nn_model_predict(m, x, B, pred), 0);
+        int hits = 0;
+        for (int i = 0; i < B; i++)
+                hits += pred[i] == y[i];
+        assert_int_equal(hits, correct);
+        /* a smaller batch after a bigger one, then a bigger one: grows */
+        assert_int_equal(nn_model_train_batch(m, x, y, 5, &loss, NULL), 0);
+        assert_int_equal(nn_model_reserve(m, 200), 0);
+        /* bad labels and sizes are refused, grads untouched */
+        memcpy(g1, nn_model_grads(m), sizeof(float) * np);
+        y[3] = 4;
+        assert_int_equal(nn_model_train_batch(m, x, y, B, &loss, NULL),
+                         NN_EINVAL);
+        assert_int_equal(nn_model_evaluate(m, x, y, B, &loss, &acc), NN_EINVAL);
+        assert_int_equal(nn_model_train_batch(m, x, y, 0, &loss, NULL),
+                         NN_EINVAL);
+        assert_memory_equal(g1, nn_model_grads(m), sizeof(float) * np);
+        free(g1);
+        nn_model_free(m);
+}
+
+/* Blobs: class c has mean +-1.5 on coordinate c (sign alternating). */
+static void blob_batch(float *x, uint8_t *y, int n, int dim, uint64_t *st)
+{
+        for (int i = 0; i < n; i++) {
+                int c = (int)(nn__rand_u64(st) % 3);
+                y[i] = (uint8_t)c;
+                for (int j = 0; j < dim; j++)
+                        x[i * dim + j] = nn__rand_uniform(st, -1, 1);
+                x[i * dim + c] += 1.5f;
+                x[i * dim + c + 3] -= 1.5f;
+        }
+}
+
+static void learn(const char *spec, int in_c, int h, int w, int steps, float lr,
+                  float max_loss, float min_acc)
+{
+        struct nn_model *m = NULL;
+        struct nn_optim *o = NULL;
+        struct nn_optim_config oc = {.kind = NN_OPTIM_SGD, .momentum = 0.9f};
+        uint64_t st = seed + 9;
+        enum { B = 32, NT = 600 };
+
+        assert_int_equal(nn_model_create(spec, in_c, h, w, seed, &m), 0);
+        assert_int_equal(nn_optim_create(&oc, nn_model_nparams(m), &o), 0);
+        int dim = nn_model_input_size(m);
+        float *x = malloc(sizeof(float) * dim * NT), first = 0, loss, acc;
+        uint8_t y[NT];
+        for (int i = 0; i < steps; i++) {
+                blob_batch(x, y, B, dim, &st);
+                assert_int_equal(nn_model_train_batch(m, x, y, B, &loss, NULL),
+                                 0);
+                if (i == 0)
+                        first = loss;
+                nn_optim_step(o, nn_model_params(m), nn_model_grads(m), lr);
+        }
+        blob_batch(x, y, NT, dim, &st);
+        assert_int_equal(nn_model_evaluate(m, x, y, NT, &loss, &acc), 0);
+        printf("  %s: loss %.4f -> held-out %.4f, accuracy %.3f\n", spec, first,
+               loss, acc);
+        assert_true(loss < max_loss);
+        assert_true(acc > min_acc);
+        free(x);
+        nn_optim_free(o);
+        nn_model_free(m);
+}
+
+static void test_learns(void **state)
+{
+        learn("20-32-3", 0, 0, 0, 200, 0.05f, 0.1f, 0.97f);
+        learn("c4k3-p2-16-3", 1, 6, 6, 300, 0.05f, 0.15f, 0.95f);
+}
+
+int main(void)
+{
+        const char *e = getenv("GN_SEED");
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_spec_canonical),
+            cmocka_unit_test(test_spec_rejected),
+            cmocka_unit_test(test_nparams_and_roundtrip),
+            cmocka_unit_test(test_mlp_grads),
+            cmocka_unit_test(test_cnn_grads),
+            cmocka_unit_test(test_determinism),
+            cmocka_unit_test(test_grads_overwritten_and_eval),
+            cmocka_unit_test(test_learns),
+        };
+        int rc;
+
+        seed = e ? strtoull(e, NULL, 0) : 20261129;
+        printf("test_model: GN_SEED=%llu\n", (unsigned long long)seed);
+        nn_lib_init();
+        rc = cmocka_run_group_tests(tests, NULL, NULL);
+        nn_lib_finalize();
+        return rc;
+}

@@ -1,0 +1,227 @@
+/*
+ * test_optim.c - optimizers and learning-rate schedules against values
+ * computed by hand (or, for Adam's square roots, in double precision by
+ * the formula in nn.h): SGD, SGD with momentum, Nesterov, L2 weight decay,
+ * Adam, AdamW; the state layout and step counter; rejected configurations;
+ * constant, step, cosine schedules with and without warm-up.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "nn.h"
+
+#define TOL 1e-6
+
+/* Runs steps updates of one parameter (p0) with the given gradients. */
+static float run(const struct nn_optim_config *c, float p0, const float *g,
+                 int steps, float lr, float *state0)
+{
+        struct nn_optim *o = NULL;
+        float p = p0;
+
+        assert_int_equal(nn_optim_create(c, 1, &o), 0);
+        for (int i = 0; i < steps; i++)
+                nn_optim_step(o, &p, &g[i], lr);
+        assert_int_equal(nn_optim_steps(o), steps);
+        if (state0)
+                *state0 = nn_optim_state_len(o) ? nn_optim_state(o)[0] : 0;
+        nn_optim_free(o);
+        return p;
+}
+
+static void test_sgd_plain(void **state)
+{
+        struct nn_optim_config c = {.kind = NN_OPTIM_SGD};
+        const float g[] = {0.5f, -1.0f};
+
+        /* 1 - 0.1*0.5 = 0.95; 0.95 + 0.1 = 1.05 */
+        assert_float_equal(run(&c, 1.0f, g, 1, 0.1f, NULL), 0.95, TOL);
+        assert_float_equal(run(&c, 1.0f, g, 2, 0.1f, NULL), 1.05, TOL);
+}
+
+static void test_sgd_momentum(void **state)
+{
+        struct nn_optim_config c = {.kind = NN_OPTIM_SGD, .momentum = 0.9f};
+        const float g[] = {0.5f, 0.5f, 0.5f};
+        float v;
+
+        /* v: 0.5, 0.95, 1.355; p: 0.95, 0.855, 0.7195 */
+        assert_float_equal(run(&c, 1.0f, g, 1, 0.1f, &v), 0.95, TOL);
+        assert_float_equal(v, 0.5, TOL);
+        assert_float_equal(run(&c, 1.0f, g, 2, 0.1f, &v), 0.855, TOL);
+        assert_float_equal(v, 0.95, TOL);
+        assert_float_equal(run(&c, 1.0f, g, 3, 0.1f, &v), 0.7195, TOL);
+        assert_float_equal(v, 1.355, TOL);
+}
+
+static void test_sgd_nesterov(void **state)
+{
+        struct nn_optim_config c = {
+            .kind = NN_OPTIM_SGD, .momentum = 0.9f, .nesterov = 1};
+        const float g[] = {0.5f, 0.5f};
+
+        /* p -= lr (g + mu v): 1 - 0.1*(0.5 + 0.45) = 0.905;
+         * v = 0.95: 0.905 - 0.1*(0.5 + 0.855) = 0.7695 */
+        assert_float_equal(run(&c, 1.0f, g, 1, 0.1f, NULL), 0.905, TOL);
+        assert_float_equal(run(&c, 1.0f, g, 2, 0.1f, NULL), 0.7695, TOL);
+}
+
+static void test_sgd_weight_decay(void **state)
+{
+        struct nn_optim_config c = {.kind = NN_OPTIM_SGD, .weight_decay = 0.1f};
+        struct nn_optim_config cm = {
+            .kind = NN_OPTIM_SGD, .momentum = 0.9f, .weight_decay = 0.1f};
+        const float g[] = {0.5f, 0.5f};
+
+        /* g' = 0.5 + 0.1*1 = 0.6 -> 0.94; g' = 0.5 + 0.094 -> 0.8806 */
+        assert_float_equal(run(&c, 1.0f, g, 1, 0.1f, NULL), 0.94, TOL);
+        assert_float_equal(run(&c, 1.0f, g, 2, 0.1f, NULL), 0.8806, TOL);
+        /* momentum: v = 0.6 -> 0.94; v = 0.54 + 0.594 = 1.134 -> 0.8266 */
+        assert_float_equal(run(&cm, 1.0f, g, 2, 0.1f, NULL), 0.8266, TOL);
+}
+
+static void test_adam(void **state)
+{
+        struct nn_optim_config c = {.kind = NN_OPTIM_ADAM,
+                                    .beta1 = 0.9f,
+                                    .beta2 = 0.999f,
+                                    .eps = 1e-8f};
+        const float g[] = {0.5f, -0.2f, 0.3f};
+
+        /* Step 1: m^ = g, v^ = g^2 -> p -= lr * sign(g). */
+        assert_float_equal(run(&c, 1.0f, g, 1, 0.1f, NULL), 0.9, TOL);
+        /* Step 2 by hand: m = 0.025, v = 0.00028975, m^ = 0.025/0.19,
+         * v^ = 0.00028975/0.001999 -> p = 0.86543942 */
+        assert_float_equal(run(&c, 1.0f, g, 2, 0.1f, NULL), 0.8654394181, 2e-6);
+        assert_float_equal(run(&c, 1.0f, g, 3, 0.1f, NULL), 0.8109953837, 2e-6);
+}
+
+static void test_adamw(void **state)
+{
+        struct nn_optim_config c = {.kind = NN_OPTIM_ADAM,
+                                    .beta1 = 0.9f,
+                                    .beta2 = 0.999f,
+                                    .eps = 1e-8f,
+                                    .weight_decay = 0.01f};
+        const float g[] = {0.5f, -0.2f, 0.3f};
+
+        /* Decoupled: p -= lr*wd*p on top: 0.9 - 0.001 = 0.899 */
+        assert_float_equal(run(&c, 1.0f, g, 1, 0.1f, NULL), 0.899, TOL);
+        assert_float_equal(run(&c, 1.0f, g, 3, 0.1f, NULL), 0.8082328433, 2e-6);
+}
+
+static void test_state_layout(void **state)
+{
+        struct nn_optim_config sgd = {.kind = NN_OPTIM_SGD, .momentum = 0.9f};
+        struct nn_optim_config plain = {.kind = NN_OPTIM_SGD};
+        struct nn_optim_config adam = {
+            .kind = NN_OPTIM_ADAM, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f};
+        struct nn_optim *o = NULL;
+        float p[3] = {1, 2, 3}, g[3] = {1, -2, 4};
+
+        assert_int_equal(nn_optim_create(&sgd, 3, &o), 0);
+        assert_int_equal(nn_optim_state_len(o), 3);
+        nn_optim_free(o);
+        assert_int_equal(nn_optim_create(&plain, 3, &o), 0);
+        assert_int_equal(nn_optim_state_len(o), 0);
+        nn_optim_free(o);
+        assert_int_equal(nn_optim_create(&adam, 3, &o), 0);
+        assert_int_equal(nn_optim_state_len(o), 6);
+        nn_optim_step(o, p, g, 0.01f);
+        /* m then v, each in the parameters' layout. */
+        assert_float_equal(nn_optim_state(o)[1], 0.1 * -2, TOL);
+        assert_float_equal(nn_optim_state(o)[3 + 2], 0.01 * 16, TOL);
+        /* Importing state and step count resumes the same trajectory. */
+        struct nn_optim *o2 = NULL;
+        float p2[3] = {p[0], p[1], p[2]};
+        assert_int_equal(nn_optim_create(&adam, 3, &o2), 0);
+        for (int i = 0; i < 6; i++)
+                nn_optim_state(o2)[i] = nn_optim_state(o)[i];
+        nn_optim_set_steps(o2, nn_optim_steps(o));
+        nn_optim_step(o, p, g, 0.01f);
+        nn_optim_step(o2, p2, g, 0.01f);
+        assert_memory_equal(p, p2, sizeof(p));
+        assert_int_equal(nn_optim_config(o2)->kind, NN_OPTIM_ADAM);
+        nn_optim_free(o);
+        nn_optim_free(o2);
+}
+
+static void test_bad_config(void **state)
+{
+        struct nn_optim *o = (struct nn_optim *)&o; /* must stay untouched */
+        struct nn_optim *keep = o;
+        struct nn_optim_config c1 = {.kind = NN_OPTIM_SGD, .momentum = 1.0f};
+        struct nn_optim_config c2 = {
+            .kind = NN_OPTIM_ADAM, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 0.0f};
+        struct nn_optim_config c3 = {.kind = 7};
+        struct nn_optim_config c4 = {.kind = NN_OPTIM_SGD, .lr = NAN};
+
+        assert_int_equal(nn_optim_create(&c1, 4, &o), NN_EINVAL);
+        assert_int_equal(nn_optim_create(&c2, 4, &o), NN_EINVAL);
+        assert_int_equal(nn_optim_create(&c3, 4, &o), NN_EINVAL);
+        assert_int_equal(nn_optim_create(&c4, 4, &o), NN_EINVAL);
+        assert_int_equal(nn_optim_create(NULL, 4, &o), NN_EINVAL);
+        assert_ptr_equal(o, keep);
+}
+
+static void test_lr_schedules(void **state)
+{
+        struct nn_lr_schedule k = {.kind = NN_LR_CONST, .base_lr = 0.1f};
+        struct nn_lr_schedule s = {.kind = NN_LR_STEP,
+                                   .base_lr = 0.1f,
+                                   .step_every = 10,
+                                   .gamma = 0.5f};
+        struct nn_lr_schedule c = {.kind = NN_LR_COSINE,
+                                   .base_lr = 0.1f,
+                                   .min_lr = 0.0f,
+                                   .total_steps = 100};
+
+        assert_float_equal(nn_lr_at(&k, 0), 0.1, TOL);
+        assert_float_equal(nn_lr_at(&k, 123456), 0.1, TOL);
+        assert_float_equal(nn_lr_at(&s, 9), 0.1, TOL);
+        assert_float_equal(nn_lr_at(&s, 10), 0.05, TOL);
+        assert_float_equal(nn_lr_at(&s, 25), 0.025, TOL);
+        assert_float_equal(nn_lr_at(&c, 0), 0.1, TOL);
+        assert_float_equal(nn_lr_at(&c, 25), 0.0853553391, TOL);
+        assert_float_equal(nn_lr_at(&c, 50), 0.05, TOL);
+        assert_float_equal(nn_lr_at(&c, 100), 0.0, TOL);
+        assert_float_equal(nn_lr_at(&c, 5000), 0.0, TOL);
+        c.min_lr = 0.01f;
+        assert_float_equal(nn_lr_at(&c, 50), 0.055, TOL);
+        /* Warm-up: linear ramp base*(s+1)/W, then the schedule from W. */
+        k.warmup_steps = 5;
+        assert_float_equal(nn_lr_at(&k, 0), 0.02, TOL);
+        assert_float_equal(nn_lr_at(&k, 4), 0.1, TOL);
+        assert_float_equal(nn_lr_at(&k, 5), 0.1, TOL);
+        c.min_lr = 0.0f;
+        c.warmup_steps = 10;
+        c.total_steps = 110;
+        assert_float_equal(nn_lr_at(&c, 9), 0.1, TOL);
+        assert_float_equal(nn_lr_at(&c, 10), 0.1, TOL);
+        assert_float_equal(nn_lr_at(&c, 60), 0.05, TOL);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_sgd_plain),
+            cmocka_unit_test(test_sgd_momentum),
+            cmocka_unit_test(test_sgd_nesterov),
+            cmocka_unit_test(test_sgd_weight_decay),
+            cmocka_unit_test(test_adam),
+            cmocka_unit_test(test_adamw),
+            cmocka_unit_test(test_state_layout),
+            cmocka_unit_test(test_bad_config),
+            cmocka_unit_test(test_lr_schedules),
+        };
+
+        /* No randomness here: every value is fixed by hand. */
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

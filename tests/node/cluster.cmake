@@ -1,0 +1,13 @@
+# Multi-process cluster tests (label slow): real gossipnode processes on
+# 127.0.0.1 with ephemeral ports, one Fashion-MNIST shard each.
+if(TARGET gossipnode AND TARGET gossip-keygen)
+  foreach(s three churn join hup)
+    add_test(NAME test_cluster_${s}
+             COMMAND /usr/bin/python3
+                     ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py
+                     $<TARGET_FILE:gossipnode> $<TARGET_FILE:gossip-keygen>
+                     ${s})
+    set_tests_properties(test_cluster_${s} PROPERTIES LABELS slow
+                         TIMEOUT 400 SKIP_RETURN_CODE 77 RUN_SERIAL ON)
+  endforeach()
+endif()

@@ -1,0 +1,125 @@
+#!/bin/bash
+# test_cli_errors.sh GOSSIPNODE - every bad configuration gives exactly one
+# line on stderr, naming the culprit, and a non-zero exit status (2 for a
+# bad command line, 1 for a bad file or environment), and --help/--version
+# succeed. Needs the Fashion-MNIST data set for the cases that get past
+# loading it (skipped, exit 77, when it is absent).
+set -u
+bin=${1:?usage: test_cli_errors.sh GOSSIPNODE}
+data=/usr/share/datasets/fashion-mnist
+tmp=$(mktemp -d /tmp/gn-cli.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+# expect STATUS PATTERN ARGS... : run, check status, one stderr line
+# matching PATTERN (grep -E), nothing on stdout.
+expect() {
+        local want=$1 pat=$2
+        shift 2
+        "$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+        local rc=$? lines
+        lines=$(wc -l <"$tmp/err")
+        if [ "$rc" -ne "$want" ] || [ "$lines" -ne 1 ] ||
+                ! grep -Eq -- "$pat" "$tmp/err" || [ -s "$tmp/out" ]; then
+                echo "FAIL: gossipnode $* -> status $rc (want $want), $lines" \
+                        "stderr lines (want 1 matching '$pat'):"
+                sed 's/^/    /' "$tmp/err" "$tmp/out"
+                fails=$((fails + 1))
+        else
+                echo "ok: $* -> $rc: $(cat "$tmp/err")"
+        fi
+}
+
+# --- command line: exit 2 ---------------------------------------------------
+expect 2 '--batch' --batch 0
+expect 2 '--batch' --batch ten
+expect 2 '--lr' --lr -0.1
+expect 2 '--lr' --lr nan
+expect 2 '--momentum' --momentum 1.5
+expect 2 '--optimizer' --optimizer lbfgs
+expect 2 '--lr-schedule' --lr-schedule linear
+expect 2 '--shard' --shard 3/3
+expect 2 '--shard' --shard 1
+expect 2 '--epochs' --epochs 0
+expect 2 '--steps' --steps -5
+expect 2 '--time-budget' --time-budget 0
+expect 2 '--target-acc' --target-acc 150
+expect 2 '--codec' --codec topk:0
+expect 2 '--codec' --codec bf16
+expect 2 '--listen' --listen 127.0.0.1
+expect 2 '--listen' --listen 127.0.0.1:99999
+expect 2 '--log-level' --log-level verbose
+expect 2 '--name' --name 'two words'
+expect 2 '--threads' --threads 0
+expect 2 '--nope' --nope
+expect 2 '--batch' --batch
+expect 2 'stray' stray
+expect 2 '--key' --peers "$tmp/peers"
+expect 2 '--checkpoint-dir' --checkpoint-every 10
+
+"$bin" --help >"$tmp/out" 2>&1 && grep -q -- '--target-acc' "$tmp/out" ||
+        { echo "FAIL: --help"; fails=$((fails + 1)); }
+"$bin" --version >"$tmp/out" 2>&1 && grep -q '^gossipnode ' "$tmp/out" ||
+        { echo "FAIL: --version"; fails=$((fails + 1)); }
+
+# --- environment: exit 1 -----------------------------------------------------
+expect 1 "$tmp/nodata" --data "$tmp/nodata" --steps 1
+mkdir -p "$tmp/emptydata"
+expect 1 "emptydata" --data "$tmp/emptydata" --steps 1
+expect 1 '--model' --model 784-banana-10 --data "$data" --steps 1
+
+if [ ! -d "$data" ]; then
+        echo "SKIP: $data missing (install dataset-fashion-mnist)"
+        [ "$fails" -eq 0 ] && exit 77
+        exit 1
+fi
+
+keygen=$(dirname "$bin")/../tools/gossip-keygen
+if [ -x "$keygen" ]; then
+        "$keygen" --out "$tmp/k0" --addr 127.0.0.1:1 --name a >/dev/null 2>&1
+        "$keygen" --out "$tmp/k1" --addr 127.0.0.1:2 --name b >/dev/null 2>&1
+        cat "$tmp/k0.pub" "$tmp/k1.pub" >"$tmp/peers"
+        # missing peers file
+        expect 1 "$tmp/missing" --peers "$tmp/missing" --key "$tmp/k0" \
+                --steps 1
+        # malformed peers file: a line number in the message
+        printf '127.0.0.1:5 notakey x\n' >"$tmp/badpeers"
+        expect 1 "badpeers:1" --peers "$tmp/badpeers" --key "$tmp/k0" \
+                --steps 1
+        # world-readable key
+        cp "$tmp/k0" "$tmp/kopen" && chmod 0644 "$tmp/kopen"
+        expect 1 "kopen" --peers "$tmp/peers" --key "$tmp/kopen" --steps 1
+        # missing key
+        expect 1 "$tmp/nokey" --peers "$tmp/peers" --key "$tmp/nokey" \
+                --steps 1
+        # port in use: a UDP socket holds it
+        port=$(/usr/bin/python3 -c '
+import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        /usr/bin/python3 -c '
+import socket, sys, time
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("127.0.0.1", int(sys.argv[1])))
+t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+t.bind(("127.0.0.1", int(sys.argv[1]))); t.listen()
+time.sleep(60)' "$port" &
+        holder=$!
+        sleep 0.5
+        expect 1 "in use" --peers "$tmp/peers" --key "$tmp/k0" \
+                --listen 127.0.0.1:"$port" --steps 1
+        kill "$holder" 2>/dev/null
+        wait "$holder" 2>/dev/null
+else
+        echo "note: $keygen not built: key/peers cases skipped"
+fi
+
+# corrupt checkpoint: refused with the loader's message, never ignored
+mkdir -p "$tmp/ck"
+head -c 200 /dev/urandom >"$tmp/ck/model.ckpt"
+expect 1 "model.ckpt" --checkpoint-dir "$tmp/ck" --steps 1
+
+if [ "$fails" -ne 0 ]; then
+        echo "$fails case(s) failed"
+        exit 1
+fi
+echo "all cases passed"

@@ -1,0 +1,21 @@
+# The daemon's training side (node/options.c, evlog.c, trainer.c, daemon.c,
+# main.c): option parsing and the event log as a unit test, the binary's
+# error paths, training, resume and determinism as process-level tests.
+gn_add_test(NAME test_cli_options
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_options.c
+            LIBS gn_node gn::cmocka LABELS unit)
+if(TARGET gossipnode)
+  # Process tests: bash scripts driving the real binary.
+  # test_cli_errors: each bad configuration -> one line, non-zero exit.
+  add_test(NAME test_cli_errors
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_errors.sh
+                   $<TARGET_FILE:gossipnode>)
+  set_tests_properties(test_cli_errors PROPERTIES LABELS unit TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+  foreach(t test_train_resume test_train_determinism test_train_mnist)
+    add_test(NAME ${t} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/${t}.sh
+                               $<TARGET_FILE:gossipnode>)
+    set_tests_properties(${t} PROPERTIES LABELS slow TIMEOUT 300
+                         SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
