@@ -18,15 +18,15 @@ struct shape {
 };
 
 static const struct shape shapes[] = {
-        {"fwd1  y1=x*W1^T", 0, 1, 100, 512, 784},
-        {"fwd2  y2=y1*W2^T", 0, 1, 100, 10, 512},
-        {"bwd2  dW2=dy2^T*y1", 1, 0, 10, 512, 100},
-        {"bwd2  dy1=dy2*W2", 0, 0, 100, 512, 10},
-        {"bwd1  dW1=dy1^T*x", 1, 0, 512, 784, 100},
-        {"bwd1  dx=dy1*W1 (skipped)", 0, 0, 100, 784, 512},
-        /* The same products with W stored [in][out] instead of [out][in]. */
-        {"alt fwd1 y1=x*W1", 0, 0, 100, 512, 784},
-        {"alt bwd1 dW1=x^T*dy1", 1, 0, 784, 512, 100},
+    {"fwd1  y1=x*W1^T", 0, 1, 100, 512, 784},
+    {"fwd2  y2=y1*W2^T", 0, 1, 100, 10, 512},
+    {"bwd2  dW2=dy2^T*y1", 1, 0, 10, 512, 100},
+    {"bwd2  dy1=dy2*W2", 0, 0, 100, 512, 10},
+    {"bwd1  dW1=dy1^T*x", 1, 0, 512, 784, 100},
+    {"bwd1  dx=dy1*W1 (skipped)", 0, 0, 100, 784, 512},
+    /* The same products with W stored [in][out] instead of [out][in]. */
+    {"alt fwd1 y1=x*W1", 0, 0, 100, 512, 784},
+    {"alt bwd1 dW1=x^T*dy1", 1, 0, 784, 512, 100},
 };
 
 static double now_s(void)
@@ -100,8 +100,8 @@ int main(int argc, char **argv)
 
                 do {
                         for (int r = 0; r < 20; r++)
-                                nn_gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f,
-                                        a, lda, b, ldb, 0.0f, c, s->n);
+                                nn_gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, a,
+                                        lda, b, ldb, 0.0f, c, s->n);
                         reps += 20;
                         t = now_s() - t0;
                 } while (t < ms * 1e-3);

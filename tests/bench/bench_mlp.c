@@ -26,8 +26,8 @@ int main(int argc, char **argv)
         int batch = 100, threads = 1, steps = 2000, warm = 50, rc = 1;
         struct nn_model *m = NULL;
         struct nn_optim *o = NULL;
-        struct nn_optim_config oc = {.kind = NN_OPTIM_SGD, .lr = 0.01f,
-                                     .momentum = 0.9f};
+        struct nn_optim_config oc = {
+            .kind = NN_OPTIM_SGD, .lr = 0.01f, .momentum = 0.9f};
         float *x = NULL, loss = 0;
         uint8_t *y = NULL;
         int pool = 20, in, correct;

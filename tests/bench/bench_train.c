@@ -71,10 +71,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_train: %s\n", err);
                 goto out;
         }
-        struct nn_optim_config oc = {.kind = NN_OPTIM_SGD, .lr = lr,
-                                     .momentum = mom, .weight_decay = wd};
-        if (nn_model_create(spec, (int)tr.channels, (int)tr.rows,
-                            (int)tr.cols, seed, &m) ||
+        struct nn_optim_config oc = {.kind = NN_OPTIM_SGD,
+                                     .lr = lr,
+                                     .momentum = mom,
+                                     .weight_decay = wd};
+        if (nn_model_create(spec, (int)tr.channels, (int)tr.rows, (int)tr.cols,
+                            seed, &m) ||
             nn_optim_create(&oc, nn_model_nparams(m), &o) ||
             nn_model_reserve(m, batch) || nn_batcher_init(&bt, &tr, seed)) {
                 fprintf(stderr, "bench_train: cannot set up %s\n", spec);
@@ -82,7 +84,8 @@ int main(int argc, char **argv)
         }
         size_t ss = nn_dataset_sample_size(&tr);
         uint64_t steps_per_epoch = (tr.n + batch - 1) / batch;
-        struct nn_lr_schedule sch = {.kind = NN_LR_COSINE, .base_lr = lr,
+        struct nn_lr_schedule sch = {.kind = NN_LR_COSINE,
+                                     .base_lr = lr,
                                      .total_steps = steps_per_epoch * epochs};
         x = malloc(sizeof(float) * ss * batch);
         y = malloc(batch);
@@ -106,8 +109,7 @@ int main(int argc, char **argv)
                         if (k < 0)
                                 goto out;
                         nn_model_train_batch(m, x, y, k, &loss, NULL);
-                        nn_optim_step(o, nn_model_params(m),
-                                      nn_model_grads(m),
+                        nn_optim_step(o, nn_model_params(m), nn_model_grads(m),
                                       nn_lr_at(&sch, nn_optim_steps(o)));
                         sum += loss;
                         nb++;
