@@ -61,6 +61,7 @@ static void test_defaults(void **state)
         assert_string_equal(o.model, "784-512-10");
         assert_int_equal(o.batch, 100);
         assert_int_equal(o.optimizer, NODE_OPTIM_SGD);
+        assert_int_equal(o.lr_schedule, NODE_SCHED_COSINE);
         assert_true(fabsf(o.lr - 0.05f) < 1e-7f);
         assert_true(fabsf(o.momentum - 0.9f) < 1e-7f);
         assert_int_equal(o.shard_i, 0);

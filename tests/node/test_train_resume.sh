@@ -12,7 +12,10 @@ tmp=$(mktemp -d /tmp/gn-resume.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-common=(--threads 1 --seed 5 --batch 64 --eval-every 50 --log-level info)
+# const rate: a cosine schedule spans --steps, which differs between the
+# halves and the straight run by design
+common=(--threads 1 --seed 5 --batch 64 --eval-every 50 --log-level info
+        --lr-schedule const)
 
 "$bin" "${common[@]}" --steps 150 --checkpoint-dir "$tmp/straight" \
         >"$tmp/straight.log" 2>&1 || fail "straight run"
