@@ -65,9 +65,12 @@ void node_evlog_step(struct node_evlog *l, uint64_t step, uint32_t epoch,
                      double loss, double acc, double sps, double lr);
 
 /* {"ev":"eval","step":N,"epoch":E,"train_acc":x,"test_acc":x,
- *  "test_loss":x} (accuracies in %; train_acc may be null). */
+ *  "test_loss":x,"train_s":x,"compute_s":x} (accuracies in %; train_acc
+ * may be null; train_s/compute_s: training-thread seconds so far, see
+ * docs/eventlog.md). */
 void node_evlog_eval(struct node_evlog *l, uint64_t step, uint32_t epoch,
-                     double train_acc, double test_acc, double test_loss);
+                     double train_acc, double test_acc, double test_loss,
+                     double train_s, double compute_s);
 
 /* {"ev":"member","peer":"<name>","state":"alive|suspect|dead|left"} */
 void node_evlog_member(struct node_evlog *l, const char *peer,

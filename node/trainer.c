@@ -72,6 +72,12 @@ struct node_trainer {
         double t_start; /* monotonic seconds at run start */
         double last_eval_acc;
         uint64_t last_eval_step;
+        /* Seconds on the training thread: train_s = every step, hooks
+         * (gradient hand-off, merge, averaging) included, evaluation and
+         * checkpoints excluded; compute_s = the local part of a step
+         * (batch, forward/backward, optimizer). compute_s / train_s is the
+         * node's compute efficiency. */
+        double train_s, compute_s;
 
         atomic_int stop_flag;
         pthread_t thread;
@@ -526,7 +532,7 @@ static int evaluate(struct node_trainer *t, struct window *ew)
                  display_epoch(t), (unsigned long long)t->step, train_loss,
                  train_acc, (double)loss, 100.0 * acc);
         node_evlog_eval(t->ev, t->step, display_epoch(t), train_acc,
-                        100.0 * acc, loss);
+                        100.0 * acc, loss, t->train_s, t->compute_s);
         pthread_mutex_lock(&t->stats_lock);
         t->st.test_acc = 100.0 * acc;
         t->st.test_loss = loss;
@@ -544,6 +550,7 @@ static int train_step(struct node_trainer *t, struct window *pw,
 {
         float loss = 0, lr;
         int n, correct = 0, rc;
+        double t0 = mono_s(), local;
 
         t->batch_epoch = (uint32_t)nn_batcher_epoch(&t->batcher) + 1;
         n = nn_batcher_next(&t->batcher, t->x, t->y, (int)t->o->batch);
@@ -552,12 +559,15 @@ static int train_step(struct node_trainer *t, struct window *pw,
         rc = nn_model_train_batch(t->model, t->x, t->y, n, &loss, &correct);
         if (rc)
                 return rc;
+        local = mono_s() - t0;
         if (t->h->exchange)
                 t->h->exchange(t->h->ctx, t, t->step, nn_model_grads(t->model),
                                t->nparams);
+        t0 = mono_s();
         lr = nn_lr_at(&t->lr, t->step);
         nn_optim_step(t->optim, nn_model_params(t->model),
                       nn_model_grads(t->model), lr);
+        t->compute_s += local + (mono_s() - t0);
         t->step++;
         if (t->h->after_step)
                 t->h->after_step(t->h->ctx, t, t->step,
@@ -632,10 +642,13 @@ static int run_loop(struct node_trainer *t, int *reason)
         next_tick = mono_s() + o->progress_ms / 1000.0;
         *reason = stop_due(t, 0);
         while (*reason == NODE_STOP_NONE) {
+                double s0 = mono_s();
+
                 epoch_before = nn_batcher_epoch(&t->batcher);
                 rc = train_step(t, &pw, &ew, &lr);
                 if (rc)
                         return rc;
+                t->train_s += mono_s() - s0;
                 if (mono_s() >= next_tick) {
                         progress(t, &pw, lr);
                         next_tick = mono_s() + o->progress_ms / 1000.0;

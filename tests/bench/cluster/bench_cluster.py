@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Cluster benchmark: gossipnode with 1, 2 and 4 nodes on loopback against
+PyTorch alone and PyTorch DDP (gloo) with the same number of processes, the
+same model (MLP 784-512-10), batch (100 per process), optimizer (SGD,
+momentum 0.9, lr 0.05, cosine over 10 epochs of the shard) and data
+(Fashion-MNIST, process i of N on its own 1/N of the training set), all in
+one run.
+
+For each configuration it reports the training time until the test
+accuracy reaches the target (evaluated every --eval-every steps on the full
+test set; evaluation time is excluded on both sides), and the per-node
+compute efficiency (share of the training thread's time spent computing:
+forward, backward, optimizer; the rest is gradient hand-off, merging and
+waiting). For a gossip cluster the time is that of the LAST node to reach
+the target (every model must get there), the efficiency the mean over nodes.
+
+Usage: /usr/bin/python3 tests/bench/cluster/bench_cluster.py --build build
+       [--nodes 2,4] [--target 88] [--repeat 1] [-- extra gossipnode args]
+Prints a table and one JSON line per configuration.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def events(path):
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.endswith("\n"):
+                    out.append(json.loads(line))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def node_result(evs, target):
+    """(train seconds at the first eval >= target or None, efficiency,
+    final test acc, steps)"""
+    reached = None
+    last = None
+    for e in evs:
+        if e["ev"] == "eval":
+            last = e
+            if reached is None and e["test_acc"] is not None and e["test_acc"] >= target:
+                reached = e["train_s"]
+    if last is None:
+        return None, None, None, None
+    eff = last["compute_s"] / last["train_s"] if last["train_s"] else None
+    return reached, eff, last["test_acc"], last["step"]
+
+
+def run_gossip(args, n, extra):
+    work = tempfile.mkdtemp(prefix=f"gn-bench{n}-")
+    common = ["--target-acc", str(args.target), "--eval-every", str(args.eval_every),
+              "--epochs", "10", "--seed", str(args.seed)] + extra
+    t0 = time.time()
+    if n == 1:
+        ev = os.path.join(work, "events.jsonl")
+        cmd = [os.path.join(args.build, "node", "gossipnode"), "--event-log", ev,
+               "--log-level", "warn", "--name", "single"] + common
+        subprocess.run(cmd, check=True)
+        logs = [ev]
+    else:
+        cmd = [os.path.join(args.build, "tools", "gossip-cluster"), "--nodes", str(n),
+               "--build", args.build, "--workdir", work, "--quiet", "--"] + common
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        logs = [os.path.join(work, f"node{i}", "events.jsonl") for i in range(n)]
+    wall = time.time() - t0
+    res = [node_result(events(p), args.target) for p in logs]
+    shutil.rmtree(work, ignore_errors=True)
+    times = [r[0] for r in res]
+    effs = [r[1] for r in res if r[1] is not None]
+    return {
+        "framework": "gossipnode" if n > 1 else "gossipnode-single",
+        "procs": n,
+        "seconds_to_target": None if any(t is None for t in times) else max(times),
+        "first_node_seconds": min((t for t in times if t is not None), default=None),
+        "compute_efficiency": sum(effs) / len(effs) if effs else None,
+        "final_test_acc": [r[2] for r in res],
+        "steps": [r[3] for r in res],
+        "wall_seconds": wall,
+        "args": " ".join(extra),
+    }
+
+
+def run_torch(args, n):
+    cmd = ["/usr/bin/python3", os.path.join(HERE, "ddp_baseline.py"), "--procs", str(n),
+           "--target", str(args.target / 100.0), "--eval-every", str(args.eval_every),
+           "--seed", str(args.seed), "--port", str(29500 + n)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def fmt(v, f="{:.1f}"):
+    return "-" if v is None else f.format(v)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--nodes", default="2,4")
+    ap.add_argument("--target", type=float, default=88.0)
+    ap.add_argument("--eval-every", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("extra", nargs="*", help="extra gossipnode arguments (after --)")
+    args = ap.parse_args()
+    ns = [int(x) for x in args.nodes.split(",")]
+    rows = []
+    rows.append(run_gossip(args, 1, args.extra))
+    if not args.no_torch:
+        rows.append(run_torch(args, 1))
+    for n in ns:
+        rows.append(run_gossip(args, n, args.extra))
+        if not args.no_torch:
+            rows.append(run_torch(args, n))
+    print(f"\ntarget {args.target}% test accuracy, MLP 784-512-10, batch 100/process, "
+          f"load at start {os.getloadavg()[0]:.1f}")
+    print(f"{'system':<22}{'procs':>6}{'s to target':>13}{'efficiency':>12}")
+    for r in rows:
+        print(f"{r['framework']:<22}{r['procs']:>6}{fmt(r['seconds_to_target']):>13}"
+              f"{fmt(r['compute_efficiency'], '{:.1%}'):>12}")
+    by = {(r["framework"].startswith("gossipnode"), r["procs"]): r for r in rows}
+    for n in ns:
+        g, d = by.get((True, n)), by.get((False, n))
+        if g and d and g["seconds_to_target"] and d["seconds_to_target"]:
+            print(f"gossip-{n} / ddp-{n} time ratio: "
+                  f"{g['seconds_to_target'] / d['seconds_to_target']:.2f}")
+    for r in rows:
+        print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()
