@@ -2,25 +2,90 @@
  * fuzz_checkpoint.c - libFuzzer target for the model-state decoder
  * (nn/checkpoint.c: nn_checkpoint_peek_size, nn_checkpoint_decode).
  *
- * fuzz-libs: gn_nn
+ * fuzz-libs: gn_nn gn::sodium
  *
  * The same bytes arrive from a joining peer over the network (STATE), so the
  * decoder must survive anything. Oracles: a decode that succeeds describes
  * exactly the input (re-encoding gives the same bytes), holds only finite
  * floats and never more than the caller's float limit; peek agrees with the
  * decoded total.
+ *
+ * The first input byte is a mode: with bit 0 set the rest is first made
+ * self-consistent (magic, version, sizes adding up to the length, BLAKE2b
+ * trailer), so that mutations get past the checksum to the field checks.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "checkpoint.h"
 #include "fuzz.h"
 
 enum { FUZZ_MAX_FLOATS = 1 << 16 };
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void put32(uint8_t *p, uint32_t v)
+{
+        for (int i = 0; i < 4; i++)
+                p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+        for (int i = 0; i < 8; i++)
+                p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+               (uint32_t)p[3] << 24;
+}
+
+/* Header offsets as in docs/formats.md: total 8, spec/meta lengths 40/44,
+ * parameter/optimizer counts 48/56, 64-byte header, 32-byte digest. */
+static void make_consistent(uint8_t *b, size_t n)
+{
+        size_t room = n - 96, sl, ml, fl;
+        uint64_t nf, no;
+
+        sl = get32(b + 40) % (room + 1);
+        ml = get32(b + 44) % (room - sl + 1);
+        fl = room - sl - ml;
+        ml += fl % 4;
+        nf = fl / 4;
+        no = nf ? get32(b + 56) % (nf + 1) : 0;
+        memcpy(b, "GNCK", 4);
+        put32(b + 4, 1);
+        put64(b + 8, n);
+        put32(b + 40, (uint32_t)sl);
+        put32(b + 44, (uint32_t)ml);
+        put64(b + 48, nf - no);
+        put64(b + 56, no);
+        crypto_generichash(b + n - 32, 32, b, n - 32, NULL, 0);
+}
+
+static int check_one(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
+{
+        uint8_t *b;
+
+        if (n < 1)
+                return 0;
+        b = malloc(n);
+        GN_FUZZ_CHECK(b != NULL);
+        memcpy(b, in + 1, n - 1);
+        if ((in[0] & 1) && n - 1 >= 96)
+                make_consistent(b, n - 1);
+        check_one(b, n - 1);
+        free(b);
+        return 0;
+}
+
+static int check_one(const uint8_t *data, size_t size)
 {
         struct nn_checkpoint ck;
         char err[256];
@@ -75,11 +140,12 @@ void gn_fuzz_seeds(gn_fuzz_add_fn add, void *ctx)
                 uint8_t buf[512];
                 size_t len = 0;
 
+                buf[0] = 0; /* mode byte: as is */
                 for (int i = 0; i < 12; i++) {
                         params[i] = (float)i * 0.25f - 1.0f;
                         opt[i] = (float)i * -0.5f;
                 }
-                if (nn_checkpoint_encode(&ck, buf, sizeof(buf), &len) == 0)
-                        add(ctx, buf, len);
+                if (nn_checkpoint_encode(&ck, buf + 1, sizeof(buf) - 1, &len) == 0)
+                        add(ctx, buf, len + 1);
         }
 }
