@@ -1298,7 +1298,7 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
         if (nps > 64)
                 nps = 64;
         for (size_t i = 0; i < nps; i++)
-                if (memcmp(&ps[i].addr, &m->addr, sizeof(m->addr)) == 0) {
+                if (node_net_addr_equal(&ps[i].addr, &m->addr)) {
                         queued = ps[i].queued_bytes;
                         dropped = ps[i].frames_dropped;
                 }

@@ -12,6 +12,8 @@
 #include <sodium.h>
 
 #include "daemon.h"
+#include <signal.h>
+
 #include "evlog.h"
 #include "nn.h"
 #include "options.h"
@@ -41,6 +43,9 @@ int main(int argc, char **argv)
                                 "BLIS\n");
                 return 1;
         }
+        /* libuv writes with write(2): a peer or gossipctl that hangs up
+         * mid-write must be an EPIPE error on that stream, not our death. */
+        signal(SIGPIPE, SIG_IGN);
         node_log_setup(stderr, o.name ? o.name : "node", o.log_level);
         rc = node_daemon_run(&o, err, sizeof(err));
         nn_lib_finalize();

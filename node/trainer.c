@@ -183,8 +183,9 @@ static void meta_apply(struct node_trainer *t, const struct nn_checkpoint *ck)
         }
         if (pos > t->shard.n)
                 pos = 0;
-        if (nn_batcher_seek(&t->batcher, epoch, pos) == 0)
-                t->batcher.completed = epoch;
+        /* nn_batcher_seek() sets the completed-epoch count itself (one
+         * more when pos is at the very end of an epoch). */
+        nn_batcher_seek(&t->batcher, epoch, pos);
 }
 
 static void fill_ckpt(struct node_trainer *t, struct nn_checkpoint *ck,
