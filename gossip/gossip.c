@@ -361,6 +361,18 @@ int gossip_leave(struct gossip *g)
         return gossip__swim_leave(g);
 }
 
+int gossip_force_leave(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES])
+{
+        struct swim_member *m;
+
+        if (!g || !key)
+                return GOSSIP_EINVAL;
+        m = gossip__member_find(g, gossip_key_id(key));
+        if (!m || m == &g->self)
+                return GOSSIP_ENOPEER;
+        return gossip__swim_force_leave(g, m);
+}
+
 int gossip_trust_add(struct gossip *g, const struct gossip_peer *p)
 {
         struct swim_member *m;

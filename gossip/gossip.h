@@ -166,6 +166,11 @@ int gossip_join(struct gossip *g, const struct gossip_addr *addr);
  * destroys the node. */
 int gossip_leave(struct gossip *g);
 
+/* Declare another member `left` (an operator's force-leave, for a node
+ * that is gone for good) and spread it. A member that is in fact alive
+ * refutes it. GOSSIP_ENOPEER if the key is unknown or already left. */
+int gossip_force_leave(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES]);
+
 /* Add (or update the address/name of) a trusted key. */
 int gossip_trust_add(struct gossip *g, const struct gossip_peer *p);
 

@@ -881,6 +881,16 @@ int gossip__swim_join(struct gossip *g, const struct gossip_addr *addr)
         return gossip__send(g, NULL, addr, &msg);
 }
 
+int gossip__swim_force_leave(struct gossip *g, struct swim_member *m)
+{
+        if (m->state == SWIM_UNKNOWN || m->state == GOSSIP_LEFT)
+                return GOSSIP_ENOPEER;
+        /* Spread "left" at its current incarnation: a member that is in
+         * fact alive refutes it with a higher one, as with any rumour. */
+        apply_gone(g, m, m->inc, GOSSIP_LEFT);
+        return 0;
+}
+
 int gossip__swim_leave(struct gossip *g)
 {
         size_t i;

@@ -183,6 +183,7 @@ size_t gossip__swim_full_view(const struct gossip *g,
 uint64_t gossip__swim_deadline(const struct gossip *g);
 int gossip__swim_join(struct gossip *g, const struct gossip_addr *addr);
 int gossip__swim_leave(struct gossip *g);
+int gossip__swim_force_leave(struct gossip *g, struct swim_member *m);
 
 /* gossip.c: the transport side. Fills header fields, encodes, signs, sends
  * and counts. For piggyback kinds, `to` (may be NULL) gets its own entry

@@ -380,6 +380,60 @@ static void test_leave(void **state)
 }
 
 /*
+ * Force-leave (the operator's `gossipctl force-leave`): a crashed node is
+ * declared `left` by one member and, like any update, that spreads to all
+ * within a dissemination round, before the failure detector would have
+ * called it dead. A live node that is force-left refutes it.
+ */
+static void test_force_leave(void **state)
+{
+        struct watch w;
+        uint64_t seed = sim_seed_from_env("force_leave", 1010);
+        struct sim *s = mk(32, seed, 0.0, &w);
+        bool subj[32] = {0}, skip[32] = {0};
+        struct expect left = {subj, GOSSIP_LEFT, skip};
+        struct expect alive = {NULL, GOSSIP_ALIVE, NULL};
+        uint64_t t0, t;
+        bool ok;
+
+        (void)state;
+        cold_start(s);
+        subj[5] = skip[5] = true;
+        sim_crash(s, 5);
+        assert_int_equal(gossip_force_leave(sim_node(s, 0), sim_key(s, 5)), 0);
+        assert_int_equal(gossip_force_leave(sim_node(s, 0), sim_key(s, 5)),
+                         GOSSIP_ENOPEER);
+        t0 = sim_now(s);
+        ok = sim_run_until_pred(s, t0 + 5000, 10, all_see, &left);
+        t = sim_now(s) - t0;
+        fprintf(stderr,
+                "force-leave: `left` everywhere after %llu ms "
+                "(bound 1000)\n",
+                (unsigned long long)t);
+        assert_true(ok);
+        assert_true(t <= 1000);
+        assert_int_equal(w.dead[5], 0);
+        /* a live member told it has left refutes and stays alive */
+        assert_int_equal(gossip_force_leave(sim_node(s, 0), sim_key(s, 7)), 0);
+        subj[5] = false;
+        skip[5] = true;
+        alive.skip_observer = skip;
+        alive.subject = NULL;
+        {
+                bool subj_alive[32];
+                for (size_t i = 0; i < 32; i++)
+                        subj_alive[i] = i != 5;
+                alive.subject = subj_alive;
+                ok = sim_run_until_pred(s, sim_now(s) + 10000, 10, all_see,
+                                        &alive);
+                if (!ok)
+                        print_state_mismatch(s, &alive);
+                assert_true(ok);
+        }
+        sim_destroy(s);
+}
+
+/*
  * Partition into halves for 60 s (each half declares the other dead), then
  * heal. Every other anti-entropy round SYNCs with a dead/suspect member, so
  * within 2 sync intervals (2 x 5 s at 32 members, jittered to <= 12.5 s)
@@ -707,6 +761,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_one_way_cut),
             cmocka_unit_test(test_freeze_refute),
             cmocka_unit_test(test_leave),
+            cmocka_unit_test(test_force_leave),
             cmocka_unit_test(test_partition_heal),
             cmocka_unit_test(test_restart),
             cmocka_unit_test(test_join_retry),
