@@ -24,6 +24,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -198,6 +199,60 @@ def check_stats_train(t, sock):
     assert "node2" in r.stdout and "step " in r.stdout, r.stdout
 
 
+def scrape(addr):
+    """GET /metrics from a live daemon; (status line, headers, body)."""
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as c:
+        c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    return lines[0], lines[1:], body.decode()
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? '
+                    r'(-?[0-9.e+-]+|NaN|[+-]Inf)$')
+
+
+def check_metrics(work):
+    """Scrape node0's /metrics: valid text format 0.0.4, our prefix and
+    conventions, and values that agree with what the node is doing."""
+    addr = open(os.path.join(work, "node0", "metrics.addr")).read().strip()
+    status, headers, body = scrape(addr)
+    assert status.startswith("HTTP/1.1 200"), status
+    assert any(h.lower().startswith("content-type: text/plain; version=0.0.4")
+               for h in headers), headers
+    samples, types = {}, {}
+    for ln in body.splitlines():
+        if ln.startswith("# TYPE "):
+            _, _, name, kind = ln.split(" ", 3)
+            types[name] = kind
+            continue
+        if not ln or ln.startswith("#"):
+            continue
+        m = SAMPLE.match(ln)
+        assert m, f"not a sample line: {ln!r}"
+        name = m.group(1)
+        assert name.startswith("gossipnode_"), name
+        samples.setdefault(name, []).append((m.group(3) or "", m.group(4)))
+    for name, kind in types.items():
+        if kind == "counter":
+            assert name.endswith("_total"), name
+    assert "gossipnode_build_info" in samples, sorted(samples)
+    # the node is training with 2 live peers: a step counter that moved
+    steps = [k for k in samples if "step" in k]
+    assert steps, sorted(samples)
+    assert any(float(v) > 0 for k in steps for _, v in samples[k]), \
+        {k: samples[k] for k in steps}
+    log(f"metrics: {len(samples)} families scraped from {addr}, "
+        f"e.g. {steps[0]}={samples[steps[0]][0][1]}")
+
+
 def check_failures(t, socks, work):
     os.kill(pid_of(work, 2), signal.SIGKILL)
     log("killed node2 with SIGKILL")
@@ -244,7 +299,8 @@ def part2(t, tmp, seed):
     out = open(os.path.join(tmp, "launcher.out"), "w+")
     launcher = subprocess.Popen(
         [t.cluster, "--nodes", "3", "--build", t.build, "--workdir", work,
-         "--steps", "10000000", "--time-budget", "400", "--seed", str(seed)],
+         "--steps", "10000000", "--time-budget", "400", "--seed", str(seed),
+         "--metrics"],
         stdout=out, stderr=subprocess.STDOUT)
     socks = [os.path.join(work, f"node{i}", "ctl.sock") for i in range(3)]
     try:
@@ -254,6 +310,7 @@ def part2(t, tmp, seed):
                 120)
         check_members(t, socks[0], work)
         check_stats_train(t, socks[0])
+        check_metrics(work)
         check_failures(t, socks, work)
         launcher.send_signal(signal.SIGINT)
         rc = launcher.wait(timeout=120)
