@@ -10,18 +10,28 @@
  *
  * BLIS keeps process-wide state (kernel choice, thread count, memory pools):
  * nn_lib_init() creates it before any thread computes, nn_lib_finalize()
- * releases it so that leak checkers stay quiet.
+ * releases it so that leak checkers stay quiet.  BLIS always runs one
+ * thread per call; concurrent calls from the model's threads are safe (the
+ * Debian builds, serial included, have BLIS_ENABLE_SYSTEM: real mutexes
+ * around the shared memory pools).
  */
+#include <stdatomic.h>
+
 #include <blis.h>
 
 #include "nn.h"
 
-static int nn_threads = 1;
+/* Threads a model computes with (model.c splits batches by samples).  Atomic
+ * because a daemon may set it on one thread while a trainer reads it. */
+static atomic_int nn_threads = 1;
 
 int nn_lib_init(void)
 {
         bli_init();
-        bli_thread_set_num_threads(nn_threads);
+        /* Every GEMM runs on one BLIS thread: parallelism is ours, by
+         * samples (model.c), so a threaded BLIS build must not add its own
+         * spinning threads on top. */
+        bli_thread_set_num_threads(1);
         return 0;
 }
 
@@ -34,13 +44,12 @@ void nn_threads_set(int n)
 {
         if (n < 1)
                 n = 1;
-        nn_threads = n;
-        bli_thread_set_num_threads(n);
+        atomic_store(&nn_threads, n);
 }
 
 int nn_threads_get(void)
 {
-        return nn_threads;
+        return atomic_load(&nn_threads);
 }
 
 void nn_gemm(int transa, int transb, int m, int n, int k, float alpha,

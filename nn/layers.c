@@ -91,6 +91,12 @@ void nn__dense_backward(float *dx, float *dw, float *db, float *dy,
                 nn_gemm(0, 0, batch, k, n, 1.0f, dy, n, w, k, 0.0f, dx, k);
 }
 
+void nn__dense_backward_bias(float *db, float *dy, const float *relu_y,
+                             int batch, int n)
+{
+        mask_bias_grad(db, dy, relu_y, batch, n);
+}
+
 NN_HOT void nn__relu_forward(float *y, const float *x, size_t n)
 {
         for (size_t i = 0; i < n; i++)
@@ -104,13 +110,13 @@ NN_HOT void nn__relu_backward(float *dx, const float *dy, const float *y,
                 dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-double nn__softmax_ce(float *dz, const float *logits, const uint8_t *y,
-                      int batch, int classes, int *correct)
+double nn__softmax_ce_rows(float *dz, const float *logits, const uint8_t *y,
+                           int rows, int classes, int *correct, int batch)
 {
         double total = 0.0;
         float inv_b = 1.0f / (float)batch;
 
-        for (int i = 0; i < batch; i++) {
+        for (int i = 0; i < rows; i++) {
                 const float *z = logits + (size_t)i * classes;
                 float *d = dz ? dz + (size_t)i * classes : NULL;
                 int arg = 0;
@@ -134,7 +140,15 @@ double nn__softmax_ce(float *dz, const float *logits, const uint8_t *y,
                         d[j] = (float)(p - (j == y[i] ? 1.0 : 0.0)) * inv_b;
                 }
         }
-        return total / batch;
+        return total;
+}
+
+double nn__softmax_ce(float *dz, const float *logits, const uint8_t *y,
+                      int batch, int classes, int *correct)
+{
+        return nn__softmax_ce_rows(dz, logits, y, batch, classes, correct,
+                                   batch) /
+               batch;
 }
 
 size_t nn__conv_col_len(const struct nn__conv *s, int samples)

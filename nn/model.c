@@ -1,7 +1,8 @@
 /*
  * model.c - models built from a spec string: parsing and canonical form,
  * the flat parameter/gradient buffers with per-layer offsets into them,
- * seeded initialisation, and the forward/backward drivers.
+ * seeded initialisation, and the forward/backward drivers, serial or split
+ * over threads by samples.
  *
  * Invariants: params and grads are each ONE allocation of nparams floats,
  * laid out layer by layer (weights then bias); the layout is a function of
@@ -9,9 +10,30 @@
  * gradient buffers, one im2col buffer of bounded size) are sized for `cap`
  * samples and only grow, so a training loop with a fixed batch allocates
  * nothing after its first step (or after nn_model_reserve).
+ *
+ * Threads (nn_threads_set(n), n > 1): a batch is cut into n contiguous
+ * chunks; thread t (the caller is t = 0, workers are 1..n-1) runs forward
+ * and backward on chunk t with its own workspace ws[t] and its own gradient
+ * buffer (ws[0]'s is the model's), each with serial BLIS.  Each chunk's
+ * logit gradient is divided by the whole batch size (its rows are those of
+ * the serial pass, bit for bit), so after a barrier the threads sum the
+ * buffers into the model's, each over its own range of parameters, always
+ * in the order ws[0] + ws[1] + ... : results are deterministic for a fixed
+ * n, and equal to the serial ones up to float rounding.  A dense first
+ * layer (an MLP's biggest block) is not reduced: after the barrier each
+ * thread computes its rows of that weight gradient over the whole batch
+ * from every chunk's output gradient, gathered in m->dy0.  With one
+ * thread (or a batch of one sample) the serial code path runs unchanged.
+ * Workers are started on first use, block on a condition variable between
+ * jobs (never spin: the host is often oversubscribed) and are joined in
+ * nn_model_free.  All job fields are written under the pool mutex before
+ * the workers are woken, and results are read after they report back under
+ * it, so every hand-over is ordered by the mutex.
  */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +58,12 @@ enum {
         BATCH_MAX = 1 << 20,
         /* Largest activation of one sample, in floats (256 MB). */
         ACT_MAX = 1 << 26,
+        /* Most threads one model computes with: a Pi has 4 cores; beyond
+         * the core count chunks only get smaller. */
+        THREADS_MAX = 16,
+        /* Reduction ranges start on multiples of this many floats (64
+         * bytes), so two threads never write the same cache line. */
+        REDUCE_ALIGN = 16,
 };
 
 /* Bound on parameters: 1 GiB of floats is far beyond a Pi. */
@@ -52,9 +80,21 @@ struct layer {
         int in_size, out_size;
         struct nn__conv conv;
         size_t w_off, b_off, nw, nb;
-        float *out;   /* [cap, out_size] */
-        int32_t *idx; /* pool: [cap, out_size] winners */
 };
+
+/* One thread's workspaces, for `cap` samples. */
+struct ws {
+        int cap;
+        float *out[LAYERS_MAX];   /* [cap, out_size] per layer */
+        int32_t *idx[LAYERS_MAX]; /* pool layers: [cap, out_size] winners */
+        float *d0, *d1;           /* [cap, dmax] ping-pong gradients */
+        float *col;               /* im2col workspace */
+        size_t col_len;
+        float *grads; /* where backward writes: ws[0] the model's, others
+                         their own nparams floats (allocated on first use) */
+};
+
+struct pool;
 
 struct nn_model {
         char spec[NN_SPEC_MAX];
@@ -63,11 +103,14 @@ struct nn_model {
         struct layer layers[LAYERS_MAX];
         size_t nparams;
         float *params, *grads;
-        int cap;        /* workspace capacity in samples */
         size_t dmax;    /* largest per-sample activation */
-        float *d0, *d1; /* [cap, dmax] ping-pong gradients */
-        float *col;     /* im2col workspace */
-        size_t col_len;
+        size_t col_per; /* im2col floats of one sample (largest conv) */
+        size_t col_n;   /* samples the im2col budget holds (>= 1) */
+        struct ws ws[THREADS_MAX];
+        struct pool *pool; /* NULL until threads are first used */
+        float *dy0;        /* threads, dense first layer: [dy0_cap, width]
+                              gradient at its output, all chunks */
+        int dy0_cap;
 };
 
 /* ---- spec parsing ------------------------------------------------------ */
@@ -367,6 +410,7 @@ int nn_model_create(const char *spec, int in_channels, int in_h, int in_w,
         m->grads = calloc(m->nparams, sizeof(float));
         if (!m->params || !m->grads)
                 goto out;
+        m->ws[0].grads = m->grads;
         init_params(m, seed);
         for (int i = 0; i < m->nlayers; i++) {
                 struct layer *l = &m->layers[i];
@@ -379,16 +423,16 @@ int nn_model_create(const char *spec, int in_channels, int in_h, int in_w,
                 if (l->kind != L_CONV)
                         continue;
                 cl = nn__conv_col_len(&l->conv, 1);
-                if (cl > m->col_len)
-                        m->col_len = cl;
+                if (cl > m->col_per)
+                        m->col_per = cl;
         }
-        if (m->col_len) {
+        if (m->col_per) {
                 /* One sample at least; as many as fit in the budget. */
-                size_t per = m->col_len;
-                size_t n = COL_BUDGET / per ? COL_BUDGET / per : 1;
-                m->col_len = per * n;
-                m->col = malloc(sizeof(float) * m->col_len);
-                if (!m->col)
+                m->col_n =
+                    COL_BUDGET / m->col_per ? COL_BUDGET / m->col_per : 1;
+                m->ws[0].col_len = m->col_per * m->col_n;
+                m->ws[0].col = malloc(sizeof(float) * m->ws[0].col_len);
+                if (!m->ws[0].col)
                         goto out;
         }
         *out = m;
@@ -398,73 +442,131 @@ out:
         return rc;
 }
 
-/* Samples one im2col pass of this conv layer may take at once. */
-static int conv_chunk(const struct nn_model *m, const struct layer *l)
+/* Samples one im2col pass of this conv layer may take at once in w.  Every
+ * workspace's buffer holds min(cap, col_n) samples of the largest conv, so
+ * for a chunk of b <= cap samples the pass size min(b, this) does not
+ * depend on cap: results do not depend on the workspace's history. */
+static int conv_chunk(const struct ws *w, const struct layer *l)
 {
         size_t per = nn__conv_col_len(&l->conv, 1);
 
-        return (int)(m->col_len / per);
+        return (int)(w->col_len / per);
 }
 
-static void free_workspaces(struct nn_model *m)
+/* Frees w's per-sample buffers (not col or grads) and sets cap to 0. */
+static void ws_free_acts(struct nn_model *m, struct ws *w)
 {
         for (int i = 0; i < m->nlayers; i++) {
-                free(m->layers[i].out);
-                free(m->layers[i].idx);
-                m->layers[i].out = NULL;
-                m->layers[i].idx = NULL;
+                free(w->out[i]);
+                free(w->idx[i]);
+                w->out[i] = NULL;
+                w->idx[i] = NULL;
         }
-        free(m->d0);
-        free(m->d1);
-        m->d0 = m->d1 = NULL;
-        m->cap = 0;
+        free(w->d0);
+        free(w->d1);
+        w->d0 = w->d1 = NULL;
+        w->cap = 0;
 }
+
+/* Grows w's activation buffers to n samples (n <= cap: nothing to do).
+ * Worker workspaces (w != ws[0]) also get their own gradient buffer and an
+ * im2col buffer for min(n, col_n) samples.  On NN_ENOMEM w holds no
+ * activations (cap 0) and nothing else changed. */
+static int ws_reserve(struct nn_model *m, struct ws *w, int n)
+{
+        size_t sn = (size_t)n;
+
+        if (n <= w->cap)
+                return 0;
+        /* Kernels index rows of a batch with int. */
+        if (sn * m->dmax > INT_MAX)
+                return NN_EINVAL;
+        ws_free_acts(m, w);
+        if (w != &m->ws[0] && !w->grads) {
+                w->grads = malloc(sizeof(float) * m->nparams);
+                if (!w->grads)
+                        return NN_ENOMEM;
+        }
+        if (w != &m->ws[0] && m->col_per) {
+                size_t len = m->col_per * (sn < m->col_n ? sn : m->col_n);
+
+                free(w->col);
+                w->col = malloc(sizeof(float) * len);
+                w->col_len = w->col ? len : 0;
+                if (!w->col)
+                        return NN_ENOMEM;
+        }
+        for (int i = 0; i < m->nlayers; i++) {
+                struct layer *l = &m->layers[i];
+
+                w->out[i] = malloc(sizeof(float) * sn * l->out_size);
+                if (!w->out[i])
+                        goto fail;
+                if (l->kind == L_POOL) {
+                        w->idx[i] = malloc(sizeof(int32_t) * sn * l->out_size);
+                        if (!w->idx[i])
+                                goto fail;
+                }
+        }
+        w->d0 = malloc(sizeof(float) * sn * m->dmax);
+        w->d1 = malloc(sizeof(float) * sn * m->dmax);
+        if (!w->d0 || !w->d1)
+                goto fail;
+        w->cap = n;
+        return 0;
+fail:
+        ws_free_acts(m, w);
+        return NN_ENOMEM;
+}
+
+static void pool_stop(struct nn_model *m);
+static int pool_start(struct nn_model *m, int n);
+static int dy0_reserve(struct nn_model *m, int n);
 
 void nn_model_free(struct nn_model *m)
 {
         if (!m)
                 return;
-        free_workspaces(m);
-        free(m->col);
+        pool_stop(m);
+        for (int t = 0; t < THREADS_MAX; t++) {
+                ws_free_acts(m, &m->ws[t]);
+                free(m->ws[t].col);
+                if (t > 0)
+                        free(m->ws[t].grads);
+        }
+        free(m->dy0);
         free(m->params);
         free(m->grads);
         free(m);
 }
 
+/* Threads a call on m should use: nn_threads_get() capped by THREADS_MAX. */
+static int threads_wanted(void)
+{
+        int n = nn_threads_get();
+
+        return n < THREADS_MAX ? n : THREADS_MAX;
+}
+
 int nn_model_reserve(struct nn_model *m, int max_batch)
 {
-        size_t n;
+        int n, per, rc;
 
         if (max_batch < 1 || max_batch > BATCH_MAX)
                 return NN_EINVAL;
-        if (max_batch <= m->cap)
-                return 0;
-        /* Kernels index rows of a batch with int. */
-        if ((size_t)max_batch * m->dmax > INT_MAX)
-                return NN_EINVAL;
-        free_workspaces(m);
-        n = (size_t)max_batch;
-        for (int i = 0; i < m->nlayers; i++) {
-                struct layer *l = &m->layers[i];
-
-                l->out = malloc(sizeof(float) * n * l->out_size);
-                if (!l->out)
-                        goto fail;
-                if (l->kind == L_POOL) {
-                        l->idx = malloc(sizeof(int32_t) * n * l->out_size);
-                        if (!l->idx)
-                                goto fail;
-                }
+        n = threads_wanted();
+        if (n > 1)
+                n = pool_start(m, n);
+        if (n == 1)
+                return ws_reserve(m, &m->ws[0], max_batch);
+        /* Chunks of a batch <= max_batch hold at most per samples. */
+        per = (max_batch + n - 1) / n;
+        for (int t = 0; t < n; t++) {
+                rc = ws_reserve(m, &m->ws[t], per);
+                if (rc)
+                        return rc;
         }
-        m->d0 = malloc(sizeof(float) * n * m->dmax);
-        m->d1 = malloc(sizeof(float) * n * m->dmax);
-        if (!m->d0 || !m->d1)
-                goto fail;
-        m->cap = max_batch;
-        return 0;
-fail:
-        free_workspaces(m);
-        return NN_ENOMEM;
+        return dy0_reserve(m, max_batch);
 }
 
 size_t nn_model_nparams(const struct nn_model *m)
@@ -499,8 +601,10 @@ int nn_model_classes(const struct nn_model *m)
 
 /* ---- forward / backward ------------------------------------------------ */
 
-/* Runs every layer on batch samples of x; returns the logits [B, classes]. */
-static const float *forward(struct nn_model *m, const float *x, int batch)
+/* Runs every layer on batch samples of x in w; returns the logits
+ * [B, classes]. */
+static const float *forward(struct nn_model *m, struct ws *w, const float *x,
+                            int batch)
 {
         const float *in = x;
         const float *p = m->params;
@@ -510,38 +614,41 @@ static const float *forward(struct nn_model *m, const float *x, int batch)
 
                 switch (l->kind) {
                 case L_DENSE:
-                        nn__dense_forward(l->out, in, p + l->w_off,
+                        nn__dense_forward(w->out[i], in, p + l->w_off,
                                           p + l->b_off, batch, l->in_size,
                                           l->oc, l->relu);
                         break;
                 case L_CONV:
-                        nn__conv_forward(l->out, in, p + l->w_off, p + l->b_off,
-                                         &l->conv, batch, m->col,
-                                         conv_chunk(m, l), l->relu);
+                        nn__conv_forward(w->out[i], in, p + l->w_off,
+                                         p + l->b_off, &l->conv, batch, w->col,
+                                         conv_chunk(w, l), l->relu);
                         break;
                 case L_POOL:
-                        nn__maxpool_forward(l->out, l->idx, in, batch, l->h,
-                                            l->w, l->c, l->k);
+                        nn__maxpool_forward(w->out[i], w->idx[i], in, batch,
+                                            l->h, l->w, l->c, l->k);
                         break;
                 }
-                in = l->out;
+                in = w->out[i];
         }
         return in;
 }
 
-/* Back-propagates dz (gradient of the logits, in m->d0) to every layer,
- * writing the parameter gradients.  The input gradient is never needed. */
-static void backward(struct nn_model *m, const float *x, int batch)
+/* Back-propagates dz (gradient of the logits, in w->d0) through layers
+ * nlayers-1 down to `last`, writing their parameter gradients into
+ * w->grads; returns the gradient at the output of layer last-1 (unmasked;
+ * meaningless for last = 0: the input gradient is never needed). */
+static float *backward(struct nn_model *m, struct ws *w, const float *x,
+                       int batch, int last)
 {
-        float *d = m->d0, *other = m->d1, *t;
+        float *d = w->d0, *other = w->d1, *t;
         const float *p = m->params;
-        float *g = m->grads;
+        float *g = w->grads;
 
-        for (int i = m->nlayers - 1; i >= 0; i--) {
+        for (int i = m->nlayers - 1; i >= last; i--) {
                 struct layer *l = &m->layers[i];
-                const float *in = i ? m->layers[i - 1].out : x;
+                const float *in = i ? w->out[i - 1] : x;
                 float *dx = i ? other : NULL;
-                const float *ry = l->relu ? l->out : NULL;
+                const float *ry = l->relu ? w->out[i] : NULL;
 
                 switch (l->kind) {
                 case L_DENSE:
@@ -552,22 +659,23 @@ static void backward(struct nn_model *m, const float *x, int batch)
                 case L_CONV:
                         nn__conv_backward(dx, g + l->w_off, g + l->b_off, d, ry,
                                           in, p + l->w_off, &l->conv, batch,
-                                          m->col, conv_chunk(m, l));
+                                          w->col, conv_chunk(w, l));
                         break;
                 case L_POOL:
                         if (dx)
-                                nn__maxpool_backward(dx, d, l->idx, batch, l->h,
-                                                     l->w, l->c, l->k);
+                                nn__maxpool_backward(dx, d, w->idx[i], batch,
+                                                     l->h, l->w, l->c, l->k);
                         break;
                 }
                 t = d;
                 d = other;
                 other = t;
         }
+        return d;
 }
 
-/* Checks labels and batch size and grows workspaces if needed. */
-static int prepare(struct nn_model *m, const uint8_t *y, int batch)
+/* Checks labels (if y) and batch size. */
+static int check_batch(const struct nn_model *m, const uint8_t *y, int batch)
 {
         if (batch < 1 || batch > BATCH_MAX)
                 return NN_EINVAL;
@@ -575,22 +683,405 @@ static int prepare(struct nn_model *m, const uint8_t *y, int batch)
                 for (int i = 0; i < batch; i++)
                         if (y[i] >= m->classes)
                                 return NN_EINVAL;
-        return nn_model_reserve(m, batch);
+        return 0;
+}
+
+/* Checks labels and batch size and grows the serial workspace if needed. */
+static int prepare(struct nn_model *m, const uint8_t *y, int batch)
+{
+        int rc = check_batch(m, y, batch);
+
+        return rc ? rc : ws_reserve(m, &m->ws[0], batch);
+}
+
+/* Index of the largest of n values (first one on ties). */
+static int argmax(const float *z, int n)
+{
+        int arg = 0;
+
+        for (int j = 1; j < n; j++)
+                if (z[j] > z[arg])
+                        arg = j;
+        return arg;
+}
+
+/* ---- threads ----------------------------------------------------------- */
+
+enum job_kind { JOB_TRAIN, JOB_EVAL, JOB_PREDICT };
+
+struct worker_ref {
+        struct nn_model *m;
+        int id;        /* workspace index, 1..THREADS_MAX-1 */
+        uint64_t seen; /* last job generation run (set before start) */
+};
+
+struct pool {
+        pthread_mutex_t mu;
+        pthread_cond_t go;   /* workers: a new job (or quit) */
+        pthread_cond_t done; /* caller: all workers of the job finished */
+        pthread_cond_t bar;  /* barrier between chunk work and reduction */
+        pthread_t tid[THREADS_MAX];
+        struct worker_ref ref[THREADS_MAX];
+        int nworkers; /* running workers have ids 1..nworkers */
+        int quit;
+        uint64_t gen; /* job counter */
+        int pending;  /* workers of the current job not yet finished */
+        int arrived;  /* threads waiting at the barrier */
+        uint64_t bar_gen;
+        /* The job: set by the caller before gen++, read-only during it. */
+        enum job_kind kind;
+        int nt;                   /* threads taking part: ids 0..nt-1 */
+        int off[THREADS_MAX + 1]; /* chunk t = samples [off[t], off[t+1]) */
+        int batch;
+        const float *x;
+        const uint8_t *y;
+        uint8_t *pred;
+        /* Results, one slot per thread: chunk loss sum and argmax hits. */
+        double loss[THREADS_MAX];
+        int hits[THREADS_MAX];
+};
+
+/* Waits until all nt threads of the job have arrived. */
+static void pool_barrier(struct pool *p)
+{
+        uint64_t g;
+
+        pthread_mutex_lock(&p->mu);
+        g = p->bar_gen;
+        if (++p->arrived == p->nt) {
+                p->arrived = 0;
+                p->bar_gen++;
+                pthread_cond_broadcast(&p->bar);
+        } else {
+                while (g == p->bar_gen)
+                        pthread_cond_wait(&p->bar, &p->mu);
+        }
+        pthread_mutex_unlock(&p->mu);
+}
+
+/* First parameter of thread t's reduction range (t = nt: the end). */
+static size_t reduce_start(const struct nn_model *m, int t, int nt)
+{
+        if (t >= nt)
+                return m->nparams;
+        return (m->nparams * (size_t)t / (size_t)nt) &
+               ~(size_t)(REDUCE_ALIGN - 1);
+}
+
+/* grads[lo, hi) = ws[0] + ws[1] + ... + ws[nt-1], in that order. */
+NN_HOT static void reduce_range(struct nn_model *m, int nt, size_t lo,
+                                size_t hi)
+{
+        float *restrict g = m->grads;
+
+        for (int u = 1; u < nt; u++) {
+                const float *restrict gu = m->ws[u].grads;
+
+                for (size_t j = lo; j < hi; j++)
+                        g[j] += gu[j];
+        }
+}
+
+/* Whether a threaded training step computes the first layer's weight
+ * gradient from all chunks at once (dense first layer) instead of per
+ * chunk plus reduction: its weights are the biggest block of an MLP, and
+ * this way each thread writes only its rows of it, once. */
+static int split_first(const struct nn_model *m)
+{
+        return m->layers[0].kind == L_DENSE;
+}
+
+/* Thread t's part of a training step, after the chunk's forward pass and
+ * loss: backward into its own buffer (with split_first, layer 0 only up
+ * to its bias gradient, its masked output gradient going to m->dy0);
+ * barrier; then its rows of layer 0's weight gradient over the whole
+ * batch, and its range of the reduction of everything else. */
+static void train_part(struct nn_model *m, int t, const float *x, int b)
+{
+        struct pool *p = m->pool;
+        struct ws *w = &m->ws[t];
+        struct layer *l0 = &m->layers[0];
+        size_t lo = reduce_start(m, t, p->nt),
+               hi = reduce_start(m, t + 1, p->nt);
+        size_t skip_lo = 0, skip_hi = 0;
+
+        if (!split_first(m)) {
+                backward(m, w, x, b, 0);
+        } else {
+                float *d = backward(m, w, x, b, 1);
+                float *dy = m->dy0 + (size_t)p->off[t] * l0->oc;
+
+                memcpy(dy, d, sizeof(float) * (size_t)b * l0->oc);
+                nn__dense_backward_bias(w->grads + l0->b_off, dy,
+                                        l0->relu ? w->out[0] : NULL, b, l0->oc);
+                skip_lo = l0->w_off;
+                skip_hi = l0->w_off + l0->nw;
+        }
+        pool_barrier(p);
+        if (skip_hi) {
+                int r0 = (int)((long)l0->oc * t / p->nt);
+                int r1 = (int)((long)l0->oc * (t + 1) / p->nt);
+
+                /* dw[r0:r1, K] = dy0[B, r0:r1]^T x[B, K] */
+                nn_gemm(1, 0, r1 - r0, l0->in_size, p->batch, 1.0f, m->dy0 + r0,
+                        l0->oc, p->x, l0->in_size, 0.0f,
+                        m->grads + l0->w_off + (size_t)r0 * l0->in_size,
+                        l0->in_size);
+        }
+        /* [lo, hi) minus [skip_lo, skip_hi) */
+        reduce_range(m, p->nt, lo, hi < skip_lo ? hi : skip_lo);
+        reduce_range(m, p->nt, lo > skip_hi ? lo : skip_hi, hi);
+}
+
+/* Thread t's share of the job: its chunk, and for training its share of
+ * the first layer's weight gradient and of the reduction. */
+static void job_part(struct nn_model *m, int t)
+{
+        struct pool *p = m->pool;
+        struct ws *w = &m->ws[t];
+        int lo = p->off[t], b = p->off[t + 1] - lo, hits = 0;
+        const float *x = p->x + (size_t)lo * m->in_size;
+        const float *z = forward(m, w, x, b);
+
+        switch (p->kind) {
+        case JOB_TRAIN:
+                /* dz rows scaled by 1/batch, as the serial pass has them. */
+                p->loss[t] = nn__softmax_ce_rows(w->d0, z, p->y + lo, b,
+                                                 m->classes, &hits, p->batch);
+                break;
+        case JOB_EVAL:
+                p->loss[t] = nn__softmax_ce_rows(NULL, z, p->y + lo, b,
+                                                 m->classes, &hits, b);
+                break;
+        case JOB_PREDICT:
+                for (int s = 0; s < b; s++)
+                        p->pred[lo + s] = (uint8_t)argmax(
+                            z + (size_t)s * m->classes, m->classes);
+                break;
+        }
+        p->hits[t] = hits;
+        if (p->kind == JOB_TRAIN)
+                train_part(m, t, x, b);
+}
+
+static void *worker_main(void *arg)
+{
+        struct worker_ref *r = arg;
+        struct pool *p = r->m->pool;
+
+        pthread_mutex_lock(&p->mu);
+        for (;;) {
+                while (!p->quit && p->gen == r->seen)
+                        pthread_cond_wait(&p->go, &p->mu);
+                if (p->quit)
+                        break;
+                r->seen = p->gen;
+                if (r->id >= p->nt)
+                        continue;
+                pthread_mutex_unlock(&p->mu);
+                job_part(r->m, r->id);
+                pthread_mutex_lock(&p->mu);
+                if (--p->pending == 0)
+                        pthread_cond_signal(&p->done);
+        }
+        pthread_mutex_unlock(&p->mu);
+        return NULL;
+}
+
+/* Makes sure workers 1..n-1 run; returns how many threads (caller
+ * included) are available, between 1 and n.  Fewer than n only if a
+ * thread could not be created: the model then computes with fewer. */
+static int pool_start(struct nn_model *m, int n)
+{
+        struct pool *p = m->pool;
+        sigset_t all, old;
+
+        if (!p) {
+                p = calloc(1, sizeof(*p));
+                if (!p)
+                        return 1;
+                if (pthread_mutex_init(&p->mu, NULL)) {
+                        free(p);
+                        return 1;
+                }
+                pthread_cond_init(&p->go, NULL);
+                pthread_cond_init(&p->done, NULL);
+                pthread_cond_init(&p->bar, NULL);
+                m->pool = p;
+        }
+        if (p->nworkers + 1 >= n)
+                return n;
+        /* Workers take no signals: those belong to the application's
+         * threads (the daemon's event loop). */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        while (p->nworkers + 1 < n) {
+                struct worker_ref *r = &p->ref[p->nworkers + 1];
+
+                /* No job runs now: gen is stable, the worker starts idle. */
+                *r = (struct worker_ref){
+                    .m = m, .id = p->nworkers + 1, .seen = p->gen};
+                if (pthread_create(&p->tid[r->id], NULL, worker_main, r))
+                        break;
+                p->nworkers++;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return p->nworkers + 1 < n ? p->nworkers + 1 : n;
+}
+
+/* Stops and joins the workers and frees the pool; no job may be running. */
+static void pool_stop(struct nn_model *m)
+{
+        struct pool *p = m->pool;
+
+        if (!p)
+                return;
+        pthread_mutex_lock(&p->mu);
+        p->quit = 1;
+        pthread_cond_broadcast(&p->go);
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 1; i <= p->nworkers; i++)
+                pthread_join(p->tid[i], NULL);
+        pthread_cond_destroy(&p->go);
+        pthread_cond_destroy(&p->done);
+        pthread_cond_destroy(&p->bar);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        m->pool = NULL;
+}
+
+/* Grows m->dy0 to n samples when a threaded step needs it (split_first). */
+static int dy0_reserve(struct nn_model *m, int n)
+{
+        if (!split_first(m) || n <= m->dy0_cap)
+                return 0;
+        free(m->dy0);
+        m->dy0 = malloc(sizeof(float) * (size_t)n * m->layers[0].oc);
+        m->dy0_cap = m->dy0 ? n : 0;
+        return m->dy0 ? 0 : NN_ENOMEM;
+}
+
+/*
+ * Sets up a job over batch samples with up to n threads (n <= the threads
+ * pool_start granted): cuts the batch into nt = min(n, batch) contiguous
+ * chunks (the first batch % nt one sample longer) and grows the workspaces
+ * of the threads taking part.  Returns nt, or a negative code (workspace
+ * growth failed; nothing else changed).
+ */
+static int job_setup(struct nn_model *m, enum job_kind kind, int n,
+                     const float *x, const uint8_t *y, uint8_t *pred, int batch)
+{
+        struct pool *p = m->pool;
+        int nt = n < batch ? n : batch, base = batch / nt, extra = batch % nt;
+        int rc;
+
+        for (int t = 0; t < nt; t++) {
+                rc = ws_reserve(m, &m->ws[t], base + (extra > 0));
+                if (rc)
+                        return rc;
+        }
+        rc = kind == JOB_TRAIN ? dy0_reserve(m, batch) : 0;
+        if (rc)
+                return rc;
+        p->kind = kind;
+        p->nt = nt;
+        p->batch = batch;
+        p->x = x;
+        p->y = y;
+        p->pred = pred;
+        p->off[0] = 0;
+        for (int t = 0; t < nt; t++)
+                p->off[t + 1] = p->off[t] + base + (t < extra);
+        return nt;
+}
+
+/* Runs the job set up by job_setup on its nt threads; returns when all
+ * are done (their results then visible to the caller). */
+static void job_run(struct nn_model *m)
+{
+        struct pool *p = m->pool;
+
+        pthread_mutex_lock(&p->mu);
+        p->pending = p->nt - 1;
+        p->arrived = 0;
+        p->gen++;
+        pthread_cond_broadcast(&p->go);
+        pthread_mutex_unlock(&p->mu);
+        job_part(m, 0);
+        pthread_mutex_lock(&p->mu);
+        while (p->pending > 0)
+                pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+}
+
+/* Sum of the job's per-sample losses (chunk sums added in order). */
+static double job_loss_sum(const struct pool *p)
+{
+        double s = 0.0;
+
+        for (int t = 0; t < p->nt; t++)
+                s += p->loss[t];
+        return s;
+}
+
+/* Sum of the job's argmax hits. */
+static int job_hits(const struct pool *p)
+{
+        int h = 0;
+
+        for (int t = 0; t < p->nt; t++)
+                h += p->hits[t];
+        return h;
+}
+
+/* Threads for a call on a batch of `batch` samples: 1 means the serial
+ * path; otherwise workers are running and the call may split. */
+static int threads_for(struct nn_model *m, int batch)
+{
+        int n = threads_wanted();
+
+        if (n < 2 || batch < 2)
+                return 1;
+        return pool_start(m, n);
+}
+
+/* ---- train / evaluate / predict ---------------------------------------- */
+
+/* nn_model_train_batch with n > 1 threads (labels already checked). */
+static int train_par(struct nn_model *m, const float *x, const uint8_t *y,
+                     int batch, int n, float *loss, int *correct)
+{
+        int nt = job_setup(m, JOB_TRAIN, n, x, y, NULL, batch);
+
+        if (nt < 0)
+                return nt;
+        job_run(m);
+        if (loss)
+                *loss = (float)(job_loss_sum(m->pool) / batch);
+        if (correct)
+                *correct = job_hits(m->pool);
+        return 0;
 }
 
 int nn_model_train_batch(struct nn_model *m, const float *x, const uint8_t *y,
                          int batch, float *loss, int *correct)
 {
         const float *logits;
-        int hits = 0, rc;
+        int hits = 0, rc, n;
         double l;
 
+        rc = check_batch(m, y, batch);
+        if (rc)
+                return rc;
+        n = threads_for(m, batch);
+        if (n > 1)
+                return train_par(m, x, y, batch, n, loss, correct);
         rc = prepare(m, y, batch);
         if (rc)
                 return rc;
-        logits = forward(m, x, batch);
-        l = nn__softmax_ce(m->d0, logits, y, batch, m->classes, &hits);
-        backward(m, x, batch);
+        logits = forward(m, &m->ws[0], x, batch);
+        l = nn__softmax_ce(m->ws[0].d0, logits, y, batch, m->classes, &hits);
+        backward(m, &m->ws[0], x, batch, 0);
         if (loss)
                 *loss = (float)l;
         if (correct)
@@ -598,29 +1089,67 @@ int nn_model_train_batch(struct nn_model *m, const float *x, const uint8_t *y,
         return 0;
 }
 
+/* Evaluate or predict with n > 1 threads: blocks of n times the per-thread
+ * capacity (at least EVAL_BATCH samples), each split over the threads. */
+static int eval_par(struct nn_model *m, enum job_kind kind, const float *x,
+                    const uint8_t *y, uint8_t *pred, int total, int n,
+                    double *loss_sum, int *hits)
+{
+        int cap = m->ws[0].cap, block;
+
+        /* The smallest workspace sets the block, so that nothing grows
+         * after nn_model_reserve. */
+        for (int t = 1; t < n; t++)
+                if (m->ws[t].cap < cap)
+                        cap = m->ws[t].cap;
+        block = cap > 0 && cap <= INT_MAX / n ? cap * n : 0;
+        if (block < EVAL_BATCH)
+                block = EVAL_BATCH;
+        for (int i = 0; i < total; i += block) {
+                int b = total - i < block ? total - i : block;
+                int nt = job_setup(m, kind, n, x + (size_t)i * m->in_size,
+                                   y ? y + i : NULL, pred ? pred + i : NULL, b);
+
+                if (nt < 0)
+                        return nt;
+                job_run(m);
+                *loss_sum += job_loss_sum(m->pool);
+                *hits += job_hits(m->pool);
+        }
+        return 0;
+}
+
 int nn_model_evaluate(struct nn_model *m, const float *x, const uint8_t *y,
                       int n, float *loss, float *acc)
 {
-        int chunk = m->cap > EVAL_BATCH ? m->cap : EVAL_BATCH;
+        int chunk = m->ws[0].cap > EVAL_BATCH ? m->ws[0].cap : EVAL_BATCH;
         double total = 0.0;
-        int hits = 0;
+        int hits = 0, nt, rc;
 
         if (n < 1)
                 return NN_EINVAL;
         for (int i = 0; i < n; i++)
                 if (y[i] >= m->classes)
                         return NN_EINVAL;
+        nt = threads_for(m, n);
+        if (nt > 1) {
+                rc = eval_par(m, JOB_EVAL, x, y, NULL, n, nt, &total, &hits);
+                if (rc)
+                        return rc;
+                goto out;
+        }
         for (int i = 0; i < n; i += chunk) {
                 int b = n - i < chunk ? n - i : chunk;
                 const float *logits;
-                int rc = prepare(m, NULL, b);
 
+                rc = prepare(m, NULL, b);
                 if (rc)
                         return rc;
-                logits = forward(m, x + (size_t)i * m->in_size, b);
+                logits = forward(m, &m->ws[0], x + (size_t)i * m->in_size, b);
                 total += b * nn__softmax_ce(NULL, logits, y + i, b, m->classes,
                                             &hits);
         }
+out:
         if (loss)
                 *loss = (float)(total / n);
         if (acc)
@@ -630,10 +1159,16 @@ int nn_model_evaluate(struct nn_model *m, const float *x, const uint8_t *y,
 
 int nn_model_predict(struct nn_model *m, const float *x, int n, uint8_t *pred)
 {
-        int chunk = m->cap > EVAL_BATCH ? m->cap : EVAL_BATCH;
+        int chunk = m->ws[0].cap > EVAL_BATCH ? m->ws[0].cap : EVAL_BATCH;
+        int nt, hits = 0;
+        double unused = 0.0;
 
         if (n < 1)
                 return NN_EINVAL;
+        nt = threads_for(m, n);
+        if (nt > 1)
+                return eval_par(m, JOB_PREDICT, x, NULL, pred, n, nt, &unused,
+                                &hits);
         for (int i = 0; i < n; i += chunk) {
                 int b = n - i < chunk ? n - i : chunk;
                 const float *logits;
@@ -641,15 +1176,10 @@ int nn_model_predict(struct nn_model *m, const float *x, int n, uint8_t *pred)
 
                 if (rc)
                         return rc;
-                logits = forward(m, x + (size_t)i * m->in_size, b);
-                for (int s = 0; s < b; s++) {
-                        const float *z = logits + (size_t)s * m->classes;
-                        int arg = 0;
-                        for (int j = 1; j < m->classes; j++)
-                                if (z[j] > z[arg])
-                                        arg = j;
-                        pred[i + s] = (uint8_t)arg;
-                }
+                logits = forward(m, &m->ws[0], x + (size_t)i * m->in_size, b);
+                for (int s = 0; s < b; s++)
+                        pred[i + s] = (uint8_t)argmax(
+                            logits + (size_t)s * m->classes, m->classes);
         }
         return 0;
 }

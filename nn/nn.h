@@ -12,9 +12,11 @@
  *  - The layout depends only on the canonical spec string (nn_model_spec),
  *    never on the seed, thread count or batch size; two models with the same
  *    canonical spec can exchange parameters, gradients and optimizer state.
- *  - Everything random comes from the seed passed in; with one BLIS thread
- *    the same seed and data give bit-identical results.
- *  - A model or optimizer is not thread-safe: one thread at a time uses it.
+ *  - Everything random comes from the seed passed in; for a fixed thread
+ *    count (nn_threads_set) the same seed and data give bit-identical
+ *    results, and n threads agree with one up to float rounding.
+ *  - A model or optimizer is not thread-safe: one thread at a time calls
+ *    it (a model may use helper threads of its own inside a call).
  *    Different models may be used from different threads.
  *  - Calls return 0 or a negative NN_E* code (nn_err.h); nothing prints.
  *
@@ -65,8 +67,12 @@ int nn_lib_init(void);
 /* Releases BLIS's global state (bli_finalize); no nn_* call may follow. */
 void nn_lib_finalize(void);
 
-/* Sets the number of BLIS threads used by every later GEMM (n >= 1; no
- * effect with the serial BLIS build, the default: see docs/nn.md). */
+/* Sets the number of threads every later nn_model_train_batch, _evaluate
+ * and _predict computes with (n < 1 counts as 1; at most 16 are used): the
+ * batch is cut into n contiguous chunks, one per thread (the caller and
+ * n - 1 worker threads each model starts on first use, blocked between
+ * calls, joined by nn_model_free), each GEMM on one BLIS thread.  n = 1 is
+ * the plain serial path.  Process-wide; safe to call from any thread. */
 void nn_threads_set(int n);
 
 /* Returns the thread count last set (1 if never set). */
@@ -104,7 +110,8 @@ struct nn_model;
 int nn_model_create(const char *spec, int in_channels, int in_h, int in_w,
                     uint64_t seed, struct nn_model **out);
 
-/* Frees the model and everything it owns; NULL is a no-op. */
+/* Frees the model and everything it owns (joining its worker threads);
+ * NULL is a no-op. */
 void nn_model_free(struct nn_model *m);
 
 /* Writes the canonical form of spec (see above) into out (outlen bytes,
@@ -130,8 +137,9 @@ int nn_model_input_size(const struct nn_model *m);
 /* Number of output classes (width of the last dense layer). */
 int nn_model_classes(const struct nn_model *m);
 
-/* Pre-grows the workspaces for batches up to max_batch, so that later
- * train/evaluate calls with batch <= max_batch never allocate. */
+/* Pre-grows the workspaces for batches up to max_batch at the current
+ * thread count (starting the model's worker threads if it is > 1), so that
+ * later train/evaluate calls with batch <= max_batch never allocate. */
 int nn_model_reserve(struct nn_model *m, int max_batch);
 
 /*

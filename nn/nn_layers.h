@@ -51,6 +51,12 @@ void nn__dense_backward(float *dx, float *dw, float *db, float *dy,
                         const float *relu_y, const float *x, const float *w,
                         int batch, int k, int n);
 
+/* The first step of nn__dense_backward alone: masks dy[B,N] in place by
+ * relu_y > 0 (if non-NULL) and writes db[N] = column sums of dy.  (The
+ * threaded model computes dw of its first layer from all chunks at once.) */
+void nn__dense_backward_bias(float *db, float *dy, const float *relu_y,
+                             int batch, int n);
+
 /* ---- ReLU (standalone; dense and conv fuse it) ------------------------- */
 
 /* y[i] = max(0, x[i]); y may alias x. */
@@ -69,6 +75,12 @@ void nn__relu_backward(float *dx, const float *dy, const float *y, size_t n);
  */
 double nn__softmax_ce(float *dz, const float *logits, const uint8_t *y,
                       int batch, int classes, int *correct);
+
+/* The same for `rows` rows of a batch of `batch` samples (a thread's
+ * chunk): dz = (softmax - onehot) / batch, bit for bit the rows the whole
+ * batch would get; returns the SUM of the rows' losses. */
+double nn__softmax_ce_rows(float *dz, const float *logits, const uint8_t *y,
+                           int rows, int classes, int *correct, int batch);
 
 /* ---- conv2d, stride 1, "same" zero padding, via im2col + GEMM ---------- */
 

@@ -4,11 +4,16 @@
  * next to the machine's peak derived from /proc/cpuinfo (flops per cycle
  * from the vector flags times the reported MHz times the thread count).
  * Usage: bench_gemm [--threads T] [--ms M]   (M: time per shape, default 300)
+ * T is BLIS's own thread count for each GEMM (set directly: nn_threads_set
+ * now splits batches across model threads and keeps BLIS at one thread);
+ * it only matters with the pthread or openmp BLIS build.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <blis.h>
 
 #include "nn.h"
 
@@ -88,7 +93,7 @@ int main(int argc, char **argv)
                 b[i] = (float)(i % 13) * 0.01f;
         }
         nn_lib_init();
-        nn_threads_set(threads);
+        bli_thread_set_num_threads(threads);
         double peak = peak_per_core(&mhz, &fpc) * threads;
         printf("threads=%d peak=%.1f GFLOP/s (%.0f MHz x %d flop/cycle x %d)\n",
                threads, peak, mhz, fpc, threads);

@@ -3,7 +3,8 @@
  * batch 100, SGD momentum 0.9) on synthetic data: the step loop the daemon
  * runs (train_batch + optimizer step), timed after a warm-up.
  * Usage: bench_mlp [--spec S] [--batch B] [--threads T] [--steps N]
- * Prints one line: spec batch threads steps seconds samples_per_s.
+ * Prints one line: spec batch threads steps seconds samples_per_s loss,
+ * and the mean milliseconds per step in train_batch and in the optimizer.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@ int main(int argc, char **argv)
         float *x = NULL, loss = 0;
         uint8_t *y = NULL;
         int pool = 20, in, correct;
-        double t0 = 0, t;
+        double t0 = 0, t, tb, t_train = 0, t_opt = 0;
 
         for (int i = 1; i + 1 < argc; i += 2) {
                 if (!strcmp(argv[i], "--spec"))
@@ -64,18 +65,26 @@ int main(int argc, char **argv)
                 y[i] = (uint8_t)(rand() % nn_model_classes(m));
         for (int s = 0; s < warm + steps; s++) {
                 int b = s % pool;
+                double ta;
                 if (s == warm)
                         t0 = now_s();
+                ta = now_s();
                 nn_model_train_batch(m, x + (size_t)b * batch * in,
                                      y + (size_t)b * batch, batch, &loss,
                                      &correct);
+                tb = now_s();
                 nn_optim_step(o, nn_model_params(m), nn_model_grads(m), 0.01f);
+                if (s >= warm) {
+                        t_train += tb - ta;
+                        t_opt += now_s() - tb;
+                }
         }
         t = now_s() - t0;
         printf("spec=%s batch=%d threads=%d steps=%d seconds=%.3f "
-               "samples_per_s=%.0f loss=%.4f\n",
+               "samples_per_s=%.0f loss=%.4f train_ms=%.3f optim_ms=%.3f\n",
                nn_model_spec(m), batch, threads, steps, t,
-               (double)steps * batch / t, loss);
+               (double)steps * batch / t, loss, 1e3 * t_train / steps,
+               1e3 * t_opt / steps);
         rc = 0;
 out:
         free(x);

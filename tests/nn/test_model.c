@@ -4,7 +4,9 @@
  * whole small MLP and a small CNN against central finite differences;
  * determinism (same seed, one thread: bit-identical losses and weights);
  * gradients overwritten, not accumulated; evaluate/predict consistency;
- * and that a model learns a separable synthetic problem.
+ * that a model learns a separable synthetic problem; and data parallelism
+ * (nn_threads_set 2 and 3): gradients, loss, hits, evaluate and predict
+ * agree with one thread, and runs are bit-identical for a fixed count.
  * Replay with GN_SEED=<seed>.
  */
 #include <math.h>
@@ -83,8 +85,8 @@ static void test_spec_rejected(void **state)
             "1x28x28x3-10",
             "784-512-10-c8k3-10", /* conv after dense */
             "3x28x28-p2-10",      /* pool first on planar 3 channels */
-            "784-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-"
-            "2-2-2-2-2-2-2", /* too many layers */
+            ("784-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-"
+             "2-2-2-2-2-2-2"), /* too many layers */
         };
         struct nn_model *m = (struct nn_model *)&m, *keep = m;
 
@@ -355,6 +357,208 @@ static void test_learns(void **state)
         learn("c4k3-p2-16-3", 1, 6, 6, 300, 0.05f, 0.15f, 0.95f);
 }
 
+/* ---- threads --------------------------------------------------------- */
+
+/* Relative agreement of two vectors: |a-b| <= rel * max(|a|,|b|), with an
+ * absolute floor of rel * 0.1 * max|a| for entries that nearly cancel: a
+ * conv weight gradient sums thousands of terms (samples x positions), and a
+ * float sum's rounding error scales with the sum of |terms|, not with the
+ * result, so chunked and whole sums of a small result differ by more than
+ * 1e-5 of it (worst over 100 seeds: 2.6x the bound with a 1e-2 floor, 0.73
+ * with this one).  Returns the worst err/bound. */
+static double compare_rel(const float *a, const float *b, size_t n, double rel)
+{
+        double amax = 0, worst = 0;
+
+        for (size_t i = 0; i < n; i++)
+                amax = fmax(amax, fabs(a[i]));
+        for (size_t i = 0; i < n; i++) {
+                double bound =
+                    rel * fmax(fmax(fabs(a[i]), fabs(b[i])), 0.1 * amax);
+                double d = fabs((double)a[i] - b[i]);
+                double r = d == 0 ? 0 : bound > 0 ? d / bound : INFINITY;
+                if (!(r <= worst))
+                        worst = r;
+        }
+        return worst;
+}
+
+/* Gradient, loss and hits of one batch with n threads equal one thread's. */
+static void check_threads_grads(const char *spec, int in_c, int h, int w,
+                                int batch, int n)
+{
+        struct nn_model *m = NULL;
+        uint64_t st = seed + 1000 + (uint64_t)batch;
+        float loss1, loss_n;
+        int hits1, hits_n;
+
+        assert_int_equal(nn_model_create(spec, in_c, h, w, seed, &m), 0);
+        int in = nn_model_input_size(m), classes = nn_model_classes(m);
+        size_t np = nn_model_nparams(m);
+        float *x = malloc(sizeof(float) * in * batch);
+        uint8_t *y = malloc(batch);
+        float *g1 = malloc(sizeof(float) * np);
+        float *p = nn_model_params(m);
+
+        fill(x, (size_t)in * batch, &st, 0, 1);
+        for (size_t i = 0; i < np; i++) /* biases non-zero too */
+                p[i] += nn__rand_uniform(&st, -0.05f, 0.05f);
+        for (int i = 0; i < batch; i++)
+                y[i] = (uint8_t)(nn__rand_u64(&st) % (uint64_t)classes);
+        nn_threads_set(1);
+        assert_int_equal(nn_model_train_batch(m, x, y, batch, &loss1, &hits1),
+                         0);
+        memcpy(g1, nn_model_grads(m), sizeof(float) * np);
+        nn_threads_set(n);
+        /* Twice: the second call must overwrite, not accumulate. */
+        for (int k = 0; k < 2; k++) {
+                assert_int_equal(
+                    nn_model_train_batch(m, x, y, batch, &loss_n, &hits_n), 0);
+                double wg = compare_rel(g1, nn_model_grads(m), np, 1e-5);
+                if (k == 0)
+                        printf("  %s batch %d threads %d: loss %.7g vs "
+                               "%.7g, grads worst err/bound %.3f\n",
+                               spec, batch, n, loss1, loss_n, wg);
+                if (!(wg <= 1.0))
+                        print_error("%s batch %d threads %d: grads differ "
+                                    "(worst err/bound %.3g) seed=%llu\n",
+                                    spec, batch, n, wg,
+                                    (unsigned long long)seed);
+                assert_true(wg <= 1.0);
+                assert_true(fabs(loss_n - loss1) <= 1e-5 * fabs(loss1));
+                assert_int_equal(hits_n, hits1);
+        }
+        nn_threads_set(1);
+        free(x);
+        free(y);
+        free(g1);
+        nn_model_free(m);
+}
+
+static void test_threads_grads(void **state)
+{
+        static const int batches[] = {100, 7, 1, 2};
+
+        for (size_t b = 0; b < sizeof(batches) / sizeof(batches[0]); b++)
+                for (int n = 2; n <= 3; n++) {
+                        check_threads_grads("784-64-10", 0, 0, 0, batches[b],
+                                            n);
+                        check_threads_grads("c8k3-p2-c8k3-p2-32-10", 1, 16, 16,
+                                            batches[b], n);
+                        /* one layer: the dense first layer is the last */
+                        check_threads_grads("50-10", 0, 0, 0, batches[b], n);
+                }
+}
+
+/* Same seed, same data, n threads: bit-identical losses and weights over
+ * 20 SGD steps (batch 16: uneven chunks for 3 threads), for MLP and CNN,
+ * and close to the one-thread run. */
+static void test_threads_determinism(void **state)
+{
+        static const char *specs[] = {"64-32-3", "c4k3-p2-c4k3-8-3"};
+        enum { N = 20, NP = 4096 };
+        float l1[N], l2[N], ls[N];
+        float *p1 = malloc(sizeof(float) * NP),
+              *p2 = malloc(sizeof(float) * NP);
+        float *ps = malloc(sizeof(float) * NP);
+
+        for (int i = 0; i < 2; i++) {
+                nn_threads_set(1);
+                train_run(specs[i], seed, N, ls, ps, NP);
+                for (int n = 2; n <= 3; n++) {
+                        nn_threads_set(n);
+                        train_run(specs[i], seed, N, l1, p1, NP);
+                        train_run(specs[i], seed, N, l2, p2, NP);
+                        assert_memory_equal(l1, l2, sizeof(l1));
+                        assert_memory_equal(p1, p2, sizeof(float) * 64);
+                        /* Rounding differences grow over 20 steps but stay
+                         * far below the changes training makes. */
+                        for (int s = 0; s < N; s++)
+                                assert_float_equal(l1[s], ls[s],
+                                                   1e-3 * fabs(ls[s]));
+                }
+        }
+        nn_threads_set(1);
+        free(p1);
+        free(p2);
+        free(ps);
+}
+
+/* evaluate and predict with n threads agree with one thread, across block
+ * sizes (after reserve, and with workspaces grown by a bigger batch). */
+static void test_threads_evaluate(void **state)
+{
+        static const char *specs[] = {"256-64-10", "c8k3-p2-c8k3-p2-32-10"};
+        enum { NS = 257 };
+        uint64_t st = seed + 77;
+        uint8_t y[NS], pred1[NS], pred_n[NS];
+
+        for (int i = 0; i < 2; i++) {
+                struct nn_model *m = NULL;
+                float loss1, acc1, loss_n, acc_n, tl;
+                int th;
+
+                assert_int_equal(nn_model_create(specs[i], 1, 16, 16, seed, &m),
+                                 0);
+                int in = nn_model_input_size(m);
+                float *x = malloc(sizeof(float) * in * NS);
+                fill(x, (size_t)in * NS, &st, 0, 1);
+                for (int j = 0; j < NS; j++)
+                        y[j] = (uint8_t)(nn__rand_u64(&st) % 10);
+                nn_threads_set(1);
+                assert_int_equal(nn_model_evaluate(m, x, y, NS, &loss1, &acc1),
+                                 0);
+                assert_int_equal(nn_model_predict(m, x, NS, pred1), 0);
+                for (int n = 2; n <= 3; n++) {
+                        nn_threads_set(n);
+                        for (int r = 0; r < 3; r++) {
+                                /* r = 0: as is; 1: reserve(30); 2: after a
+                                 * train batch of 150 grew the workspaces */
+                                if (r == 1)
+                                        assert_int_equal(
+                                            nn_model_reserve(m, 30), 0);
+                                if (r == 2)
+                                        assert_int_equal(
+                                            nn_model_train_batch(m, x, y, 150,
+                                                                 &tl, &th),
+                                            0);
+                                assert_int_equal(nn_model_evaluate(m, x, y, NS,
+                                                                   &loss_n,
+                                                                   &acc_n),
+                                                 0);
+                                assert_true(fabs(loss_n - loss1) <=
+                                            1e-5 * fabs(loss1));
+                                assert_true(acc_n == acc1);
+                                memset(pred_n, 0xff, sizeof(pred_n));
+                                assert_int_equal(
+                                    nn_model_predict(m, x, NS, pred_n), 0);
+                                assert_memory_equal(pred_n, pred1, NS);
+                        }
+                        /* bad labels refused, grads untouched */
+                        float *g = nn_model_grads(m);
+                        float keep = g[0];
+                        y[5] = 10;
+                        assert_int_equal(
+                            nn_model_train_batch(m, x, y, 50, &tl, NULL),
+                            NN_EINVAL);
+                        assert_int_equal(
+                            nn_model_evaluate(m, x, y, NS, &tl, &acc_n),
+                            NN_EINVAL);
+                        assert_true(g[0] == keep);
+                        y[5] = 1;
+                        nn_threads_set(1);
+                        assert_int_equal(
+                            nn_model_evaluate(m, x, y, NS, &loss1, &acc1), 0);
+                }
+                printf("  %s: evaluate loss %.6g acc %.3f, same with 2 and 3 "
+                       "threads\n",
+                       specs[i], loss1, acc1);
+                free(x);
+                nn_model_free(m);
+        }
+        nn_threads_set(1);
+}
+
 int main(void)
 {
         const char *e = getenv("GN_SEED");
@@ -367,6 +571,9 @@ int main(void)
             cmocka_unit_test(test_determinism),
             cmocka_unit_test(test_grads_overwritten_and_eval),
             cmocka_unit_test(test_learns),
+            cmocka_unit_test(test_threads_grads),
+            cmocka_unit_test(test_threads_determinism),
+            cmocka_unit_test(test_threads_evaluate),
         };
         int rc;
 
