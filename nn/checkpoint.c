@@ -38,20 +38,6 @@ _Static_assert(NN_CKPT_DIGEST_SIZE >= crypto_generichash_BYTES_MIN &&
                "digest size must be a valid BLAKE2b output length");
 _Static_assert(sizeof(float) == 4, "fp32 floats are assumed");
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (err == NULL || errlen == 0)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-}
-
 static void put32(uint8_t *p, uint32_t v)
 {
         p[0] = (uint8_t)v;
@@ -192,20 +178,20 @@ static int check_header(const uint8_t *p, size_t len, const char *name,
         uint64_t want;
 
         if (len < NN_CKPT_HEADER_SIZE) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: truncated: %zu bytes, the header alone is %d", name,
                        len, NN_CKPT_HEADER_SIZE);
                 return NN_EFORMAT;
         }
         if (get32(p) != CKPT_MAGIC) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: not a gossipnode checkpoint (magic %02x %02x "
                        "%02x %02x, want \"GNCK\")",
                        name, p[0], p[1], p[2], p[3]);
                 return NN_EFORMAT;
         }
         if (get32(p + 4) != NN_CKPT_VERSION) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: checkpoint format version %u, this build reads "
                        "version %d",
                        name, get32(p + 4), NN_CKPT_VERSION);
@@ -214,7 +200,7 @@ static int check_header(const uint8_t *p, size_t len, const char *name,
         want = total_size(get32(p + 40), get32(p + 44), get64(p + 48),
                           get64(p + 56));
         if (want == 0 || want != get64(p + 8)) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: corrupt header: sizes (spec %u, meta %u, %llu + "
                        "%llu floats) do not add up to the stated %llu bytes",
                        name, get32(p + 40), get32(p + 44),
@@ -249,7 +235,7 @@ static int copy_out(const uint8_t *p, struct nn_checkpoint *ck,
         ck->n_params = get64(p + 48);
         ck->n_opt = get64(p + 56);
         if (memchr(q, 0, sl) != NULL) {
-                seterr(err, errlen, "%s: model spec holds a NUL byte", name);
+                nn__seterr(err, errlen, "%s: model spec holds a NUL byte", name);
                 return NN_EFORMAT;
         }
         ck->spec = malloc(sl + 1);
@@ -257,7 +243,7 @@ static int copy_out(const uint8_t *p, struct nn_checkpoint *ck,
         ck->params = malloc(ck->n_params ? 4 * ck->n_params : 1);
         ck->opt = malloc(ck->n_opt ? 4 * ck->n_opt : 1);
         if (!ck->spec || !ck->meta || !ck->params || !ck->opt) {
-                seterr(err, errlen, "%s: out of memory", name);
+                nn__seterr(err, errlen, "%s: out of memory", name);
                 return NN_ENOMEM;
         }
         memcpy(ck->spec, q, sl);
@@ -270,13 +256,13 @@ static int copy_out(const uint8_t *p, struct nn_checkpoint *ck,
         get_floats(ck->opt, q, ck->n_opt);
         bad = first_nonfinite(ck->params, ck->n_params);
         if (bad != ck->n_params) {
-                seterr(err, errlen, "%s: parameter %llu is not finite", name,
+                nn__seterr(err, errlen, "%s: parameter %llu is not finite", name,
                        (unsigned long long)bad);
                 return NN_EFORMAT;
         }
         bad = first_nonfinite(ck->opt, ck->n_opt);
         if (bad != ck->n_opt) {
-                seterr(err, errlen, "%s: optimizer state %llu is not finite",
+                nn__seterr(err, errlen, "%s: optimizer state %llu is not finite",
                        name, (unsigned long long)bad);
                 return NN_EFORMAT;
         }
@@ -301,7 +287,7 @@ int nn_checkpoint_decode(const void *buf, size_t len, uint64_t max_floats,
         if (rc != 0)
                 return rc;
         if (len != total) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        len < total ? "%s: truncated: header says %llu bytes, "
                                      "have %zu"
                                    : "%s: header says %llu bytes, have %zu "
@@ -311,18 +297,18 @@ int nn_checkpoint_decode(const void *buf, size_t len, uint64_t max_floats,
         }
         nf = get64(p + 48) + get64(p + 56);
         if (max_floats != 0 && nf > max_floats) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: %llu floats, more than the limit of %llu", name,
                        (unsigned long long)nf, (unsigned long long)max_floats);
                 return NN_EFORMAT;
         }
         if (digest(d, p, len - NN_CKPT_DIGEST_SIZE) != 0) {
-                seterr(err, errlen, "%s: cannot compute BLAKE2b", name);
+                nn__seterr(err, errlen, "%s: cannot compute BLAKE2b", name);
                 return NN_EIO;
         }
         if (sodium_memcmp(d, p + len - NN_CKPT_DIGEST_SIZE,
                           NN_CKPT_DIGEST_SIZE) != 0) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: checksum mismatch: the file is corrupt", name);
                 return NN_ECHECKSUM;
         }
@@ -339,20 +325,20 @@ int nn_checkpoint_check(const struct nn_checkpoint *ck, const char *spec,
         if (name == NULL)
                 name = "checkpoint";
         if (spec != NULL && strcmp(spec, ck->spec) != 0) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: checkpoint is for model '%s', not '%s'", name,
                        ck->spec, spec);
                 return NN_EMISMATCH;
         }
         if (n_params != UINT64_MAX && n_params != ck->n_params) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: checkpoint has %llu parameters, the model %llu",
                        name, (unsigned long long)ck->n_params,
                        (unsigned long long)n_params);
                 return NN_EMISMATCH;
         }
         if (n_opt != UINT64_MAX && n_opt != ck->n_opt) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: checkpoint has %llu optimizer floats, the "
                        "optimizer %llu",
                        name, (unsigned long long)ck->n_opt,
@@ -395,18 +381,18 @@ static int write_tmp(const char *tmp, const uint8_t *buf, size_t len, char *err,
         int rc = 0;
 
         if (f == NULL) {
-                seterr(err, errlen, "%s: cannot create: %s", tmp,
+                nn__seterr(err, errlen, "%s: cannot create: %s", tmp,
                        strerror(errno));
                 return NN_EIO;
         }
         if (fwrite(buf, 1, len, f) != len || fflush(f) != 0 ||
             fsync(fileno(f)) != 0) {
-                seterr(err, errlen, "%s: cannot write: %s", tmp,
+                nn__seterr(err, errlen, "%s: cannot write: %s", tmp,
                        strerror(errno));
                 rc = NN_EIO;
         }
         if (fclose(f) != 0 && rc == 0) {
-                seterr(err, errlen, "%s: cannot close: %s", tmp,
+                nn__seterr(err, errlen, "%s: cannot close: %s", tmp,
                        strerror(errno));
                 rc = NN_EIO;
         }
@@ -422,13 +408,13 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
         int n, rc, made = 0;
 
         if (path == NULL || ck == NULL) {
-                seterr(err, errlen, "nn_checkpoint_save: no path");
+                nn__seterr(err, errlen, "nn_checkpoint_save: no path");
                 return NN_EINVAL;
         }
         total = nn_checkpoint_encoded_size(ck);
         n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
         if (total == 0 || n < 0 || (size_t)n >= sizeof(tmp)) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: refusing to save: spec, metadata or path out of "
                        "bounds",
                        path);
@@ -436,13 +422,13 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
         }
         buf = malloc(total);
         if (buf == NULL) {
-                seterr(err, errlen, "%s: out of memory for %zu bytes", path,
+                nn__seterr(err, errlen, "%s: out of memory for %zu bytes", path,
                        total);
                 return NN_ENOMEM;
         }
         rc = nn_checkpoint_encode(ck, buf, total, &len);
         if (rc != 0) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: refusing to save: a parameter or optimizer "
                        "float is not finite",
                        path);
@@ -453,7 +439,7 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
         if (rc != 0)
                 goto out;
         if (rename(tmp, path) != 0) {
-                seterr(err, errlen, "%s: cannot rename %s over it: %s", path,
+                nn__seterr(err, errlen, "%s: cannot rename %s over it: %s", path,
                        tmp, strerror(errno));
                 rc = NN_EIO;
                 goto out;
@@ -461,7 +447,7 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
         made = 0;
         n = sync_dir(path);
         if (n != 0) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: saved, but fsync of its directory failed: %s", path,
                        strerror(-n));
                 rc = NN_EIO;
@@ -485,7 +471,7 @@ static int read_file(FILE *f, const char *path, uint8_t **out, size_t *len,
 
         *out = NULL;
         if (fstat(fileno(f), &st) != 0) {
-                seterr(err, errlen, "%s: cannot stat: %s", path,
+                nn__seterr(err, errlen, "%s: cannot stat: %s", path,
                        strerror(errno));
                 return NN_EIO;
         }
@@ -494,7 +480,7 @@ static int read_file(FILE *f, const char *path, uint8_t **out, size_t *len,
         if (rc != 0)
                 return rc;
         if ((uint64_t)st.st_size != total) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        (uint64_t)st.st_size < total
                            ? "%s: truncated: header says %llu bytes, "
                              "file holds %lld"
@@ -505,14 +491,14 @@ static int read_file(FILE *f, const char *path, uint8_t **out, size_t *len,
         }
         *out = malloc((size_t)total);
         if (*out == NULL) {
-                seterr(err, errlen, "%s: out of memory", path);
+                nn__seterr(err, errlen, "%s: out of memory", path);
                 return NN_ENOMEM;
         }
         memcpy(*out, h, sizeof(h));
         got += fread(*out + sizeof(h), 1, (size_t)total - sizeof(h), f);
         *len = got;
         if (ferror(f)) {
-                seterr(err, errlen, "%s: read error: %s", path,
+                nn__seterr(err, errlen, "%s: read error: %s", path,
                        strerror(errno));
                 return NN_EIO;
         }
@@ -529,12 +515,12 @@ int nn_checkpoint_load(const char *path, struct nn_checkpoint *out, char *err,
 
         memset(out, 0, sizeof(*out));
         if (path == NULL) {
-                seterr(err, errlen, "nn_checkpoint_load: no path");
+                nn__seterr(err, errlen, "nn_checkpoint_load: no path");
                 return NN_EINVAL;
         }
         f = fopen(path, "rb");
         if (f == NULL) {
-                seterr(err, errlen, "%s: cannot open: %s", path,
+                nn__seterr(err, errlen, "%s: cannot open: %s", path,
                        strerror(errno));
                 return NN_EIO;
         }

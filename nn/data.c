@@ -39,20 +39,6 @@ enum {
         NN_DATA_CLASSES = 10, /* MNIST, Fashion-MNIST and CIFAR-10 */
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (err == NULL || errlen == 0)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-}
-
 static uint32_t be32(const uint8_t *p)
 {
         return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
@@ -104,7 +90,7 @@ static int gz_open(const char *path, gzFile *f, char *err, size_t errlen)
         errno = 0;
         *f = gzopen(path, "rb");
         if (*f == NULL) {
-                seterr(err, errlen, "%s: cannot open: %s", path,
+                nn__seterr(err, errlen, "%s: cannot open: %s", path,
                        errno ? strerror(errno) : "out of memory");
                 return errno ? NN_EIO : NN_ENOMEM;
         }
@@ -180,19 +166,19 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
                 return rc;
         r = gz_read_full(f, h, sizeof(h));
         if (r < 0) {
-                seterr(err, errlen, "%s: read error: %s", path, gz_why(f));
+                nn__seterr(err, errlen, "%s: read error: %s", path, gz_why(f));
                 rc = NN_EIO;
                 goto out;
         }
         if (r < (long long)sizeof(h)) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: truncated: %lld of 16 IDX header bytes%s%s", path,
                        r, *gz_why(f) ? ": " : "", gz_why(f));
                 rc = NN_EFORMAT;
                 goto out;
         }
         if (be32(h) != NN_DATA_IDX_IMAGES) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: not an IDX image file: magic 0x%08x, want "
                        "0x%08x",
                        path, be32(h), NN_DATA_IDX_IMAGES);
@@ -206,7 +192,7 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
         if (ds->n == 0 || ds->n > NN_DATA_MAX_N || ds->rows == 0 ||
             ds->cols == 0 ||
             (uint64_t)ds->rows * ds->cols > NN_DATA_MAX_SAMPLE_BYTES) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: absurd header: %u images of %ux%u (limits: 1..%d "
                        "images, rows*cols <= %d)",
                        path, ds->n, ds->rows, ds->cols, NN_DATA_MAX_N,
@@ -217,23 +203,23 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
         want = (size_t)ds->n * ds->rows * ds->cols;
         rc = read_body(f, want, &ds->images, &got, &extra);
         if (rc == NN_EFORMAT && extra)
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: header says %u images of %ux%u, but more bytes "
                        "follow them",
                        path, ds->n, ds->rows, ds->cols);
         else if (rc == NN_EFORMAT)
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: truncated: header says %u images of %ux%u, file "
                        "holds %zu bytes of pixel data%s%s",
                        path, ds->n, ds->rows, ds->cols, got,
                        *gz_why(f) ? ": " : "", gz_why(f));
         else if (rc == NN_EIO)
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: read error after %zu bytes of pixel "
                        "data: %s",
                        path, got, gz_why(f));
         else if (rc == NN_ENOMEM)
-                seterr(err, errlen, "%s: out of memory for %zu bytes", path,
+                nn__seterr(err, errlen, "%s: out of memory for %zu bytes", path,
                        want);
 out:
         gzclose(f);
@@ -255,18 +241,18 @@ static int idx_labels(const char *path, const char *images_path,
                 return rc;
         r = gz_read_full(f, h, sizeof(h));
         if (r < 0) {
-                seterr(err, errlen, "%s: read error: %s", path, gz_why(f));
+                nn__seterr(err, errlen, "%s: read error: %s", path, gz_why(f));
                 rc = NN_EIO;
                 goto out;
         }
         if (r < (long long)sizeof(h)) {
-                seterr(err, errlen, "%s: truncated: %lld of 8 IDX header bytes",
+                nn__seterr(err, errlen, "%s: truncated: %lld of 8 IDX header bytes",
                        path, r);
                 rc = NN_EFORMAT;
                 goto out;
         }
         if (be32(h) != NN_DATA_IDX_LABELS) {
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: not an IDX label file: magic 0x%08x, want "
                        "0x%08x",
                        path, be32(h), NN_DATA_IDX_LABELS);
@@ -275,26 +261,26 @@ static int idx_labels(const char *path, const char *images_path,
         }
         n = be32(h + 4);
         if (n != ds->n) {
-                seterr(err, errlen, "%s: %u labels, but %s holds %u images",
+                nn__seterr(err, errlen, "%s: %u labels, but %s holds %u images",
                        path, n, images_path, ds->n);
                 rc = NN_EFORMAT;
                 goto out;
         }
         rc = read_body(f, n, &ds->labels, &got, &extra);
         if (rc == NN_EFORMAT && extra)
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: header says %u labels, but more bytes follow", path,
                        n);
         else if (rc == NN_EFORMAT)
-                seterr(err, errlen,
+                nn__seterr(err, errlen,
                        "%s: truncated: header says %u labels, file holds %zu"
                        "%s%s",
                        path, n, got, *gz_why(f) ? ": " : "", gz_why(f));
         else if (rc == NN_EIO)
-                seterr(err, errlen, "%s: read error after %zu labels: %s", path,
+                nn__seterr(err, errlen, "%s: read error after %zu labels: %s", path,
                        got, gz_why(f));
         else if (rc == NN_ENOMEM)
-                seterr(err, errlen, "%s: out of memory", path);
+                nn__seterr(err, errlen, "%s: out of memory", path);
 out:
         gzclose(f);
         return rc;
@@ -319,7 +305,7 @@ int nn_dataset_load_idx(const char *images_path, const char *labels_path,
 
         memset(out, 0, sizeof(*out));
         if (images_path == NULL || labels_path == NULL) {
-                seterr(err, errlen, "nn_dataset_load_idx: no path given");
+                nn__seterr(err, errlen, "nn_dataset_load_idx: no path given");
                 return NN_EINVAL;
         }
         out->owns = 1;
@@ -350,7 +336,7 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
         for (;;) {
                 r = gz_read_full(f, rec, sizeof(rec));
                 if (r < 0) {
-                        seterr(err, errlen,
+                        nn__seterr(err, errlen,
                                "%s: read error after %u records: %s", path,
                                ds->n - start, gz_why(f));
                         rc = NN_EIO;
@@ -359,7 +345,7 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
                 if (r == 0)
                         break;
                 if (r < (long long)sizeof(rec)) {
-                        seterr(err, errlen,
+                        nn__seterr(err, errlen,
                                "%s: truncated: %u whole records of %d bytes "
                                "and %lld bytes of another%s%s",
                                path, ds->n - start, NN_DATA_CIFAR_RECORD, r,
@@ -368,7 +354,7 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
                         goto out;
                 }
                 if (rec[0] >= NN_DATA_CLASSES) {
-                        seterr(err, errlen,
+                        nn__seterr(err, errlen,
                                "%s: record %u has label %u, CIFAR-10 has %d "
                                "classes",
                                path, ds->n - start, rec[0], NN_DATA_CLASSES);
@@ -376,7 +362,7 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
                         goto out;
                 }
                 if (ds->n >= NN_DATA_MAX_N) {
-                        seterr(err, errlen, "%s: more than %d records", path,
+                        nn__seterr(err, errlen, "%s: more than %d records", path,
                                NN_DATA_MAX_N);
                         rc = NN_EFORMAT;
                         goto out;
@@ -390,7 +376,7 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
                                 ds->images = im;
                         lb = im ? realloc(ds->labels, nc) : NULL;
                         if (lb == NULL) {
-                                seterr(err, errlen, "%s: out of memory", path);
+                                nn__seterr(err, errlen, "%s: out of memory", path);
                                 rc = NN_ENOMEM;
                                 goto out;
                         }
@@ -402,7 +388,7 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
                 ds->n++;
         }
         if (ds->n == start) {
-                seterr(err, errlen, "%s: holds no CIFAR-10 records%s%s", path,
+                nn__seterr(err, errlen, "%s: holds no CIFAR-10 records%s%s", path,
                        *gz_why(f) ? ": " : "", gz_why(f));
                 rc = NN_EFORMAT;
         }
@@ -419,7 +405,7 @@ int nn_dataset_load_cifar(const char *const *paths, int npaths,
 
         memset(out, 0, sizeof(*out));
         if (paths == NULL || npaths <= 0) {
-                seterr(err, errlen, "nn_dataset_load_cifar: no files given");
+                nn__seterr(err, errlen, "nn_dataset_load_cifar: no files given");
                 return NN_EINVAL;
         }
         out->owns = 1;
@@ -491,14 +477,14 @@ int nn_dataset_load_dir(const char *dir, int train, struct nn_dataset *out,
 
         memset(out, 0, sizeof(*out));
         if (dir == NULL) {
-                seterr(err, errlen, "nn_dataset_load_dir: no directory");
+                nn__seterr(err, errlen, "nn_dataset_load_dir: no directory");
                 return NN_EINVAL;
         }
         snprintf(stem, sizeof(stem), "%s-images-idx3-ubyte", pre);
         if (find_idx(img, sizeof(img), dir, stem)) {
                 snprintf(stem, sizeof(stem), "%s-labels-idx1-ubyte", pre);
                 if (!find_idx(lbl, sizeof(lbl), dir, stem)) {
-                        seterr(err, errlen,
+                        nn__seterr(err, errlen,
                                "%s/%s[.gz]: cannot open: missing (images "
                                "are in %s)",
                                dir, stem, img);
@@ -514,7 +500,7 @@ int nn_dataset_load_dir(const char *dir, int train, struct nn_dataset *out,
                 if (rc <= 0)
                         return rc;
         }
-        seterr(err, errlen,
+        nn__seterr(err, errlen,
                "%s: no data set found (looked for %s-images-idx3-ubyte[.gz] "
                "and %s)",
                dir, pre, train ? "data_batch_N.bin" : "test_batch.bin");

@@ -8,6 +8,8 @@
 #ifndef NN_ERR_H
 #define NN_ERR_H
 
+#include <stddef.h>
+
 enum nn_err {
         NN_OK = 0,
         NN_EINVAL = -1,    /* bad argument or model spec */
@@ -19,5 +21,10 @@ enum nn_err {
 };
 
 const char *nn_strerror(int err);
+
+/* Internal: format one line into a caller's error buffer (NULL or 0 bytes:
+ * nothing is written). */
+void nn__seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif
