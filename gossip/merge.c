@@ -173,6 +173,17 @@ int gossip_merge_average_params(float *mine, const float *theirs, size_t n,
         return 0;
 }
 
+int gossip_merge_average_delta(float *mine, const float *mine_then,
+                               const float *theirs, size_t n, float weight)
+{
+        if (!(weight >= 0.0f && weight <= 1.0f) ||
+            (n && (!mine || !mine_then || !theirs)))
+                return GOSSIP_EINVAL;
+        for (size_t i = 0; i < n; i++)
+                mine[i] += weight * (theirs[i] - mine_then[i]);
+        return 0;
+}
+
 int gossip_merge_average_due(uint64_t step, uint64_t every)
 {
         return every != 0 && step != 0 && step % every == 0;

@@ -125,6 +125,15 @@ void gossip_merge_stats_get(const struct gossip_merge *m,
 int gossip_merge_average_params(float *mine, const float *theirs, size_t n,
                                 float weight);
 
+/* Delayed model averaging: mine += weight * (theirs - mine_then), where
+ * theirs is a peer's copy and mine_then ours, both from the same step s;
+ * the progress mine made since s is kept (plain averaging with a stale
+ * copy would halve it). All three arrays hold n floats; theirs must be
+ * finite (decoded payloads are). Returns 0, or GOSSIP_EINVAL for a bad
+ * weight or a NULL array (then nothing changes). */
+int gossip_merge_average_delta(float *mine, const float *mine_then,
+                               const float *theirs, size_t n, float weight);
+
 /* Non-zero when periodic parameter averaging is due at step: every
  * `every` steps (K), never at step 0, never when every == 0. */
 int gossip_merge_average_due(uint64_t step, uint64_t every);

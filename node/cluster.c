@@ -1,18 +1,32 @@
 /*
- * cluster.c - membership, gradient exchange and state transfer for one
- * node; the loop side and the training side of the exchange box.
+ * cluster.c - membership, gradient exchange, model averaging and state
+ * transfer for one node; the loop side and the training side of the
+ * exchange box.
  *
  * Box protocol (all fields under box.mu):
- *   trainer -> loop: grad_buf/grad_ready (latest gradient payload, a newer
- *     one replaces an unsent one: gradients are replaceable), params_buf/
- *     params_ready, state_buf/state_ready (a snapshot asked for by
- *     want_snapshot), want_state (join: "fetch a peer's state for me").
- *   loop -> trainer: merge (offers), in_params/in_params_ready, in_state/
- *     in_state_ready or state_none, want_snapshot, alive.
- * Buffers change hands by pointer swap (each side keeps a spare of the
- * same capacity), so no one encodes, decodes or sends under the lock.
- * The trainer wakes the loop with uv_async_send; the loop wakes a waiting
- * trainer with the condition variable.
+ *   trainer -> loop: grad_buf/grad_ready (the raw fp32 gradient; a newer
+ *     one replaces an unsent one: gradients are replaceable), params_slot[]/
+ *     params_ready (ring slots holding our parameter slices of averaging
+ *     rounds, all sent; ring_busy[] marks slots the loop still encodes),
+ *     state_buf/state_ready (a snapshot asked for by want_snapshot),
+ *     want_state (join: "fetch a peer's state for me").
+ *   loop -> trainer: merge (offers), inq (received parameter slices),
+ *     last_in_step, in_state/in_state_ready or state_none, want_snapshot,
+ *     alive.
+ * The training thread only copies (the gradient, one parameter slice) and
+ * averages what arrived; the loop encodes (codec with error feedback for
+ * gradients, stateless for parameters), signs, sends and decodes. Buffers
+ * change hands by pointer swap or slot ownership, so no one encodes,
+ * decodes or sends under the lock.
+ *
+ * Model averaging (every --avg-every steps, slice (s / K) mod P of the
+ * model): our slice of round s goes to the round's partner and stays in
+ * the ring; a peer's slice of round s is averaged in as mine += w *
+ * (theirs_s - mine_s), so the steps we took since s are kept. With
+ * --wait-ms the trainer waits (bounded) for the previous round's slice:
+ * one round of communication overlaps compute, and the replicas stay in
+ * step. The trainer wakes the loop with uv_async_send; the loop wakes a
+ * waiting trainer with the condition variable.
  */
 #include "cluster.h"
 
@@ -41,15 +55,17 @@
 struct box {
         pthread_mutex_t mu;
         pthread_cond_t cv;
-        /* trainer -> loop */
-        uint8_t *grad_buf;
-        size_t grad_len;
+        /* trainer -> loop: raw floats, encoded by the loop */
+        float *grad_buf; /* the whole gradient (nparams floats) */
         uint64_t grad_step;
         int grad_ready;
-        uint8_t *params_buf;
-        size_t params_len;
-        uint64_t params_step;
-        int params_ready;
+        /* posted slices not yet taken by the loop, oldest first (ring
+         * slots and their steps): every round is sent, none replaced,
+         * since a partner waits for it */
+        int params_slot[NODE_CLUSTER_PARAMS_RING];
+        uint64_t params_step[NODE_CLUSTER_PARAMS_RING];
+        int params_ready;                        /* how many */
+        int ring_busy[NODE_CLUSTER_PARAMS_RING]; /* loop still encodes it */
         void *state_buf;
         size_t state_len;
         int state_ready;
@@ -57,9 +73,16 @@ struct box {
         uint64_t local_step;
         /* loop -> trainer */
         struct gossip_merge merge;
-        float *in_params;
-        uint64_t in_params_step;
-        int in_params_ready;
+        /* received parameter slices, oldest first: v[0..count) belong at
+         * [lo, lo + count) of the model */
+        struct in_slice {
+                float *v;
+                size_t lo, count;
+                uint64_t step;
+        } inq[NODE_CLUSTER_PARAMS_QUEUE];
+        size_t inq_n;
+        uint64_t last_in_step; /* newest received slice's step */
+        uint64_t want_in_step; /* trainer waits for a slice this new */
         void *in_state;
         size_t in_state_len;
         int in_state_ready, state_none, awaiting_state;
@@ -90,7 +113,9 @@ struct node_cluster {
         uint64_t start_ms;
         /* loop-owned */
         float *scratch;
-        uint8_t *l_grad_buf, *l_params_buf;
+        float *l_graw;                      /* taken from the box */
+        uint8_t *l_grad_buf, *l_params_buf; /* encoded payloads */
+        struct gossip_codec enc, penc;      /* loop-owned encoders */
         uint8_t (*view)[GOSSIP_KEY_BYTES];
         size_t view_cap;
         uint8_t pending[NODE_CLUSTER_STATE_PENDING][GOSSIP_KEY_BYTES];
@@ -98,22 +123,36 @@ struct node_cluster {
         struct node_cluster_peer_grads pg[NODE_CLUSTER_PEER_STATS];
         size_t npg;
         /* trainer-owned */
-        struct gossip_codec enc, penc;
-        uint8_t *t_grad_buf, *t_params_buf;
-        size_t grad_cap, params_cap;
+        float *t_graw;
+        /* our own parameter slices as sent, by averaging round: the loop
+         * encodes from them, the trainer corrects with them */
+        float *ring;
+        uint64_t ring_step[NODE_CLUSTER_PARAMS_RING];
+        size_t grad_cap, params_cap, praw_cap;
         /* leave */
         int leaving, closing;
         void (*leave_done)(void *);
         void *leave_arg;
         /* counters (loop) */
         uint64_t grads_sent, grads_send_fail, grads_no_partner;
-        uint64_t params_sent, params_received, params_applied;
+        uint64_t params_sent, params_received, params_applied, params_delta;
+        uint64_t params_stale, params_replaced, params_busy;
+        uint64_t waits, wait_timeouts;
+        double wait_s;
         uint64_t states_sent, states_received, state_reqs;
         uint64_t decode_errors;
         struct box box;
 };
 
 /* ---- small helpers ------------------------------------------------------ */
+
+static double mono_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static uint64_t unix_ms(void)
 {
@@ -198,7 +237,8 @@ static void sync_step(struct node_cluster *c)
 static struct gossip_member_info *members_copy(struct node_cluster *c,
                                                size_t *n);
 
-/* Publish the step of the slowest live peer (for --wait-ms). */
+/* Publish the step of the slowest live peer (for the gradient wait,
+ * pred_ready; without gradients the averaging wait bounds drift). */
 static void update_min_step(struct node_cluster *c)
 {
         size_t n = 0;
@@ -220,7 +260,7 @@ static void on_tick(uv_timer_t *t)
         struct node_cluster *c = t->data;
 
         sync_step(c);
-        if (c->o->wait_ms)
+        if (c->o->wait_ms && c->o->codec != NODE_CODEC_NONE)
                 update_min_step(c);
         gossip_tick(c->g);
         arm(c);
@@ -271,11 +311,20 @@ static int choose_partner(struct node_cluster *c, uint64_t step,
 
 /* ---- loop: what the trainer posted --------------------------------------- */
 
-static void send_gradient(struct node_cluster *c, uint64_t step, size_t len)
+/* Encode (error feedback: the codec keeps what it did not send) and send
+ * the gradient the trainer posted. Runs on the loop so that the training
+ * thread only copies. */
+static void send_gradient(struct node_cluster *c, uint64_t step)
 {
         uint8_t key[GOSSIP_KEY_BYTES];
+        size_t len = 0;
         int rc;
 
+        if (gossip_codec_encode(&c->enc, step, c->l_graw, c->nparams,
+                                c->l_grad_buf, c->grad_cap, &len)) {
+                c->grads_send_fail++;
+                return;
+        }
         if (choose_partner(c, step, key)) {
                 c->grads_no_partner++;
                 return;
@@ -288,12 +337,34 @@ static void send_gradient(struct node_cluster *c, uint64_t step, size_t len)
                 c->grads_sent++;
 }
 
-static void send_params(struct node_cluster *c, uint64_t step, size_t len)
+/* The slice of the model that the averaging round of `step` covers. */
+static uint32_t params_part(const struct node_cluster *c, uint64_t step,
+                            size_t *lo, size_t *count)
+{
+        uint32_t parts = c->penc.cfg.parts;
+        uint32_t part = (uint32_t)((step / c->o->avg_every) % parts);
+
+        gossip_codec_partition(c->nparams, part, parts, lo, count);
+        return part;
+}
+
+/* Encode the parameter slice the trainer posted (ring slot) and send it;
+ * then give the slot back. */
+static void send_params(struct node_cluster *c, uint64_t step, int slot)
 {
         uint8_t key[GOSSIP_KEY_BYTES];
+        size_t lo, count, len = 0;
+        uint32_t part = params_part(c, step, &lo, &count);
         int rc;
 
-        rc = choose_partner(c, step, key);
+        rc = gossip_codec_encode_part(
+            &c->penc, part, c->ring + (size_t)slot * c->praw_cap, count,
+            c->l_params_buf, c->params_cap, &len);
+        pthread_mutex_lock(&c->box.mu);
+        c->box.ring_busy[slot] = 0;
+        pthread_mutex_unlock(&c->box.mu);
+        if (rc == 0)
+                rc = choose_partner(c, step, key);
         if (rc == 0)
                 rc = gossip_send_app(c->g, key, GOSSIP_APP_PARAMS, step,
                                      c->l_params_buf, len);
@@ -351,31 +422,28 @@ static void on_async(uv_async_t *a)
         struct node_cluster *c = a->data;
         struct box *b = &c->box;
         int grad = 0, params = 0, want_state = 0;
-        uint64_t gstep = 0, pstep = 0, lstep;
-        size_t glen = 0, plen = 0, slen = 0;
+        uint64_t gstep = 0, pstep[NODE_CLUSTER_PARAMS_RING], lstep;
+        int pslot[NODE_CLUSTER_PARAMS_RING];
+        size_t slen = 0;
         void *state = NULL;
-        uint8_t *tmp;
+        float *tmp;
 
         if (c->closing)
                 return;
         pthread_mutex_lock(&b->mu);
         if (b->grad_ready) {
-                tmp = c->l_grad_buf;
-                c->l_grad_buf = b->grad_buf;
+                tmp = c->l_graw;
+                c->l_graw = b->grad_buf;
                 b->grad_buf = tmp;
-                glen = b->grad_len;
                 gstep = b->grad_step;
                 b->grad_ready = 0;
                 grad = 1;
         }
         if (b->params_ready) {
-                tmp = c->l_params_buf;
-                c->l_params_buf = b->params_buf;
-                b->params_buf = tmp;
-                plen = b->params_len;
-                pstep = b->params_step;
+                params = b->params_ready;
+                memcpy(pslot, b->params_slot, sizeof(pslot));
+                memcpy(pstep, b->params_step, sizeof(pstep));
                 b->params_ready = 0;
-                params = 1;
         }
         if (b->state_ready) {
                 state = b->state_buf;
@@ -392,9 +460,10 @@ static void on_async(uv_async_t *a)
 
         sync_step(c);
         if (grad)
-                send_gradient(c, gstep, glen);
+                send_gradient(c, gstep);
         if (params)
-                send_params(c, pstep, plen);
+                for (int i = 0; i < params; i++)
+                        send_params(c, pstep[i], pslot[i]);
         if (state) {
                 send_state(c, state, slen, lstep);
                 free(state);
@@ -436,7 +505,7 @@ static void on_gradient(struct node_cluster *c,
         }
         pthread_cond_broadcast(&c->box.cv);
         pthread_mutex_unlock(&c->box.mu);
-        if (c->o->wait_ms)
+        if (c->o->wait_ms && c->o->codec != NODE_CODEC_NONE)
                 update_min_step(c);
 }
 
@@ -444,9 +513,10 @@ static void on_params(struct node_cluster *c, uint64_t step, const void *p,
                       size_t len)
 {
         struct gossip_codec_info info;
+        struct in_slice *q;
 
         if (gossip_codec_decode(p, len, c->nparams, c->scratch, &info) ||
-            info.lo != 0 || info.count != c->nparams) {
+            info.count == 0 || info.id == GOSSIP_CODEC_TOPK) {
                 c->decode_errors++;
                 return;
         }
@@ -454,9 +524,22 @@ static void on_params(struct node_cluster *c, uint64_t step, const void *p,
         node_log(NODE_LOG_DEBUG, "parameters of step %llu arrived",
                  (unsigned long long)step);
         pthread_mutex_lock(&c->box.mu);
-        memcpy(c->box.in_params, c->scratch, c->nparams * sizeof(float));
-        c->box.in_params_step = step;
-        c->box.in_params_ready = 1;
+        if (c->box.inq_n == NODE_CLUSTER_PARAMS_QUEUE) { /* drop oldest */
+                struct in_slice old = c->box.inq[0];
+
+                memmove(&c->box.inq[0], &c->box.inq[1],
+                        (NODE_CLUSTER_PARAMS_QUEUE - 1) * sizeof(old));
+                c->box.inq[--c->box.inq_n] = old;
+                c->params_replaced++;
+        }
+        q = &c->box.inq[c->box.inq_n++];
+        memcpy(q->v, c->scratch, info.count * sizeof(float));
+        q->lo = info.lo;
+        q->count = info.count;
+        q->step = step;
+        if (step > c->box.last_in_step)
+                c->box.last_in_step = step;
+        pthread_cond_broadcast(&c->box.cv);
         pthread_mutex_unlock(&c->box.mu);
 }
 
@@ -537,7 +620,7 @@ static void on_member(void *ctx, const struct gossip_member_info *m,
         c->box.alive = alive;
         pthread_cond_broadcast(&c->box.cv);
         pthread_mutex_unlock(&c->box.mu);
-        if (c->o->wait_ms)
+        if (c->o->wait_ms && c->o->codec != NODE_CODEC_NONE)
                 update_min_step(c);
 }
 
@@ -690,7 +773,7 @@ static int open_exchange(struct node_cluster *c, char *err, size_t errlen)
 {
         struct gossip_codec_cfg cc = {0}, pc = {0};
         struct box *b = &c->box;
-        int rc;
+        int rc, nomem = 0;
 
         cc.id = codec_id(c->o->codec);
         cc.n = c->nparams;
@@ -706,10 +789,13 @@ static int open_exchange(struct node_cluster *c, char *err, size_t errlen)
                          gossip_strerror(rc));
                 return rc;
         }
-        pc.id = GOSSIP_CODEC_FP32;
+        pc.id = codec_id(c->o->params_codec);
         pc.n = c->nparams;
-        pc.parts = 1;
+        pc.parts = c->o->params_parts;
         rc = gossip_codec_init(&c->penc, &pc);
+        /* parameters are encoded slice by slice, statelessly */
+        if (rc == 0)
+                gossip_codec_free(&c->penc);
         if (rc == 0)
                 rc = gossip_merge_init(&b->merge, c->nparams, c->o->staleness);
         if (rc) {
@@ -718,19 +804,25 @@ static int open_exchange(struct node_cluster *c, char *err, size_t errlen)
         }
         c->grad_cap = gossip_codec_max_size(&c->enc);
         c->params_cap = gossip_codec_max_size(&c->penc);
-        c->t_grad_buf = malloc(c->grad_cap);
+        c->praw_cap = (c->nparams + pc.parts - 1) / pc.parts;
+        c->t_graw = malloc(c->nparams * sizeof(float));
+        c->l_graw = malloc(c->nparams * sizeof(float));
+        b->grad_buf = malloc(c->nparams * sizeof(float));
         c->l_grad_buf = malloc(c->grad_cap);
-        b->grad_buf = malloc(c->grad_cap);
-        c->t_params_buf = malloc(c->params_cap);
+        c->ring =
+            malloc(NODE_CLUSTER_PARAMS_RING * c->praw_cap * sizeof(float));
+        for (int i = 0; i < NODE_CLUSTER_PARAMS_RING; i++)
+                c->ring_step[i] = UINT64_MAX;
+
         c->l_params_buf = malloc(c->params_cap);
-        b->params_buf = malloc(c->params_cap);
         c->scratch = malloc(c->nparams * sizeof(float));
-        b->in_params = malloc(c->nparams * sizeof(float));
+        for (int i = 0; i < NODE_CLUSTER_PARAMS_QUEUE; i++)
+                if (!(b->inq[i].v = malloc(c->nparams * sizeof(float))))
+                        nomem = 1;
         c->view_cap = c->npeers + 1;
         c->view = calloc(c->view_cap, GOSSIP_KEY_BYTES);
-        if (!c->t_grad_buf || !c->l_grad_buf || !b->grad_buf ||
-            !c->t_params_buf || !c->l_params_buf || !b->params_buf ||
-            !c->scratch || !b->in_params || !c->view) {
+        if (!c->t_graw || !c->l_graw || !b->grad_buf || !c->l_grad_buf ||
+            !c->ring || !c->l_params_buf || !c->scratch || nomem || !c->view) {
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
@@ -744,14 +836,16 @@ static void free_cluster(struct node_cluster *c)
         gossip_codec_free(&c->enc);
         gossip_codec_free(&c->penc);
         gossip_merge_free(&b->merge);
-        free(c->t_grad_buf);
-        free(c->l_grad_buf);
+        free(c->t_graw);
+        free(c->l_graw);
         free(b->grad_buf);
-        free(c->t_params_buf);
+        free(c->l_grad_buf);
+        free(c->ring);
+
         free(c->l_params_buf);
-        free(b->params_buf);
         free(c->scratch);
-        free(b->in_params);
+        for (int i = 0; i < NODE_CLUSTER_PARAMS_QUEUE; i++)
+                free(b->inq[i].v);
         free(b->state_buf);
         free(b->in_state);
         free(c->view);
@@ -869,18 +963,34 @@ static void on_linger(uv_timer_t *t)
 static void log_summary(struct node_cluster *c)
 {
         struct gossip_merge_stats ms;
-        uint64_t applied;
+        uint64_t applied, delta, stale, replaced, busy, waits, timeouts;
+        double wait_s;
 
         pthread_mutex_lock(&c->box.mu);
         gossip_merge_stats_get(&c->box.merge, &ms);
         applied = c->params_applied;
+        delta = c->params_delta;
+        stale = c->params_stale;
+        replaced = c->params_replaced;
+        busy = c->params_busy;
+        waits = c->waits;
+        timeouts = c->wait_timeouts;
+        wait_s = c->wait_s;
         pthread_mutex_unlock(&c->box.mu);
+        if (waits)
+                node_log(NODE_LOG_INFO,
+                         "averaging waits: %llu, %llu timed out, %.3f s in "
+                         "all",
+                         (unsigned long long)waits,
+                         (unsigned long long)timeouts, wait_s);
         node_log(
             NODE_LOG_INFO,
             "exchange: %llu gradients sent (%llu without a partner, "
             "%llu refused); received %llu: %llu merged (%llu late), "
             "dropped %llu stale, %llu ahead, %llu other; parameters "
-            "averaged %llu of %llu received; %llu states sent",
+            "sent %llu (%llu skipped busy), averaged %llu (%llu against "
+            "our copy of the same step) of %llu received (%llu too old, "
+            "%llu replaced by a newer one); %llu states sent",
             (unsigned long long)c->grads_sent,
             (unsigned long long)c->grads_no_partner,
             (unsigned long long)c->grads_send_fail,
@@ -889,8 +999,10 @@ static void log_summary(struct node_cluster *c)
             (unsigned long long)ms.dropped_future,
             (unsigned long long)(ms.dropped_shape + ms.dropped_nonfinite +
                                  ms.dropped_dup + ms.dropped_full),
-            (unsigned long long)applied, (unsigned long long)c->params_received,
-            (unsigned long long)c->states_sent);
+            (unsigned long long)c->params_sent, (unsigned long long)busy,
+            (unsigned long long)applied, (unsigned long long)delta,
+            (unsigned long long)c->params_received, (unsigned long long)stale,
+            (unsigned long long)replaced, (unsigned long long)c->states_sent);
 }
 
 void node_cluster_leave(struct node_cluster *c, void (*done)(void *arg),
@@ -1105,82 +1217,149 @@ static int pred_ready(struct box *b)
         return b->trainer_done || (b->merge.npending > 0 && !ahead);
 }
 
+/* Model averaging in step with the partners: the previous round's slice
+ * has arrived (--wait-ms bounds the wait). */
+static int pred_params(struct box *b)
+{
+        return b->trainer_done || b->last_in_step >= b->want_in_step;
+}
+
 void node_cluster_exchange(struct node_cluster *c, struct node_trainer *t,
                            uint64_t step, float *grads, size_t n)
 {
-        size_t alive, len = 0;
-        uint8_t *tmp;
-        int posted = 0;
+        int send = c->o->codec != NODE_CODEC_NONE && n == c->nparams;
+        size_t alive;
+        float *tmp;
 
         pthread_mutex_lock(&c->box.mu);
         alive = c->box.alive;
         pthread_mutex_unlock(&c->box.mu);
-        if (alive > 1 &&
-            gossip_codec_encode(&c->enc, step, grads, n, c->t_grad_buf,
-                                c->grad_cap, &len) == 0)
-                posted = 1;
+        send = send && alive > 1;
+        /* The only per-step cost here is one copy: the loop encodes. */
+        if (send)
+                memcpy(c->t_graw, grads, n * sizeof(float));
         pthread_mutex_lock(&c->box.mu);
         c->box.local_step = step;
-        if (posted) {
+        if (send) {
                 tmp = c->box.grad_buf;
-                c->box.grad_buf = c->t_grad_buf;
-                c->t_grad_buf = tmp;
-                c->box.grad_len = len;
+                c->box.grad_buf = c->t_graw;
+                c->t_graw = tmp;
                 c->box.grad_step = step;
                 c->box.grad_ready = 1;
         }
         pthread_mutex_unlock(&c->box.mu);
-        if (posted)
+        if (send)
                 uv_async_send(&c->async); /* before any wait: the partner
                                              may be waiting for ours */
         pthread_mutex_lock(&c->box.mu);
-        if (c->o->wait_ms && alive > 1)
+        if (c->o->wait_ms && send)
                 wait_box(c, t, pred_ready, c->o->wait_ms);
         gossip_merge_apply(&c->box.merge, step, grads, n);
         pthread_mutex_unlock(&c->box.mu);
 }
 
+/* Average a received parameter slice into params (box lock held). With
+ * our own slice of the same step still in the ring, only the difference
+ * of the two copies at that step is averaged in, so the steps we took
+ * since are kept; without it, plain averaging with the (older) copy. */
+static void apply_slice(struct node_cluster *c, uint64_t step, float *params,
+                        size_t n, const struct in_slice *q)
+{
+        uint64_t window = c->o->avg_every + c->o->staleness;
+        uint64_t k = c->o->avg_every ? c->o->avg_every : 1;
+        int slot = (int)((q->step / k) % NODE_CLUSTER_PARAMS_RING);
+        size_t mlo = 0, mcount = 0;
+        int rc;
+
+        if (q->step + window < step || q->lo + q->count > n) {
+                c->params_stale++;
+                return;
+        }
+        /* the ring only holds rounds we posted (avg_every > 0) */
+        if (c->o->avg_every && c->ring_step[slot] != UINT64_MAX)
+                params_part(c, q->step, &mlo, &mcount);
+        if (mcount && c->ring_step[slot] == q->step && mlo == q->lo &&
+            mcount == q->count) {
+                rc = gossip_merge_average_delta(
+                    params + q->lo, c->ring + (size_t)slot * c->praw_cap, q->v,
+                    q->count, c->o->avg_weight);
+                c->params_delta += rc == 0;
+        } else {
+                rc = gossip_merge_average_params(params + q->lo, q->v, q->count,
+                                                 c->o->avg_weight);
+        }
+        if (rc == 0)
+                c->params_applied++;
+}
+
+/* Copy our slice of this averaging round into the ring and post it to the
+ * loop (which encodes and sends it). Skipped if the loop is still busy with
+ * that slot. */
+static void post_params(struct node_cluster *c, uint64_t step,
+                        const float *params)
+{
+        int slot = (int)((step / c->o->avg_every) % NODE_CLUSTER_PARAMS_RING);
+        size_t lo, count;
+        int busy;
+
+        params_part(c, step, &lo, &count);
+        pthread_mutex_lock(&c->box.mu);
+        busy = c->box.ring_busy[slot];
+        c->params_busy += busy != 0;
+        pthread_mutex_unlock(&c->box.mu);
+        if (busy)
+                return;
+        memcpy(c->ring + (size_t)slot * c->praw_cap, params + lo,
+               count * sizeof(float));
+        c->ring_step[slot] = step;
+        pthread_mutex_lock(&c->box.mu);
+        /* a free slot is never among the posted ones, so this fits */
+        c->box.ring_busy[slot] = 1;
+        c->box.params_slot[c->box.params_ready] = slot;
+        c->box.params_step[c->box.params_ready] = step;
+        c->box.params_ready++;
+        pthread_mutex_unlock(&c->box.mu);
+        uv_async_send(&c->async);
+}
+
+static size_t alive_now(struct node_cluster *c)
+{
+        size_t alive;
+
+        pthread_mutex_lock(&c->box.mu);
+        alive = c->box.alive;
+        pthread_mutex_unlock(&c->box.mu);
+        return alive;
+}
+
 void node_cluster_after_step(struct node_cluster *c, struct node_trainer *t,
                              uint64_t step, float *params, size_t n)
 {
-        uint64_t window = c->o->avg_every + c->o->staleness;
-        size_t alive, len = 0;
-        uint8_t *tmp;
-        int post = 0;
+        const uint64_t lag = NODE_CLUSTER_PARAMS_LAG;
+        size_t alive;
 
         serve_snapshot(c, t);
+        if (alive_now(c) > 1 && n == c->nparams &&
+            gossip_merge_average_due(step, c->o->avg_every))
+                post_params(c, step, params);
         pthread_mutex_lock(&c->box.mu);
         alive = c->box.alive;
         c->box.local_step = step;
-        if (c->box.in_params_ready) {
-                if (c->box.in_params_step + window >= step &&
-                    gossip_merge_average_params(params, c->box.in_params, n,
-                                                0.5f) == 0) {
-                        c->params_applied++;
-                        node_log(NODE_LOG_DEBUG,
-                                 "step %llu: averaged with parameters of "
-                                 "step %llu",
-                                 (unsigned long long)step,
-                                 (unsigned long long)c->box.in_params_step);
-                }
-                c->box.in_params_ready = 0;
+        /* LAG rounds of slack: communication of round s overlaps the
+         * compute of the next LAG rounds */
+        if (c->o->wait_ms && alive > 1 && c->o->avg_every &&
+            step > lag * c->o->avg_every) {
+                double w0 = mono_s();
+
+                c->box.want_in_step = step - lag * c->o->avg_every;
+                c->waits++;
+                c->wait_timeouts += !wait_box(c, t, pred_params, c->o->wait_ms);
+                c->wait_s += mono_s() - w0;
         }
+        for (size_t i = 0; i < c->box.inq_n; i++)
+                apply_slice(c, step, params, n, &c->box.inq[i]);
+        c->box.inq_n = 0;
         pthread_mutex_unlock(&c->box.mu);
-        if (alive > 1 && gossip_merge_average_due(step, c->o->avg_every) &&
-            gossip_codec_encode(&c->penc, step, params, n, c->t_params_buf,
-                                c->params_cap, &len) == 0)
-                post = 1;
-        if (!post)
-                return;
-        pthread_mutex_lock(&c->box.mu);
-        tmp = c->box.params_buf;
-        c->box.params_buf = c->t_params_buf;
-        c->t_params_buf = tmp;
-        c->box.params_len = len;
-        c->box.params_step = step;
-        c->box.params_ready = 1;
-        pthread_mutex_unlock(&c->box.mu);
-        uv_async_send(&c->async);
 }
 
 /* ---- control socket and metrics (loop) ----------------------------------- */

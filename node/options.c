@@ -50,6 +50,9 @@ enum {
         OPT_STALE,
         OPT_AVG,
         OPT_WAIT,
+        OPT_PCODEC,
+        OPT_PPARTS,
+        OPT_AVGW,
         OPT_NAME,
         OPT_PROGRESS,
         OPT_HELP,
@@ -89,6 +92,9 @@ static const struct option long_opts[] = {
     {"staleness", required_argument, NULL, OPT_STALE},
     {"avg-every", required_argument, NULL, OPT_AVG},
     {"wait-ms", required_argument, NULL, OPT_WAIT},
+    {"params-codec", required_argument, NULL, OPT_PCODEC},
+    {"params-parts", required_argument, NULL, OPT_PPARTS},
+    {"avg-weight", required_argument, NULL, OPT_AVGW},
     {"name", required_argument, NULL, OPT_NAME},
     {"progress-every", required_argument, NULL, OPT_PROGRESS},
     {"help", no_argument, NULL, OPT_HELP},
@@ -141,16 +147,25 @@ static const char help_text[] =
     "  --fresh               ignore an existing checkpoint, start over\n"
     "\n"
     "Exchange with peers:\n"
-    "  --codec fp32|fp16|int8|topk:K   gradient payload codec (default "
-    "fp32)\n"
+    "  --codec fp32|fp16|int8|topk:K|none   gradient payload codec; none:\n"
+    "                        send no gradients, only average models (default "
+    "none)\n"
     "  --partitions P        Ako partial exchange: send 1 of P parts per "
     "step\n"
     "  --staleness S         merge gradients at most S steps old (default "
     "16)\n"
     "  --avg-every K         average models with the partner every K steps\n"
-    "                        (default 10; 0 = never)\n"
-    "  --wait-ms N           wait up to N ms for a partner's gradient "
-    "(default 0)\n"
+    "                        (default 1; 0 = never)\n"
+    "  --wait-ms N           wait up to N ms for a partner's gradient, and\n"
+    "                        for the averaging slice of 2 rounds back "
+    "(default 2)\n"
+    "  --params-codec fp32|fp16|int8   payload codec of model averaging "
+    "(default fp16)\n"
+    "  --params-parts P      each model average covers 1 of P slices, in "
+    "turn\n"
+    "                        (default 4)\n"
+    "  --avg-weight W        weight of the partner's model in an average "
+    "(default 0.5)\n"
     "\n"
     "Output:\n"
     "  --log-level error|warn|info|debug   (default info)\n"
@@ -170,7 +185,7 @@ const char *node_options_help(void)
 
 static const char *optimizer_names[] = {"sgd", "adam"};
 static const char *sched_names[] = {"const", "cosine", "step"};
-static const char *codec_names[] = {"fp32", "fp16", "int8", "topk"};
+static const char *codec_names[] = {"fp32", "fp16", "int8", "topk", "none"};
 static const char *level_names[] = {"error", "warn", "info", "debug"};
 
 #define NAME_OF(tab, v)                                                        \
@@ -213,10 +228,14 @@ void node_options_default(struct node_options *o)
         o->lr_schedule = NODE_SCHED_COSINE;
         o->seed = 1;
         o->threads = 1;
-        o->codec = NODE_CODEC_FP32;
+        o->codec = NODE_CODEC_NONE; /* model averaging only: measured */
         o->partitions = 1;
         o->staleness = NODE_OPT_STALENESS_DEFAULT;
         o->avg_every = NODE_OPT_AVG_EVERY_DEFAULT;
+        o->params_codec = NODE_CODEC_FP16; /* half the bytes, same accuracy */
+        o->params_parts = NODE_OPT_PARAMS_PARTS_DEFAULT;
+        o->avg_weight = 0.5f;
+        o->wait_ms = NODE_OPT_WAIT_MS_DEFAULT;
         o->log_level = NODE_LOG_INFO;
         o->progress_ms = NODE_OPT_PROGRESS_MS;
 }
@@ -310,6 +329,10 @@ static int parse_codec(const char *s, int *codec, uint32_t *k)
                 if (parse_u32(s + 5, 1, UINT32_MAX, k))
                         return -1;
                 *codec = NODE_CODEC_TOPK;
+                return 0;
+        }
+        if (strcmp(s, "none") == 0) {
+                *codec = NODE_CODEC_NONE;
                 return 0;
         }
         *codec = parse_enum(s, codec_names, 3);
@@ -478,7 +501,8 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 break;
         case OPT_CODEC:
                 if (parse_codec(v, &o->codec, &o->topk))
-                        return BAD("fp32, fp16, int8 or topk:K (K >= 1)");
+                        return BAD("fp32, fp16, int8, topk:K (K >= 1) or "
+                                   "none");
                 break;
         case OPT_PARTS:
                 if (parse_u32(v, 1, 1024, &o->partitions))
@@ -491,6 +515,20 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
         case OPT_AVG:
                 if (parse_u32(v, 0, UINT32_MAX, &o->avg_every))
                         return BAD("a non-negative integer");
+                break;
+        case OPT_PCODEC:
+                if ((e = parse_enum(v, codec_names, 3)) < 0)
+                        return BAD("fp32, fp16 or int8");
+                o->params_codec = e;
+                break;
+        case OPT_PPARTS:
+                if (parse_u32(v, 1, 1024, &o->params_parts))
+                        return BAD("an integer in 1..1024");
+                break;
+        case OPT_AVGW:
+                if (parse_dbl(v, 0, 1, 0, &d) || d <= 0)
+                        return BAD("a number in (0, 1]");
+                o->avg_weight = (float)d;
                 break;
         case OPT_WAIT:
                 if (parse_u64(v, 0, 60000, &u))

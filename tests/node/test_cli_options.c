@@ -68,7 +68,11 @@ static void test_defaults(void **state)
         assert_int_equal(o.shard_n, 1);
         assert_int_equal(o.epochs, 1); /* no stop criterion: one epoch */
         assert_int_equal(o.steps, 0);
-        assert_int_equal(o.codec, NODE_CODEC_FP32);
+        assert_int_equal(o.codec, NODE_CODEC_NONE);
+        assert_int_equal(o.params_codec, NODE_CODEC_FP16);
+        assert_int_equal(o.params_parts, 4);
+        assert_int_equal(o.avg_every, 1);
+        assert_int_equal(o.wait_ms, 2);
         assert_int_equal(o.staleness, NODE_OPT_STALENESS_DEFAULT);
         assert_int_equal(o.log_level, NODE_LOG_INFO);
 }
@@ -252,6 +256,9 @@ static void test_help_complete(void **state)
             "--staleness",
             "--avg-every",
             "--wait-ms",
+            "--params-codec",
+            "--params-parts",
+            "--avg-weight",
             "--name",
             "--progress-every",
             "--help",
@@ -351,10 +358,11 @@ static void test_evlog(void **state)
         assert_non_null(strstr(text, "\"ev\":\"step\",\"step\":600,\"epoch\":1,"
                                      "\"loss\":0.48000,\"acc\":86.100,"
                                      "\"sps\":41200.0,\"lr\":0.050000}"));
-        assert_non_null(strstr(text, "\"ev\":\"eval\",\"step\":600,\"epoch\":1,"
-                                     "\"train_acc\":85.000,\"test_acc\":null,"
-                                     "\"test_loss\":0.40000,\"train_s\":12.5000,"
-                                     "\"compute_s\":12.0000}"));
+        assert_non_null(strstr(text,
+                               "\"ev\":\"eval\",\"step\":600,\"epoch\":1,"
+                               "\"train_acc\":85.000,\"test_acc\":null,"
+                               "\"test_loss\":0.40000,\"train_s\":12.5000,"
+                               "\"compute_s\":12.0000}"));
         assert_non_null(strstr(text, "\"ev\":\"member\",\"peer\":\"pi-2\","
                                      "\"state\":\"suspect\"}"));
         assert_non_null(strstr(text, "\"ev\":\"join\",\"peer\":\"pi-2\","
