@@ -1605,6 +1605,56 @@ static int ctl_join(struct node_cluster *c, const msgpack_object *args,
         return 0;
 }
 
+/* force-leave {"name": N} or {"key": base64}: declare a gone member left
+ * on this node's behalf (docs/control.md). */
+static int ctl_force_leave(struct node_cluster *c, const msgpack_object *args,
+                           msgpack_packer *pk, char *err, size_t errlen)
+{
+        char nbuf[GOSSIP_NAME_MAX + 1], kbuf[NODE_KEY_PK_B64_SIZE];
+        const char *name = arg_str(args, "name", nbuf, sizeof(nbuf));
+        const char *key = arg_str(args, "key", kbuf, sizeof(kbuf));
+        struct gossip_member_info *mi, found;
+        uint8_t pk_bin[GOSSIP_KEY_BYTES];
+        size_t n = 0;
+        int hit = 0;
+
+        if (key && node_key_pk_from_base64(key, strlen(key), pk_bin) != 0) {
+                snprintf(err, errlen, "bad key: %s", key);
+                return -EINVAL;
+        }
+        if (!name && !key) {
+                snprintf(err, errlen, "force-leave needs a name or a key");
+                return -EINVAL;
+        }
+        mi = members_copy(c, &n);
+        for (size_t i = 0; mi && i < n && !hit; i++) {
+                if (key ? memcmp(mi[i].key, pk_bin, GOSSIP_KEY_BYTES) == 0
+                        : strcmp(mi[i].name, name) == 0) {
+                        found = mi[i];
+                        hit = 1;
+                }
+        }
+        free(mi);
+        if (!hit) {
+                snprintf(err, errlen, "no such member: %s", key ? key : name);
+                return -ENOENT;
+        }
+        if (memcmp(found.key, c->pk, GOSSIP_KEY_BYTES) == 0) {
+                snprintf(err, errlen, "cannot force-leave self");
+                return -EINVAL;
+        }
+        if (gossip_force_leave(c->g, found.key) != 0 &&
+            found.state != GOSSIP_LEFT) {
+                snprintf(err, errlen, "force-leave %s failed", found.name);
+                return -EINVAL;
+        }
+        arm(c);
+        msgpack_pack_map(pk, 2);
+        pack_kstr(pk, "name", found.name);
+        pack_kstr(pk, "state", "left");
+        return 0;
+}
+
 int node_cluster_ctl(struct node_cluster *c, struct node_trainer *t,
                      const char *cmd, const msgpack_object *args,
                      msgpack_packer *pk, char *err, size_t errlen)
@@ -1615,12 +1665,8 @@ int node_cluster_ctl(struct node_cluster *c, struct node_trainer *t,
                 return ctl_stats(c, t, pk);
         if (strcmp(cmd, "join") == 0)
                 return ctl_join(c, args, pk, err, errlen);
-        if (strcmp(cmd, "force-leave") == 0) {
-                /* gossip.h has no call to declare another member left */
-                snprintf(err, errlen,
-                         "force-leave: not supported by this protocol core");
-                return -ENOTSUP;
-        }
+        if (strcmp(cmd, "force-leave") == 0)
+                return ctl_force_leave(c, args, pk, err, errlen);
         snprintf(err, errlen, "unknown command: %s", cmd);
         return -ENOTSUP;
 }

@@ -266,17 +266,14 @@ def check_failures(t, socks, work):
     ms = t.gjson(socks[0], "members", "--status", "dead")
     assert [m["name"] for m in ms] == ["node2"], ms
 
-    r = t.gctl(socks[0], "force-leave", "node2")
-    if r.returncode == 0:
-        assert r.stdout == "node2: left\n", r.stdout
-        wait_for("node2 to be left", lambda: t.gctl(
-            socks[0], "members", "--status", "left").returncode == 0, 30)
-    else:
-        # the daemon may not implement it yet: gossipctl must still report
-        # the daemon's error on one line and exit 1
-        assert r.returncode == 1 and r.stderr.startswith(
-            "gossipctl: force-leave: ") and r.stderr.count("\n") == 1, r
-        log(f"NOTE: daemon refused force-leave: {r.stderr.strip()}")
+    r = t.gctl(socks[0], "force-leave", "node2", check=0)
+    assert r.stdout == "node2: left\n", r.stdout
+    wait_for("node0 to see node2 left", lambda: "node2" in t.gctl(
+        socks[0], "members", "--status", "left").stdout, 30)
+    wait_for("node1 to hear node2 left", lambda: "node2" in t.gctl(
+        socks[1], "members", "--status", "left").stdout, 30)
+    r = t.gctl(socks[0], "force-leave", "nosuch")
+    assert r.returncode == 1 and "no such member" in r.stderr, r
 
     node1_addr = peers_file(work)["node1"][0]
     r = t.gctl(socks[0], "join", node1_addr, check=0)
