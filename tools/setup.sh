@@ -61,8 +61,12 @@ test)
 cluster)
         install_missing
         do_build "$build"
+        # default: 10 passes over each node's shard (about 1500 steps per
+        # node with 4 nodes); any arguments replace it
+        args=("${@:2}")
+        [ ${#args[@]} -gt 0 ] || args=(--epochs 10)
         exec "$build/tools/gossip-cluster" --nodes "${GN_NODES:-4}" \
-                --build "$build" "${@:2}"
+                --build "$build" "${args[@]}"
         ;;
 *)
         echo "usage: $0 {cluster|test|build}" >&2
