@@ -50,7 +50,7 @@ build)
         do_build "$build"
         ;;
 test)
-        install_missing clang libclang-rt-14-dev
+        install_missing
         do_build "$build"
         (cd "$build" && ctest --output-on-failure -j 2 --timeout 900)
         echo "setup: ASan+UBSan build, unit and simulation tests"

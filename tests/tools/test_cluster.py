@@ -272,6 +272,8 @@ def check_failures(t, socks, work):
         socks[0], "members", "--status", "left").stdout, 30)
     wait_for("node1 to hear node2 left", lambda: "node2" in t.gctl(
         socks[1], "members", "--status", "left").stdout, 30)
+    r = t.gctl(socks[0], "members", "--status", "nosuch")
+    assert r.returncode == 2 and r.stdout == "", r
     r = t.gctl(socks[0], "force-leave", "nosuch")
     assert r.returncode == 1 and "no such member" in r.stderr, r
 
