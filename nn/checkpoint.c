@@ -179,34 +179,35 @@ static int check_header(const uint8_t *p, size_t len, const char *name,
 
         if (len < NN_CKPT_HEADER_SIZE) {
                 nn__seterr(err, errlen,
-                       "%s: truncated: %zu bytes, the header alone is %d", name,
-                       len, NN_CKPT_HEADER_SIZE);
+                           "%s: truncated: %zu bytes, the header alone is %d",
+                           name, len, NN_CKPT_HEADER_SIZE);
                 return NN_EFORMAT;
         }
         if (get32(p) != CKPT_MAGIC) {
                 nn__seterr(err, errlen,
-                       "%s: not a gossipnode checkpoint (magic %02x %02x "
-                       "%02x %02x, want \"GNCK\")",
-                       name, p[0], p[1], p[2], p[3]);
+                           "%s: not a gossipnode checkpoint (magic %02x %02x "
+                           "%02x %02x, want \"GNCK\")",
+                           name, p[0], p[1], p[2], p[3]);
                 return NN_EFORMAT;
         }
         if (get32(p + 4) != NN_CKPT_VERSION) {
                 nn__seterr(err, errlen,
-                       "%s: checkpoint format version %u, this build reads "
-                       "version %d",
-                       name, get32(p + 4), NN_CKPT_VERSION);
+                           "%s: checkpoint format version %u, this build reads "
+                           "version %d",
+                           name, get32(p + 4), NN_CKPT_VERSION);
                 return NN_EFORMAT;
         }
         want = total_size(get32(p + 40), get32(p + 44), get64(p + 48),
                           get64(p + 56));
         if (want == 0 || want != get64(p + 8)) {
-                nn__seterr(err, errlen,
-                       "%s: corrupt header: sizes (spec %u, meta %u, %llu + "
-                       "%llu floats) do not add up to the stated %llu bytes",
-                       name, get32(p + 40), get32(p + 44),
-                       (unsigned long long)get64(p + 48),
-                       (unsigned long long)get64(p + 56),
-                       (unsigned long long)get64(p + 8));
+                nn__seterr(
+                    err, errlen,
+                    "%s: corrupt header: sizes (spec %u, meta %u, %llu + "
+                    "%llu floats) do not add up to the stated %llu bytes",
+                    name, get32(p + 40), get32(p + 44),
+                    (unsigned long long)get64(p + 48),
+                    (unsigned long long)get64(p + 56),
+                    (unsigned long long)get64(p + 8));
                 return NN_EFORMAT;
         }
         *total = want;
@@ -235,7 +236,8 @@ static int copy_out(const uint8_t *p, struct nn_checkpoint *ck,
         ck->n_params = get64(p + 48);
         ck->n_opt = get64(p + 56);
         if (memchr(q, 0, sl) != NULL) {
-                nn__seterr(err, errlen, "%s: model spec holds a NUL byte", name);
+                nn__seterr(err, errlen, "%s: model spec holds a NUL byte",
+                           name);
                 return NN_EFORMAT;
         }
         ck->spec = malloc(sl + 1);
@@ -256,14 +258,15 @@ static int copy_out(const uint8_t *p, struct nn_checkpoint *ck,
         get_floats(ck->opt, q, ck->n_opt);
         bad = first_nonfinite(ck->params, ck->n_params);
         if (bad != ck->n_params) {
-                nn__seterr(err, errlen, "%s: parameter %llu is not finite", name,
-                       (unsigned long long)bad);
+                nn__seterr(err, errlen, "%s: parameter %llu is not finite",
+                           name, (unsigned long long)bad);
                 return NN_EFORMAT;
         }
         bad = first_nonfinite(ck->opt, ck->n_opt);
         if (bad != ck->n_opt) {
-                nn__seterr(err, errlen, "%s: optimizer state %llu is not finite",
-                       name, (unsigned long long)bad);
+                nn__seterr(err, errlen,
+                           "%s: optimizer state %llu is not finite", name,
+                           (unsigned long long)bad);
                 return NN_EFORMAT;
         }
         return 0;
@@ -288,18 +291,20 @@ int nn_checkpoint_decode(const void *buf, size_t len, uint64_t max_floats,
                 return rc;
         if (len != total) {
                 nn__seterr(err, errlen,
-                       len < total ? "%s: truncated: header says %llu bytes, "
-                                     "have %zu"
-                                   : "%s: header says %llu bytes, have %zu "
-                                     "(trailing garbage)",
-                       name, (unsigned long long)total, len);
+                           len < total
+                               ? "%s: truncated: header says %llu bytes, "
+                                 "have %zu"
+                               : "%s: header says %llu bytes, have %zu "
+                                 "(trailing garbage)",
+                           name, (unsigned long long)total, len);
                 return NN_EFORMAT;
         }
         nf = get64(p + 48) + get64(p + 56);
         if (max_floats != 0 && nf > max_floats) {
                 nn__seterr(err, errlen,
-                       "%s: %llu floats, more than the limit of %llu", name,
-                       (unsigned long long)nf, (unsigned long long)max_floats);
+                           "%s: %llu floats, more than the limit of %llu", name,
+                           (unsigned long long)nf,
+                           (unsigned long long)max_floats);
                 return NN_EFORMAT;
         }
         if (digest(d, p, len - NN_CKPT_DIGEST_SIZE) != 0) {
@@ -309,7 +314,7 @@ int nn_checkpoint_decode(const void *buf, size_t len, uint64_t max_floats,
         if (sodium_memcmp(d, p + len - NN_CKPT_DIGEST_SIZE,
                           NN_CKPT_DIGEST_SIZE) != 0) {
                 nn__seterr(err, errlen,
-                       "%s: checksum mismatch: the file is corrupt", name);
+                           "%s: checksum mismatch: the file is corrupt", name);
                 return NN_ECHECKSUM;
         }
         rc = copy_out(p, out, name, err, errlen);
@@ -326,23 +331,23 @@ int nn_checkpoint_check(const struct nn_checkpoint *ck, const char *spec,
                 name = "checkpoint";
         if (spec != NULL && strcmp(spec, ck->spec) != 0) {
                 nn__seterr(err, errlen,
-                       "%s: checkpoint is for model '%s', not '%s'", name,
-                       ck->spec, spec);
+                           "%s: checkpoint is for model '%s', not '%s'", name,
+                           ck->spec, spec);
                 return NN_EMISMATCH;
         }
         if (n_params != UINT64_MAX && n_params != ck->n_params) {
                 nn__seterr(err, errlen,
-                       "%s: checkpoint has %llu parameters, the model %llu",
-                       name, (unsigned long long)ck->n_params,
-                       (unsigned long long)n_params);
+                           "%s: checkpoint has %llu parameters, the model %llu",
+                           name, (unsigned long long)ck->n_params,
+                           (unsigned long long)n_params);
                 return NN_EMISMATCH;
         }
         if (n_opt != UINT64_MAX && n_opt != ck->n_opt) {
                 nn__seterr(err, errlen,
-                       "%s: checkpoint has %llu optimizer floats, the "
-                       "optimizer %llu",
-                       name, (unsigned long long)ck->n_opt,
-                       (unsigned long long)n_opt);
+                           "%s: checkpoint has %llu optimizer floats, the "
+                           "optimizer %llu",
+                           name, (unsigned long long)ck->n_opt,
+                           (unsigned long long)n_opt);
                 return NN_EMISMATCH;
         }
         return 0;
@@ -382,18 +387,18 @@ static int write_tmp(const char *tmp, const uint8_t *buf, size_t len, char *err,
 
         if (f == NULL) {
                 nn__seterr(err, errlen, "%s: cannot create: %s", tmp,
-                       strerror(errno));
+                           strerror(errno));
                 return NN_EIO;
         }
         if (fwrite(buf, 1, len, f) != len || fflush(f) != 0 ||
             fsync(fileno(f)) != 0) {
                 nn__seterr(err, errlen, "%s: cannot write: %s", tmp,
-                       strerror(errno));
+                           strerror(errno));
                 rc = NN_EIO;
         }
         if (fclose(f) != 0 && rc == 0) {
                 nn__seterr(err, errlen, "%s: cannot close: %s", tmp,
-                       strerror(errno));
+                           strerror(errno));
                 rc = NN_EIO;
         }
         return rc;
@@ -414,24 +419,25 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
         total = nn_checkpoint_encoded_size(ck);
         n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
         if (total == 0 || n < 0 || (size_t)n >= sizeof(tmp)) {
-                nn__seterr(err, errlen,
-                       "%s: refusing to save: spec, metadata or path out of "
-                       "bounds",
-                       path);
+                nn__seterr(
+                    err, errlen,
+                    "%s: refusing to save: spec, metadata or path out of "
+                    "bounds",
+                    path);
                 return NN_EINVAL;
         }
         buf = malloc(total);
         if (buf == NULL) {
                 nn__seterr(err, errlen, "%s: out of memory for %zu bytes", path,
-                       total);
+                           total);
                 return NN_ENOMEM;
         }
         rc = nn_checkpoint_encode(ck, buf, total, &len);
         if (rc != 0) {
                 nn__seterr(err, errlen,
-                       "%s: refusing to save: a parameter or optimizer "
-                       "float is not finite",
-                       path);
+                           "%s: refusing to save: a parameter or optimizer "
+                           "float is not finite",
+                           path);
                 goto out;
         }
         made = 1;
@@ -439,8 +445,8 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
         if (rc != 0)
                 goto out;
         if (rename(tmp, path) != 0) {
-                nn__seterr(err, errlen, "%s: cannot rename %s over it: %s", path,
-                       tmp, strerror(errno));
+                nn__seterr(err, errlen, "%s: cannot rename %s over it: %s",
+                           path, tmp, strerror(errno));
                 rc = NN_EIO;
                 goto out;
         }
@@ -448,8 +454,8 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
         n = sync_dir(path);
         if (n != 0) {
                 nn__seterr(err, errlen,
-                       "%s: saved, but fsync of its directory failed: %s", path,
-                       strerror(-n));
+                           "%s: saved, but fsync of its directory failed: %s",
+                           path, strerror(-n));
                 rc = NN_EIO;
         }
 out:
@@ -472,7 +478,7 @@ static int read_file(FILE *f, const char *path, uint8_t **out, size_t *len,
         *out = NULL;
         if (fstat(fileno(f), &st) != 0) {
                 nn__seterr(err, errlen, "%s: cannot stat: %s", path,
-                       strerror(errno));
+                           strerror(errno));
                 return NN_EIO;
         }
         got = fread(h, 1, sizeof(h), f);
@@ -481,12 +487,13 @@ static int read_file(FILE *f, const char *path, uint8_t **out, size_t *len,
                 return rc;
         if ((uint64_t)st.st_size != total) {
                 nn__seterr(err, errlen,
-                       (uint64_t)st.st_size < total
-                           ? "%s: truncated: header says %llu bytes, "
-                             "file holds %lld"
-                           : "%s: header says %llu bytes, file holds "
-                             "%lld (trailing garbage)",
-                       path, (unsigned long long)total, (long long)st.st_size);
+                           (uint64_t)st.st_size < total
+                               ? "%s: truncated: header says %llu bytes, "
+                                 "file holds %lld"
+                               : "%s: header says %llu bytes, file holds "
+                                 "%lld (trailing garbage)",
+                           path, (unsigned long long)total,
+                           (long long)st.st_size);
                 return NN_EFORMAT;
         }
         *out = malloc((size_t)total);
@@ -499,7 +506,7 @@ static int read_file(FILE *f, const char *path, uint8_t **out, size_t *len,
         *len = got;
         if (ferror(f)) {
                 nn__seterr(err, errlen, "%s: read error: %s", path,
-                       strerror(errno));
+                           strerror(errno));
                 return NN_EIO;
         }
         return 0;
@@ -521,7 +528,7 @@ int nn_checkpoint_load(const char *path, struct nn_checkpoint *out, char *err,
         f = fopen(path, "rb");
         if (f == NULL) {
                 nn__seterr(err, errlen, "%s: cannot open: %s", path,
-                       strerror(errno));
+                           strerror(errno));
                 return NN_EIO;
         }
         rc = read_file(f, path, &buf, &len, err, errlen);

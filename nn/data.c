@@ -91,7 +91,7 @@ static int gz_open(const char *path, gzFile *f, char *err, size_t errlen)
         *f = gzopen(path, "rb");
         if (*f == NULL) {
                 nn__seterr(err, errlen, "%s: cannot open: %s", path,
-                       errno ? strerror(errno) : "out of memory");
+                           errno ? strerror(errno) : "out of memory");
                 return errno ? NN_EIO : NN_ENOMEM;
         }
         gzbuffer(*f, NN_DATA_GZ_BUFFER);
@@ -172,16 +172,16 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
         }
         if (r < (long long)sizeof(h)) {
                 nn__seterr(err, errlen,
-                       "%s: truncated: %lld of 16 IDX header bytes%s%s", path,
-                       r, *gz_why(f) ? ": " : "", gz_why(f));
+                           "%s: truncated: %lld of 16 IDX header bytes%s%s",
+                           path, r, *gz_why(f) ? ": " : "", gz_why(f));
                 rc = NN_EFORMAT;
                 goto out;
         }
         if (be32(h) != NN_DATA_IDX_IMAGES) {
                 nn__seterr(err, errlen,
-                       "%s: not an IDX image file: magic 0x%08x, want "
-                       "0x%08x",
-                       path, be32(h), NN_DATA_IDX_IMAGES);
+                           "%s: not an IDX image file: magic 0x%08x, want "
+                           "0x%08x",
+                           path, be32(h), NN_DATA_IDX_IMAGES);
                 rc = NN_EFORMAT;
                 goto out;
         }
@@ -192,11 +192,12 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
         if (ds->n == 0 || ds->n > NN_DATA_MAX_N || ds->rows == 0 ||
             ds->cols == 0 ||
             (uint64_t)ds->rows * ds->cols > NN_DATA_MAX_SAMPLE_BYTES) {
-                nn__seterr(err, errlen,
-                       "%s: absurd header: %u images of %ux%u (limits: 1..%d "
-                       "images, rows*cols <= %d)",
-                       path, ds->n, ds->rows, ds->cols, NN_DATA_MAX_N,
-                       NN_DATA_MAX_SAMPLE_BYTES);
+                nn__seterr(
+                    err, errlen,
+                    "%s: absurd header: %u images of %ux%u (limits: 1..%d "
+                    "images, rows*cols <= %d)",
+                    path, ds->n, ds->rows, ds->cols, NN_DATA_MAX_N,
+                    NN_DATA_MAX_SAMPLE_BYTES);
                 rc = NN_EFORMAT;
                 goto out;
         }
@@ -204,23 +205,24 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
         rc = read_body(f, want, &ds->images, &got, &extra);
         if (rc == NN_EFORMAT && extra)
                 nn__seterr(err, errlen,
-                       "%s: header says %u images of %ux%u, but more bytes "
-                       "follow them",
-                       path, ds->n, ds->rows, ds->cols);
+                           "%s: header says %u images of %ux%u, but more bytes "
+                           "follow them",
+                           path, ds->n, ds->rows, ds->cols);
         else if (rc == NN_EFORMAT)
-                nn__seterr(err, errlen,
-                       "%s: truncated: header says %u images of %ux%u, file "
-                       "holds %zu bytes of pixel data%s%s",
-                       path, ds->n, ds->rows, ds->cols, got,
-                       *gz_why(f) ? ": " : "", gz_why(f));
+                nn__seterr(
+                    err, errlen,
+                    "%s: truncated: header says %u images of %ux%u, file "
+                    "holds %zu bytes of pixel data%s%s",
+                    path, ds->n, ds->rows, ds->cols, got,
+                    *gz_why(f) ? ": " : "", gz_why(f));
         else if (rc == NN_EIO)
                 nn__seterr(err, errlen,
-                       "%s: read error after %zu bytes of pixel "
-                       "data: %s",
-                       path, got, gz_why(f));
+                           "%s: read error after %zu bytes of pixel "
+                           "data: %s",
+                           path, got, gz_why(f));
         else if (rc == NN_ENOMEM)
                 nn__seterr(err, errlen, "%s: out of memory for %zu bytes", path,
-                       want);
+                           want);
 out:
         gzclose(f);
         return rc;
@@ -246,39 +248,41 @@ static int idx_labels(const char *path, const char *images_path,
                 goto out;
         }
         if (r < (long long)sizeof(h)) {
-                nn__seterr(err, errlen, "%s: truncated: %lld of 8 IDX header bytes",
-                       path, r);
+                nn__seterr(err, errlen,
+                           "%s: truncated: %lld of 8 IDX header bytes", path,
+                           r);
                 rc = NN_EFORMAT;
                 goto out;
         }
         if (be32(h) != NN_DATA_IDX_LABELS) {
                 nn__seterr(err, errlen,
-                       "%s: not an IDX label file: magic 0x%08x, want "
-                       "0x%08x",
-                       path, be32(h), NN_DATA_IDX_LABELS);
+                           "%s: not an IDX label file: magic 0x%08x, want "
+                           "0x%08x",
+                           path, be32(h), NN_DATA_IDX_LABELS);
                 rc = NN_EFORMAT;
                 goto out;
         }
         n = be32(h + 4);
         if (n != ds->n) {
                 nn__seterr(err, errlen, "%s: %u labels, but %s holds %u images",
-                       path, n, images_path, ds->n);
+                           path, n, images_path, ds->n);
                 rc = NN_EFORMAT;
                 goto out;
         }
         rc = read_body(f, n, &ds->labels, &got, &extra);
         if (rc == NN_EFORMAT && extra)
                 nn__seterr(err, errlen,
-                       "%s: header says %u labels, but more bytes follow", path,
-                       n);
+                           "%s: header says %u labels, but more bytes follow",
+                           path, n);
         else if (rc == NN_EFORMAT)
-                nn__seterr(err, errlen,
-                       "%s: truncated: header says %u labels, file holds %zu"
-                       "%s%s",
-                       path, n, got, *gz_why(f) ? ": " : "", gz_why(f));
+                nn__seterr(
+                    err, errlen,
+                    "%s: truncated: header says %u labels, file holds %zu"
+                    "%s%s",
+                    path, n, got, *gz_why(f) ? ": " : "", gz_why(f));
         else if (rc == NN_EIO)
-                nn__seterr(err, errlen, "%s: read error after %zu labels: %s", path,
-                       got, gz_why(f));
+                nn__seterr(err, errlen, "%s: read error after %zu labels: %s",
+                           path, got, gz_why(f));
         else if (rc == NN_ENOMEM)
                 nn__seterr(err, errlen, "%s: out of memory", path);
 out:
@@ -337,33 +341,35 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
                 r = gz_read_full(f, rec, sizeof(rec));
                 if (r < 0) {
                         nn__seterr(err, errlen,
-                               "%s: read error after %u records: %s", path,
-                               ds->n - start, gz_why(f));
+                                   "%s: read error after %u records: %s", path,
+                                   ds->n - start, gz_why(f));
                         rc = NN_EIO;
                         goto out;
                 }
                 if (r == 0)
                         break;
                 if (r < (long long)sizeof(rec)) {
-                        nn__seterr(err, errlen,
-                               "%s: truncated: %u whole records of %d bytes "
-                               "and %lld bytes of another%s%s",
-                               path, ds->n - start, NN_DATA_CIFAR_RECORD, r,
-                               *gz_why(f) ? ": " : "", gz_why(f));
+                        nn__seterr(
+                            err, errlen,
+                            "%s: truncated: %u whole records of %d bytes "
+                            "and %lld bytes of another%s%s",
+                            path, ds->n - start, NN_DATA_CIFAR_RECORD, r,
+                            *gz_why(f) ? ": " : "", gz_why(f));
                         rc = NN_EFORMAT;
                         goto out;
                 }
                 if (rec[0] >= NN_DATA_CLASSES) {
-                        nn__seterr(err, errlen,
-                               "%s: record %u has label %u, CIFAR-10 has %d "
-                               "classes",
-                               path, ds->n - start, rec[0], NN_DATA_CLASSES);
+                        nn__seterr(
+                            err, errlen,
+                            "%s: record %u has label %u, CIFAR-10 has %d "
+                            "classes",
+                            path, ds->n - start, rec[0], NN_DATA_CLASSES);
                         rc = NN_EFORMAT;
                         goto out;
                 }
                 if (ds->n >= NN_DATA_MAX_N) {
-                        nn__seterr(err, errlen, "%s: more than %d records", path,
-                               NN_DATA_MAX_N);
+                        nn__seterr(err, errlen, "%s: more than %d records",
+                                   path, NN_DATA_MAX_N);
                         rc = NN_EFORMAT;
                         goto out;
                 }
@@ -376,7 +382,8 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
                                 ds->images = im;
                         lb = im ? realloc(ds->labels, nc) : NULL;
                         if (lb == NULL) {
-                                nn__seterr(err, errlen, "%s: out of memory", path);
+                                nn__seterr(err, errlen, "%s: out of memory",
+                                           path);
                                 rc = NN_ENOMEM;
                                 goto out;
                         }
@@ -388,8 +395,8 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
                 ds->n++;
         }
         if (ds->n == start) {
-                nn__seterr(err, errlen, "%s: holds no CIFAR-10 records%s%s", path,
-                       *gz_why(f) ? ": " : "", gz_why(f));
+                nn__seterr(err, errlen, "%s: holds no CIFAR-10 records%s%s",
+                           path, *gz_why(f) ? ": " : "", gz_why(f));
                 rc = NN_EFORMAT;
         }
 out:
@@ -405,7 +412,8 @@ int nn_dataset_load_cifar(const char *const *paths, int npaths,
 
         memset(out, 0, sizeof(*out));
         if (paths == NULL || npaths <= 0) {
-                nn__seterr(err, errlen, "nn_dataset_load_cifar: no files given");
+                nn__seterr(err, errlen,
+                           "nn_dataset_load_cifar: no files given");
                 return NN_EINVAL;
         }
         out->owns = 1;
@@ -485,9 +493,9 @@ int nn_dataset_load_dir(const char *dir, int train, struct nn_dataset *out,
                 snprintf(stem, sizeof(stem), "%s-labels-idx1-ubyte", pre);
                 if (!find_idx(lbl, sizeof(lbl), dir, stem)) {
                         nn__seterr(err, errlen,
-                               "%s/%s[.gz]: cannot open: missing (images "
-                               "are in %s)",
-                               dir, stem, img);
+                                   "%s/%s[.gz]: cannot open: missing (images "
+                                   "are in %s)",
+                                   dir, stem, img);
                         return NN_EIO;
                 }
                 return nn_dataset_load_idx(img, lbl, out, err, errlen);
@@ -500,10 +508,11 @@ int nn_dataset_load_dir(const char *dir, int train, struct nn_dataset *out,
                 if (rc <= 0)
                         return rc;
         }
-        nn__seterr(err, errlen,
-               "%s: no data set found (looked for %s-images-idx3-ubyte[.gz] "
-               "and %s)",
-               dir, pre, train ? "data_batch_N.bin" : "test_batch.bin");
+        nn__seterr(
+            err, errlen,
+            "%s: no data set found (looked for %s-images-idx3-ubyte[.gz] "
+            "and %s)",
+            dir, pre, train ? "data_batch_N.bin" : "test_batch.bin");
         return NN_EIO;
 }
 

@@ -139,9 +139,9 @@ static int write_new(const char *path, const char *text, size_t len, int force,
                 rc = -errno;
                 if (rc == -EEXIST)
                         node_seterr(err, errlen,
-                                "%s: already exists (refusing to overwrite "
-                                "a key; use --force)",
-                                path);
+                                    "%s: already exists (refusing to overwrite "
+                                    "a key; use --force)",
+                                    path);
                 else
                         node_seterr(err, errlen, "%s: %s", path, strerror(-rc));
                 return rc;
@@ -166,7 +166,7 @@ out:
         if (rc < 0) {
                 unlink(force ? tmp : path);
                 node_seterr(err, errlen, "%s: cannot write: %s", path,
-                        strerror(-rc));
+                            strerror(-rc));
         }
         return rc;
 }
@@ -217,10 +217,11 @@ static int read_private(const char *path, char *text, char *err, size_t errlen)
         }
         if (st.st_mode & 0077) {
                 rc = -EACCES;
-                node_seterr(err, errlen,
-                        "%s: permissions %04o are too open (the key must not "
-                        "be accessible by group or others; chmod 600 %s)",
-                        path, (unsigned)(st.st_mode & 07777), path);
+                node_seterr(
+                    err, errlen,
+                    "%s: permissions %04o are too open (the key must not "
+                    "be accessible by group or others; chmod 600 %s)",
+                    path, (unsigned)(st.st_mode & 07777), path);
                 goto out;
         }
         for (;;) {
@@ -238,7 +239,7 @@ static int read_private(const char *path, char *text, char *err, size_t errlen)
                 if (len == KEY_FILE_MAX - 1) {
                         rc = -EINVAL;
                         node_seterr(err, errlen, "%s: too large for a key file",
-                                path);
+                                    path);
                         goto out;
                 }
         }
@@ -289,24 +290,25 @@ static int decode_key(const char *path, const char *id, const char *b64,
                               &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
             got != GOSSIP_SECRET_BYTES || end != b64 + len) {
                 node_seterr(err, errlen,
-                        "%s: bad secret key (expected %d base64 chars of a "
-                        "%d-byte key)",
-                        path, SK_B64_LEN, GOSSIP_SECRET_BYTES);
+                            "%s: bad secret key (expected %d base64 chars of a "
+                            "%d-byte key)",
+                            path, SK_B64_LEN, GOSSIP_SECRET_BYTES);
                 goto out;
         }
         crypto_sign_seed_keypair(seed_pk, chk_sk, sk);
         if (sodium_memcmp(seed_pk, sk + 32, GOSSIP_KEY_BYTES) != 0) {
                 node_seterr(err, errlen,
-                        "%s: corrupt key (public half does not match the "
-                        "secret seed)",
-                        path);
+                            "%s: corrupt key (public half does not match the "
+                            "secret seed)",
+                            path);
                 goto out;
         }
         node_key_id(seed_pk, want_id);
         if (strcmp(id, want_id) != 0) {
-                node_seterr(err, errlen,
-                        "%s: key id %s does not match the key (expected %s)",
-                        path, id, want_id);
+                node_seterr(
+                    err, errlen,
+                    "%s: key id %s does not match the key (expected %s)", path,
+                    id, want_id);
                 goto out;
         }
         memcpy(pk, seed_pk, GOSSIP_KEY_BYTES);
@@ -335,14 +337,14 @@ int node_key_load(const char *path, uint8_t pk[GOSSIP_KEY_BYTES],
         rc = -EINVAL;
         if (split_key_line(text, &tag, &id, &b64) < 0) {
                 node_seterr(err, errlen,
-                        "%s: no key line (expected '%s <key id> <base64>')",
-                        path, NODE_KEY_TAG_SECRET);
+                            "%s: no key line (expected '%s <key id> <base64>')",
+                            path, NODE_KEY_TAG_SECRET);
                 goto out;
         }
         if (strcmp(tag, NODE_KEY_TAG_SECRET) != 0) {
                 node_seterr(err, errlen,
-                        "%s: unknown key type '%.40s' (expected '%s')", path,
-                        tag, NODE_KEY_TAG_SECRET);
+                            "%s: unknown key type '%.40s' (expected '%s')",
+                            path, tag, NODE_KEY_TAG_SECRET);
                 goto out;
         }
         rc = decode_key(path, id, b64, pk, sk, err, errlen);

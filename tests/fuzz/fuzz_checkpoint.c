@@ -95,8 +95,8 @@ static int check_one(const uint8_t *data, size_t size)
         int rc;
 
         memset(&ck, 0, sizeof(ck));
-        rc = nn_checkpoint_decode(data, size, FUZZ_MAX_FLOATS, "fuzz", &ck,
-                                  err, sizeof(err));
+        rc = nn_checkpoint_decode(data, size, FUZZ_MAX_FLOATS, "fuzz", &ck, err,
+                                  sizeof(err));
         if (rc != 0) {
                 GN_FUZZ_CHECK(rc < 0 && err[0] != '\0');
                 return 0;
@@ -126,16 +126,16 @@ void gn_fuzz_seeds(gn_fuzz_add_fn add, void *ctx)
                 float params[12], opt[12];
                 uint8_t meta[3] = {1, 2, 3};
                 struct nn_checkpoint ck = {
-                        .spec = (char *)specs[s],
-                        .step = 7 + s,
-                        .epoch = s,
-                        .seed = 42,
-                        .params = params,
-                        .n_params = 4 + 4 * s,
-                        .opt = opt,
-                        .n_opt = s == 0 ? 0 : 4 + 4 * s,
-                        .meta = meta,
-                        .meta_len = s,
+                    .spec = (char *)specs[s],
+                    .step = 7 + s,
+                    .epoch = s,
+                    .seed = 42,
+                    .params = params,
+                    .n_params = 4 + 4 * s,
+                    .opt = opt,
+                    .n_opt = s == 0 ? 0 : 4 + 4 * s,
+                    .meta = meta,
+                    .meta_len = s,
                 };
                 uint8_t buf[512];
                 size_t len = 0;
@@ -145,7 +145,8 @@ void gn_fuzz_seeds(gn_fuzz_add_fn add, void *ctx)
                         params[i] = (float)i * 0.25f - 1.0f;
                         opt[i] = (float)i * -0.5f;
                 }
-                if (nn_checkpoint_encode(&ck, buf + 1, sizeof(buf) - 1, &len) == 0)
+                if (nn_checkpoint_encode(&ck, buf + 1, sizeof(buf) - 1, &len) ==
+                    0)
                         add(ctx, buf, len + 1);
         }
 }
