@@ -10,6 +10,8 @@ function(gn_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS})
+  target_include_directories(${T_NAME} PRIVATE
+                             ${PROJECT_SOURCE_DIR}/tests/common)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} ${T_ARGS})
   if(NOT T_LABELS)
     set(T_LABELS unit)

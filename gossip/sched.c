@@ -10,17 +10,16 @@
 #include <string.h>
 
 #include "sched.h"
+#include "rng.h"
 
 /* Feistel rounds. Four is the Luby-Rackoff minimum for a strong
  * pseudo-random permutation; six costs nothing measurable here. */
 #define SCHED_FEISTEL_ROUNDS 6
 
+/* A hash of x: one splitmix64 step from state x. */
 static uint64_t splitmix64(uint64_t x)
 {
-        x += 0x9e3779b97f4a7c15ull;
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-        return x ^ (x >> 31);
+        return gossip__splitmix64(&x);
 }
 
 static uint64_t round_key(const struct gossip_sched *s, uint64_t epoch,

@@ -22,6 +22,7 @@
  * declared dead, and is what the false-positive test exercises.
  */
 #include "swim.h"
+#include "rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -61,10 +62,7 @@ uint64_t gossip__now(const struct gossip *g)
 
 uint64_t gossip__rand(struct gossip *g)
 {
-        uint64_t z = (g->rng += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
+        return gossip__splitmix64(&g->rng);
 }
 
 static bool is_live(int state)

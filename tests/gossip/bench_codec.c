@@ -74,14 +74,7 @@ static double median_sum(const double *a, const double *b, int n)
         return m;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-        uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
-
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-        return x ^ (x >> 31);
-}
+#include "test_rng.h"
 
 /* Gradient-like: 30% exact zeros (ReLU), the rest roughly log-uniform
  * over four decades. */

@@ -13,4 +13,6 @@ if(TARGET gn::cmocka)
               LIBS gn_gossip gn::cmocka LABELS sim)
 endif()
 add_executable(bench_gossip_codec ${CMAKE_CURRENT_LIST_DIR}/bench_codec.c)
+target_include_directories(bench_gossip_codec PRIVATE
+                           ${PROJECT_SOURCE_DIR}/tests/common)
 target_link_libraries(bench_gossip_codec PRIVATE gn_gossip)

@@ -23,14 +23,7 @@
 
 static uint64_t g_seed = 20261129;
 
-static uint64_t rng_next(uint64_t *s)
-{
-        uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
-
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-        return x ^ (x >> 31);
-}
+#include "test_rng.h"
 
 static int key_cmp(const void *a, const void *b)
 {
