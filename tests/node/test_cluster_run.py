@@ -186,7 +186,9 @@ def scenario_three(c):
 
 
 def scenario_churn(c):
-    run = ["--steps", "1000", "--eval-every", "50"]
+    # enough steps that the SIGTERM at the end lands while every node is
+    # still training (detection, restart and one epoch take ~1000 steps)
+    run = ["--steps", "2000", "--eval-every", "50"]
     for i in range(4):
         c.start(i, run)
     c.wait_for("all four at step 100",
@@ -231,7 +233,9 @@ def scenario_churn(c):
     assert common, "n0 and n3 share no evaluation step"
     st = common[-1]
     print("step %d: n0 %.2f%%, n3 %.2f%%" % (st, ev0[st], ev3[st]))
-    # SIGTERM n2: seen as left
+    # SIGTERM n2: seen as left (by nodes still running: check they are)
+    assert all(c.procs[i].poll() is None for i in (0, 1, 3)), \
+        "a node finished before the SIGTERM phase: raise --steps"
     assert c.stop(2) == 0, "n2 did not exit 0 on SIGTERM"
     c.wait_for("n2 left at n0, n1, n3",
                lambda: all(c.member_state(i, "n2", "left")
@@ -249,7 +253,9 @@ def scenario_churn(c):
 
 
 def scenario_join(c):
-    run = ["--steps", "600", "--eval-every", "20"]
+    # n2 starts at step 300 and needs a few seconds (data, membership):
+    # leave the others enough steps to still be there
+    run = ["--steps", "1200", "--eval-every", "20"]
     c.start(0, run)
     c.start(1, run)
     c.wait_for("n0 and n1 at step 300",
