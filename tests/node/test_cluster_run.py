@@ -227,12 +227,18 @@ def scenario_churn(c):
     s3 = c.step(3)
     c.wait_for("n3 trains one epoch after rejoining",
                lambda: c.step(3) >= s3 + 150, 150)
-    ev3 = {e["step"]: e["test_acc"] for e in c.events(3, "eval")}
-    ev0 = {e["step"]: e["test_acc"] for e in c.events(0, "eval")}
-    common = sorted(set(ev3) & set(ev0))
-    assert common, "n0 and n3 share no evaluation step"
-    st = common[-1]
-    print("step %d: n0 %.2f%%, n3 %.2f%%" % (st, ev0[st], ev3[st]))
+    # One evaluation of one model moves by about a point from one to the
+    # next while the learning rate is high, so compare means over the
+    # last three evaluation steps that n3 shares with n0 and n1.
+    ev = [{e["step"]: e["test_acc"] for e in c.events(i, "eval")}
+          for i in (0, 1, 3)]
+    common = sorted(set(ev[0]) & set(ev[1]) & set(ev[2]))
+    assert common, "n3 shares no evaluation step with n0 and n1"
+    last = common[-3:]
+    acc3 = sum(ev[2][s] for s in last) / len(last)
+    acc_others = sum(ev[k][s] for k in (0, 1) for s in last) / (2 * len(last))
+    print("steps %s: n0/n1 mean %.2f%%, n3 mean %.2f%%"
+          % (last, acc_others, acc3))
     # SIGTERM n2: seen as left (by nodes still running: check they are)
     assert all(c.procs[i].poll() is None for i in (0, 1, 3)), \
         "a node finished before the SIGTERM phase: raise --steps"
@@ -245,9 +251,9 @@ def scenario_churn(c):
         assert rc == 0, "n%d exited %d" % (i, rc)
     accs = {"n%d" % i: final_acc(c, i) for i in (0, 1, 3)}
     print("final test accuracies: %s" % accs)
-    assert abs(ev0[st] - ev3[st]) <= SPREAD, \
-        "n3 is %.2f points from n0 one epoch after rejoining" \
-        % abs(ev0[st] - ev3[st])
+    assert abs(acc_others - acc3) <= SPREAD, \
+        "n3 is %.2f points from n0/n1 one epoch after rejoining" \
+        % abs(acc_others - acc3)
     assert min(accs.values()) >= TARGET, accs
     assert max(accs.values()) - min(accs.values()) <= SPREAD, accs
 
