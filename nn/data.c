@@ -152,39 +152,52 @@ out:
         return rc;
 }
 
+/* Open an IDX file and read and check its fixed header (hlen bytes, the
+ * first four the magic). On success *f is open; on error it is closed and
+ * err names the file. */
+static int idx_open(const char *path, uint8_t *h, size_t hlen, uint32_t magic,
+                    const char *what, gzFile *f, char *err, size_t errlen)
+{
+        long long r;
+        int rc;
+
+        rc = gz_open(path, f, err, errlen);
+        if (rc != 0)
+                return rc;
+        r = gz_read_full(*f, h, hlen);
+        if (r < 0) {
+                nn__seterr(err, errlen, "%s: read error: %s", path, gz_why(*f));
+                rc = NN_EIO;
+        } else if (r < (long long)hlen) {
+                nn__seterr(err, errlen,
+                           "%s: truncated: %lld of %zu IDX header bytes%s%s",
+                           path, r, hlen, *gz_why(*f) ? ": " : "", gz_why(*f));
+                rc = NN_EFORMAT;
+        } else if (be32(h) != magic) {
+                nn__seterr(err, errlen,
+                           "%s: not an IDX %s file: magic 0x%08x, want 0x%08x",
+                           path, what, be32(h), magic);
+                rc = NN_EFORMAT;
+        }
+        if (rc != 0) {
+                gzclose(*f);
+                *f = NULL;
+        }
+        return rc;
+}
+
 static int idx_images(const char *path, struct nn_dataset *ds, char *err,
                       size_t errlen)
 {
         uint8_t h[16];
         gzFile f = NULL;
-        long long r;
         size_t want, got;
         int rc, extra;
 
-        rc = gz_open(path, &f, err, errlen);
+        rc = idx_open(path, h, sizeof(h), NN_DATA_IDX_IMAGES, "image", &f, err,
+                      errlen);
         if (rc != 0)
                 return rc;
-        r = gz_read_full(f, h, sizeof(h));
-        if (r < 0) {
-                nn__seterr(err, errlen, "%s: read error: %s", path, gz_why(f));
-                rc = NN_EIO;
-                goto out;
-        }
-        if (r < (long long)sizeof(h)) {
-                nn__seterr(err, errlen,
-                           "%s: truncated: %lld of 16 IDX header bytes%s%s",
-                           path, r, *gz_why(f) ? ": " : "", gz_why(f));
-                rc = NN_EFORMAT;
-                goto out;
-        }
-        if (be32(h) != NN_DATA_IDX_IMAGES) {
-                nn__seterr(err, errlen,
-                           "%s: not an IDX image file: magic 0x%08x, want "
-                           "0x%08x",
-                           path, be32(h), NN_DATA_IDX_IMAGES);
-                rc = NN_EFORMAT;
-                goto out;
-        }
         ds->n = be32(h + 4);
         ds->rows = be32(h + 8);
         ds->cols = be32(h + 12);
@@ -233,35 +246,14 @@ static int idx_labels(const char *path, const char *images_path,
 {
         uint8_t h[8];
         gzFile f = NULL;
-        long long r;
         uint32_t n;
         size_t got;
         int rc, extra;
 
-        rc = gz_open(path, &f, err, errlen);
+        rc = idx_open(path, h, sizeof(h), NN_DATA_IDX_LABELS, "label", &f, err,
+                      errlen);
         if (rc != 0)
                 return rc;
-        r = gz_read_full(f, h, sizeof(h));
-        if (r < 0) {
-                nn__seterr(err, errlen, "%s: read error: %s", path, gz_why(f));
-                rc = NN_EIO;
-                goto out;
-        }
-        if (r < (long long)sizeof(h)) {
-                nn__seterr(err, errlen,
-                           "%s: truncated: %lld of 8 IDX header bytes", path,
-                           r);
-                rc = NN_EFORMAT;
-                goto out;
-        }
-        if (be32(h) != NN_DATA_IDX_LABELS) {
-                nn__seterr(err, errlen,
-                           "%s: not an IDX label file: magic 0x%08x, want "
-                           "0x%08x",
-                           path, be32(h), NN_DATA_IDX_LABELS);
-                rc = NN_EFORMAT;
-                goto out;
-        }
         n = be32(h + 4);
         if (n != ds->n) {
                 nn__seterr(err, errlen, "%s: %u labels, but %s holds %u images",
