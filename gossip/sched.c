@@ -1,5 +1,5 @@
 /*
- * sched.c - GossipGraD partner schedule (see sched.h for the contract).
+ * sched.c - GossipGraD partner schedule (see schedule.h for the contract).
  *
  * Invariants: every rank computation is done modulo n in [0, n); the
  * Feistel permutation is a bijection on [0, 2^(2h)) and cycle walking keeps
@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "sched.h"
+#include "schedule.h"
 #include "rng.h"
 
 /* Feistel rounds. Four is the Luby-Rackoff minimum for a strong

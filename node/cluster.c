@@ -50,7 +50,7 @@
 #include "net.h"
 #include "nn.h"
 #include "peers.h"
-#include "sched.h"
+#include "schedule.h"
 
 struct box {
         pthread_mutex_t mu;
@@ -113,7 +113,9 @@ struct node_cluster {
         uint64_t start_ms;
         /* loop-owned */
         float *scratch;
-        float *l_graw;                      /* taken from the box */
+        float *l_spare; /* a received slice is decoded here, then swapped
+                           into the inbox (praw_cap floats) */
+        float *l_graw;  /* taken from the box */
         uint8_t *l_grad_buf, *l_params_buf; /* encoded payloads */
         struct gossip_codec enc, penc;      /* loop-owned encoders */
         uint8_t (*view)[GOSSIP_KEY_BYTES];
@@ -513,10 +515,14 @@ static void on_params(struct node_cluster *c, uint64_t step, const void *p,
                       size_t len)
 {
         struct gossip_codec_info info;
-        struct in_slice *q;
+        struct in_slice *q, old;
+        float *tmp;
 
-        if (gossip_codec_decode(p, len, c->nparams, c->scratch, &info) ||
-            info.count == 0 || info.id == GOSSIP_CODEC_TOPK) {
+        /* decode outside the lock into the spare buffer, then swap it in:
+         * the trainer never waits for a decode or a copy */
+        if (gossip_codec_peek(p, len, c->nparams, &info) || info.count == 0 ||
+            info.id == GOSSIP_CODEC_TOPK || info.count > c->praw_cap ||
+            gossip_codec_decode(p, len, c->nparams, c->l_spare, &info)) {
                 c->decode_errors++;
                 return;
         }
@@ -524,16 +530,18 @@ static void on_params(struct node_cluster *c, uint64_t step, const void *p,
         node_log(NODE_LOG_DEBUG, "parameters of step %llu arrived",
                  (unsigned long long)step);
         pthread_mutex_lock(&c->box.mu);
-        if (c->box.inq_n == NODE_CLUSTER_PARAMS_QUEUE) { /* drop oldest */
-                struct in_slice old = c->box.inq[0];
-
+        if (c->box.inq_n == NODE_CLUSTER_PARAMS_QUEUE) {
+                /* full: the oldest round goes, its buffer is reused */
+                old = c->box.inq[0];
                 memmove(&c->box.inq[0], &c->box.inq[1],
                         (NODE_CLUSTER_PARAMS_QUEUE - 1) * sizeof(old));
                 c->box.inq[--c->box.inq_n] = old;
                 c->params_replaced++;
         }
         q = &c->box.inq[c->box.inq_n++];
-        memcpy(q->v, c->scratch, info.count * sizeof(float));
+        tmp = q->v;
+        q->v = c->l_spare;
+        c->l_spare = tmp;
         q->lo = info.lo;
         q->count = info.count;
         q->step = step;
@@ -816,13 +824,15 @@ static int open_exchange(struct node_cluster *c, char *err, size_t errlen)
 
         c->l_params_buf = malloc(c->params_cap);
         c->scratch = malloc(c->nparams * sizeof(float));
+        c->l_spare = malloc(c->praw_cap * sizeof(float));
         for (int i = 0; i < NODE_CLUSTER_PARAMS_QUEUE; i++)
-                if (!(b->inq[i].v = malloc(c->nparams * sizeof(float))))
+                if (!(b->inq[i].v = malloc(c->praw_cap * sizeof(float))))
                         nomem = 1;
         c->view_cap = c->npeers + 1;
         c->view = calloc(c->view_cap, GOSSIP_KEY_BYTES);
         if (!c->t_graw || !c->l_graw || !b->grad_buf || !c->l_grad_buf ||
-            !c->ring || !c->l_params_buf || !c->scratch || nomem || !c->view) {
+            !c->ring || !c->l_params_buf || !c->scratch || !c->l_spare ||
+            nomem || !c->view) {
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
@@ -844,6 +854,7 @@ static void free_cluster(struct node_cluster *c)
 
         free(c->l_params_buf);
         free(c->scratch);
+        free(c->l_spare);
         for (int i = 0; i < NODE_CLUSTER_PARAMS_QUEUE; i++)
                 free(b->inq[i].v);
         free(b->state_buf);
@@ -1356,6 +1367,10 @@ void node_cluster_after_step(struct node_cluster *c, struct node_trainer *t,
                 c->wait_timeouts += !wait_box(c, t, pred_params, c->o->wait_ms);
                 c->wait_s += mono_s() - w0;
         }
+        /* everything that arrived is averaged in now: a round we passed
+         * against our copy of it, a round still ahead of us plainly (it
+         * pulls us forward; holding it until we get there was measured
+         * worse, docs/cluster-tuning.md #21) */
         for (size_t i = 0; i < c->box.inq_n; i++)
                 apply_slice(c, step, params, n, &c->box.inq[i]);
         c->box.inq_n = 0;

@@ -32,7 +32,7 @@
 #include <cmocka.h>
 
 #include "merge.h"
-#include "sched.h"
+#include "schedule.h"
 
 static uint64_t g_seed = 20261129;
 

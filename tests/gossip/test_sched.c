@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "sched.h"
+#include "schedule.h"
 
 static uint64_t g_seed = 20261129;
 

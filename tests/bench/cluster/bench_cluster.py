@@ -15,7 +15,8 @@ waiting). For a gossip cluster the time is that of the LAST node to reach
 the target (every model must get there), the efficiency the mean over nodes.
 
 Usage: /usr/bin/python3 tests/bench/cluster/bench_cluster.py --build build
-       [--nodes 2,4] [--target 88] [--repeat 1] [-- extra gossipnode args]
+       [--nodes 2,4] [--target 88] [--repeat R] [--variant LABEL:ARGS ...]
+       [-- extra gossipnode args]
 Prints a table and one JSON line per configuration.
 """
 import argparse
@@ -115,6 +116,13 @@ def fmt(v, f="{:.1f}"):
     return "-" if v is None else f.format(v)
 
 
+def median(xs):
+    """Median with None as 'never' (sorted last); None if that is the
+    median."""
+    xs = sorted(xs, key=lambda x: float("inf") if x is None else x)
+    return xs[len(xs) // 2] if xs else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -123,36 +131,64 @@ def main():
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run every configuration R times, interleaved; "
+                         "the table shows medians")
+    ap.add_argument("--variant", action="append", default=[],
+                    metavar="LABEL:ARGS",
+                    help="also run the gossip clusters with these extra "
+                         "gossipnode arguments, e.g. 'no-wait:--wait-ms 0'")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--torch-timeout", type=float, default=300,
                     help="seconds before a PyTorch run counts as hung")
     ap.add_argument("extra", nargs="*", help="extra gossipnode arguments (after --)")
     args = ap.parse_args()
     ns = [int(x) for x in args.nodes.split(",")]
+    variants = [("", args.extra)]
+    for v in args.variant:
+        label, _, vargs = v.partition(":")
+        variants.append((label, args.extra + vargs.split()))
     rows = []
-    def add(r):  # each row as soon as it is there
+
+    def add(r, label=""):  # each row as soon as it is there
+        if label:
+            r["framework"] += f"[{label}]"
         rows.append(r)
         print(json.dumps(r), file=sys.stderr, flush=True)
 
-    add(run_gossip(args, 1, args.extra))
-    if not args.no_torch:
-        add(run_torch(args, 1))
-    for n in ns:
-        add(run_gossip(args, n, args.extra))
+    for rep in range(args.repeat):
+        add(run_gossip(args, 1, args.extra))
         if not args.no_torch:
-            add(run_torch(args, n))
+            add(run_torch(args, 1))
+        for n in ns:
+            for label, extra in variants:
+                add(run_gossip(args, n, extra), label)
+            if not args.no_torch:
+                add(run_torch(args, n))
     print(f"\ntarget {args.target}% test accuracy, MLP 784-512-10, batch 100/process, "
-          f"load at start {os.getloadavg()[0]:.1f}")
-    print(f"{'system':<22}{'procs':>6}{'s to target':>13}{'efficiency':>12}")
+          f"load at end {os.getloadavg()[0]:.1f}, {args.repeat} run(s) each "
+          f"(medians; '-' = the target was not reached)")
+    print(f"{'system':<30}{'procs':>6}{'s to target':>13}{'efficiency':>12}"
+          f"   runs (s)")
+    keys = []
     for r in rows:
-        print(f"{r['framework']:<22}{r['procs']:>6}{fmt(r['seconds_to_target']):>13}"
-              f"{fmt(r['compute_efficiency'], '{:.1%}'):>12}")
-    by = {(r["framework"].startswith("gossipnode"), r["procs"]): r for r in rows}
+        if (r["framework"], r["procs"]) not in keys:
+            keys.append((r["framework"], r["procs"]))
+    med = {}
+    for k in keys:
+        rs = [r for r in rows if (r["framework"], r["procs"]) == k]
+        t = median([r["seconds_to_target"] for r in rs])
+        e = median([r["compute_efficiency"] for r in rs])
+        med[k] = t
+        print(f"{k[0]:<30}{k[1]:>6}{fmt(t):>13}{fmt(e, '{:.1%}'):>12}   "
+              + " ".join(fmt(r["seconds_to_target"]) for r in rs))
     for n in ns:
-        g, d = by.get((True, n)), by.get((False, n))
-        if g and d and g["seconds_to_target"] and d["seconds_to_target"]:
-            print(f"gossip-{n} / ddp-{n} time ratio: "
-                  f"{g['seconds_to_target'] / d['seconds_to_target']:.2f}")
+        d = med.get(("pytorch-ddp-gloo", n))
+        for label, _ in variants:
+            name = "gossipnode" + (f"[{label}]" if label else "")
+            g = med.get((name, n))
+            if g and d:
+                print(f"{name}-{n} / ddp-{n} time ratio (medians): {g / d:.2f}")
     for r in rows:
         print(json.dumps(r))
 

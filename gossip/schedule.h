@@ -1,5 +1,5 @@
 /*
- * sched.h - the GossipGraD partner schedule: whom to send to at step t.
+ * schedule.h - the GossipGraD partner schedule: whom to send to at step t.
  *
  * Input: the membership view (the sorted keys of every live or suspect
  * member, ourselves included, as gossip_view() returns them), the cluster
