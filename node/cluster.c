@@ -1370,7 +1370,7 @@ void node_cluster_after_step(struct node_cluster *c, struct node_trainer *t,
         /* everything that arrived is averaged in now: a round we passed
          * against our copy of it, a round still ahead of us plainly (it
          * pulls us forward; holding it until we get there was measured
-         * worse, docs/cluster-tuning.md #21) */
+         * worse, docs/cluster-tuning.md #22) */
         for (size_t i = 0; i < c->box.inq_n; i++)
                 apply_slice(c, step, params, n, &c->box.inq[i]);
         c->box.inq_n = 0;

@@ -23,6 +23,7 @@ Every node's log is printed on failure. GN_SEED sets the run's --seed.
 """
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -45,14 +46,24 @@ DEAD_WITHIN_S = 40.0   # probe + max suspicion (6 x 2.4 s) + dissemination
 COMMON = ["--codec", "int8", "--lr-schedule", "cosine", "--avg-every", "10"]
 
 
+RND = random.Random(os.getpid() ^ time.time_ns())
+
+
 def free_port():
-    """A port free for both UDP and TCP on 127.0.0.1."""
-    for _ in range(50):
+    """A port free for both UDP and TCP on 127.0.0.1, drawn below the
+    ephemeral range: no outgoing connection of a test running beside us can
+    take it between this check and the node's bind."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            hi = int(f.read().split()[0]) - 1
+    except (OSError, ValueError, IndexError):
+        hi = 32767
+    for _ in range(2000):
+        port = RND.randrange(10000, max(hi, 10001))
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        u.bind(("127.0.0.1", 0))
-        port = u.getsockname()[1]
         t = socket.socket()
         try:
+            u.bind(("127.0.0.1", port))
             t.bind(("127.0.0.1", port))
             return port
         except OSError:
