@@ -9,6 +9,8 @@
  * top-k sends exactly the k largest magnitudes and residual + sent equals
  * the input; error feedback conserves mass over many steps for every codec
  * and partition count; over P rounds every element is sent exactly once;
+ * the stateless encoder of one partition makes the stateful encoder's
+ * payload for it and leaves a residual alone;
  * every truncation is rejected and every bit flip is rejected or decodes to
  * finite values inside the model; NaN/Inf and malformed headers are refused
  * with the documented codes. Seed from GN_SEED.
@@ -561,6 +563,79 @@ static void test_partitions(void **state)
         gossip_codec_free(&c);
 }
 
+/* gossip_codec_encode_part: the stateless encoder of one partition makes
+ * exactly the payload the stateful encoder makes for that partition when
+ * its residual is zero (a fresh encoder), leaves a residual untouched, and
+ * refuses a wrong part, count, buffer or a NaN. */
+static void test_encode_part(void **state)
+{
+        enum { N = 1003, P = 7 };
+        static const int ids[] = {GOSSIP_CODEC_FP32, GOSSIP_CODEC_FP16,
+                                  GOSSIP_CODEC_INT8, GOSSIP_CODEC_TOPK};
+        static float g[N], out[N];
+        static uint8_t a[64 + 4 * N], b[64 + 4 * N];
+        uint64_t s = g_seed;
+        struct gossip_codec c, ef;
+        struct gossip_codec_info info;
+        size_t lo, count, la, lb;
+
+        (void)state;
+        for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
+                for (uint32_t part = 0; part < P; part++) {
+                        /* a fresh encoder: with P > 1 its residual (Ako:
+                         * the parts not sent yet) starts at zero */
+                        codec(&c, ids[k], N, P, 16, 5, 0);
+                        fill(g, N, &s);
+                        gossip_codec_partition(N, part, P, &lo, &count);
+                        la = enc(&c, part, g, a, sizeof(a)); /* step = part */
+                        assert_int_equal(
+                            gossip_codec_encode_part(&c, part, g + lo, count, b,
+                                                     sizeof(b), &lb),
+                            0);
+                        assert_int_equal(lb, la);
+                        assert_memory_equal(a, b, la);
+                        assert_int_equal(
+                            gossip_codec_decode(b, lb, N, out, &info), 0);
+                        assert_int_equal(info.part_index, part);
+                        assert_int_equal(info.part_count, P);
+                        assert_int_equal(info.lo, lo);
+                        assert_int_equal(info.count, count);
+                        if (ids[k] == GOSSIP_CODEC_FP32)
+                                assert_memory_equal(out, g + lo,
+                                                    count * sizeof(float));
+                        if (part + 1 < P)
+                                gossip_codec_free(&c);
+                }
+                assert_int_equal(gossip_codec_encode_part(&c, P, g, count, b,
+                                                          sizeof(b), &lb),
+                                 GOSSIP_EINVAL);
+                gossip_codec_partition(N, 0, P, &lo, &count);
+                assert_int_equal(gossip_codec_encode_part(&c, 0, g, count + 1,
+                                                          b, sizeof(b), &lb),
+                                 GOSSIP_EMISMATCH);
+                assert_int_equal(
+                    gossip_codec_encode_part(&c, 0, g, count, b, 10, &lb),
+                    GOSSIP_ETOOBIG);
+                g[3] = NAN;
+                assert_int_equal(gossip_codec_encode_part(&c, 0, g, count, b,
+                                                          sizeof(b), &lb),
+                                 GOSSIP_ENONFINITE);
+                gossip_codec_free(&c);
+        }
+        /* with error feedback, the stateless encoder neither reads nor
+         * changes the residual */
+        codec(&ef, GOSSIP_CODEC_INT8, N, P, 16, 0, 1);
+        fill(g, N, &s);
+        enc(&ef, 0, g, a, sizeof(a)); /* residual of part 0 now nonzero */
+        memcpy(out, ef.residual, sizeof(out));
+        gossip_codec_partition(N, 0, P, &lo, &count);
+        assert_int_equal(
+            gossip_codec_encode_part(&ef, 0, g + lo, count, b, sizeof(b), &lb),
+            0);
+        assert_memory_equal(out, ef.residual, sizeof(out));
+        gossip_codec_free(&ef);
+}
+
 /* One valid payload per configuration for the hostile-input tests. */
 struct sample {
         int id;
@@ -820,6 +895,7 @@ int main(void)
             cmocka_unit_test(test_topk_exact_k),
             cmocka_unit_test(test_error_feedback_conserves),
             cmocka_unit_test(test_partitions),
+            cmocka_unit_test(test_encode_part),
             cmocka_unit_test(test_truncation_and_bitflips),
             cmocka_unit_test(test_garbage),
             cmocka_unit_test(test_header_rejects),

@@ -7,7 +7,8 @@
  * of uint64); the average is (own + sum received) / (1 + k) element-wise,
  * also for slices; rejected offers (shape, NaN/Inf, duplicate, full) change
  * nothing but their counter; apply empties the buffer; parameter averaging
- * with weights; the every-K predicate. Seed from GN_SEED.
+ * with weights, and delayed averaging against our copy of the same step
+ * (our progress since is kept); the every-K predicate. Seed from GN_SEED.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -237,6 +238,68 @@ static void test_average_params(void **state)
         assert_memory_equal(mine, theirs, sizeof(mine)); /* unchanged */
 }
 
+/* mine += w * (theirs - mine_then): exact on small values; with mine =
+ * then + progress and theirs = then + e the result is then + progress +
+ * w * e (our progress since the common step is kept, random data); bad
+ * arguments change nothing. */
+static void test_average_delta(void **state)
+{
+        enum { N = 257 };
+        float mine[3] = {1, 2, 3};
+        const float then[3] = {0, 1, 2};
+        const float theirs[3] = {2, 1, 0};
+        static float m[N], th[N], tr[N], prog[N], e[N];
+        uint64_t s = g_seed;
+
+        (void)state;
+        assert_int_equal(
+            gossip_merge_average_delta(mine, then, theirs, 3, 0.5f), 0);
+        assert_float_equal(mine[0], 2.0f, 0.0f);
+        assert_float_equal(mine[1], 2.0f, 0.0f);
+        assert_float_equal(mine[2], 2.0f, 0.0f);
+        assert_int_equal(
+            gossip_merge_average_delta(mine, then, theirs, 3, 0.0f), 0);
+        assert_float_equal(mine[0], 2.0f, 0.0f);
+        assert_int_equal(
+            gossip_merge_average_delta(mine, then, theirs, 3, 1.0f), 0);
+        assert_float_equal(mine[0], 4.0f, 0.0f);
+        assert_float_equal(mine[1], 2.0f, 0.0f);
+        assert_float_equal(mine[2], 0.0f, 0.0f);
+        assert_int_equal(
+            gossip_merge_average_delta(mine, then, theirs, 3, 1.5f),
+            GOSSIP_EINVAL);
+        assert_int_equal(gossip_merge_average_delta(mine, then, theirs, 3, NAN),
+                         GOSSIP_EINVAL);
+        assert_int_equal(
+            gossip_merge_average_delta(NULL, then, theirs, 3, 0.5f),
+            GOSSIP_EINVAL);
+        assert_int_equal(
+            gossip_merge_average_delta(mine, NULL, theirs, 3, 0.5f),
+            GOSSIP_EINVAL);
+        assert_float_equal(mine[0], 4.0f, 0.0f); /* unchanged */
+        assert_int_equal(gossip_merge_average_delta(NULL, NULL, NULL, 0, 0.5f),
+                         0);
+        for (int round = 0; round < 20; round++) {
+                float w = (float)(rng_next(&s) % 11) / 10.0f;
+
+                for (size_t i = 0; i < N; i++) {
+                        th[i] = rng_float(&s);
+                        prog[i] = 0.1f * rng_float(&s);
+                        e[i] = 0.1f * rng_float(&s);
+                        m[i] = th[i] + prog[i];
+                        tr[i] = th[i] + e[i];
+                }
+                assert_int_equal(gossip_merge_average_delta(m, th, tr, N, w),
+                                 0);
+                for (size_t i = 0; i < N; i++)
+                        if (fabsf(m[i] - (th[i] + prog[i] + w * e[i])) > 1e-6f)
+                                fail_msg("round %d elem %zu: %g vs %g (seed "
+                                         "%" PRIu64 ")",
+                                         round, i, m[i],
+                                         th[i] + prog[i] + w * e[i], g_seed);
+        }
+}
+
 static void test_average_due(void **state)
 {
         (void)state;
@@ -261,6 +324,7 @@ int main(void)
             cmocka_unit_test(test_rejects_change_nothing),
             cmocka_unit_test(test_random_against_reference),
             cmocka_unit_test(test_average_params),
+            cmocka_unit_test(test_average_delta),
             cmocka_unit_test(test_average_due),
         };
 
