@@ -108,6 +108,11 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         g->rp = gossip_replay_new();
         if (!g->kr || !g->rp)
                 goto out;
+        /* Pairwise MAC keys for bulk stream frames (wire.h). */
+        rc = gossip_keyring_set_self(g->kr, g->sk);
+        if (rc < 0)
+                goto out;
+        rc = GOSSIP_ENOMEM;
         /* bq must hold ourselves even with no peers. */
         if (!(g->bq = calloc(1, sizeof(void *))))
                 goto out;
@@ -559,6 +564,9 @@ int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
         }
         if (len > GOSSIP_WIRE_STREAM_MAX - GOSSIP_WIRE_OVERHEAD - 256)
                 return GOSSIP_ETOOBIG;
+        /* Point to point: GRADIENT, STATE, PARAMS carry a MAC under our
+         * pairwise key instead of a signature (NULL: signed). */
+        m.mac_key = gossip_keyring_mac_key(g->kr, to->key_id);
         g->st.app_out++;
         return gossip__send(g, to, &to->addr, &m);
 }

@@ -1,5 +1,6 @@
 /*
- * keyring.c - trusted signers by key id, and per-sender replay windows.
+ * keyring.c - trusted signers by key id with their pairwise MAC keys, and
+ * per-sender replay windows.
  *
  * Both tables are arrays sorted by key id and searched by bisection: they
  * hold one entry per trusted peer (tens to a few thousand), change rarely
@@ -10,6 +11,11 @@
  *  - a keyring never holds two keys with the same id, nor key id 0: a key
  *    whose id collides with a different trusted key is refused, so an id
  *    names exactly one key;
+ *  - once our own key is set, every entry whose key has an X25519 form
+ *    holds K(self, key) (docs/protocol.md 2.2.1) and has_mac says so;
+ *  - secrets (our X25519 scalar, pairwise keys) never reach freed memory
+ *    unwiped: the key array grows by copy-wipe-free, not realloc, and a
+ *    removed entry's old slot is wiped;
  *  - a replay entry exists only for a sender that had a frame accepted, so
  *    the replay table is bounded by the keys ever trusted;
  *  - window bit i of a channel says whether seq (top - i) was accepted at
@@ -28,12 +34,23 @@ _Static_assert(GOSSIP_WIRE_REPLAY_WINDOW == 128,
 struct key_entry {
         uint64_t id;
         uint8_t pk[GOSSIP_KEY_BYTES];
+        uint8_t mac[GOSSIP_WIRE_MAC_KEY_BYTES]; /* K(self, pk) */
+        uint8_t has_mac;
 };
 
 struct gossip_keyring {
         struct key_entry *v;
         size_t n, cap;
+        uint8_t self_pk[GOSSIP_KEY_BYTES];
+        uint8_t self_x[crypto_scalarmult_SCALARBYTES]; /* X25519 secret */
+        uint8_t has_self;
 };
+
+/* Domain separation of the pairwise key derivation (23 bytes, no NUL). */
+static const char mac_label[] = "gossipnode v1 frame mac";
+_Static_assert(sizeof(mac_label) - 1 == 23, "label length");
+_Static_assert(GOSSIP_WIRE_MAC_KEY_BYTES == crypto_generichash_BYTES,
+               "K is an unkeyed BLAKE2b-256");
 
 struct window {
         uint64_t inc;
@@ -111,8 +128,99 @@ void gossip_keyring_free(struct gossip_keyring *kr)
 {
         if (!kr)
                 return;
+        if (kr->v)
+                sodium_memzero(kr->v, kr->cap * sizeof(*kr->v));
         free(kr->v);
+        sodium_memzero(kr, sizeof(*kr));
         free(kr);
+}
+
+/* Room for one more key; like grow() but the old block is wiped before it
+ * is freed (it holds pairwise keys). 0 or GOSSIP_ENOMEM. */
+static int keys_grow(struct gossip_keyring *kr)
+{
+        struct key_entry *nv;
+        size_t ncap;
+
+        if (kr->n < kr->cap)
+                return 0;
+        ncap = kr->cap ? kr->cap * 2 : 16;
+        nv = calloc(ncap, sizeof(*nv));
+        if (!nv)
+                return GOSSIP_ENOMEM;
+        if (kr->v) {
+                memcpy(nv, kr->v, kr->n * sizeof(*nv));
+                sodium_memzero(kr->v, kr->cap * sizeof(*kr->v));
+                free(kr->v);
+        }
+        kr->v = nv;
+        kr->cap = ncap;
+        return 0;
+}
+
+/* K = BLAKE2b-256(label || X25519(self_x, curve(pk)) || pk_lo || pk_hi)
+ * into e->mac, or has_mac = 0 if pk has no X25519 form (or the shared
+ * point is the identity). */
+static void pair_key(const struct gossip_keyring *kr, struct key_entry *e)
+{
+        uint8_t xpk[crypto_scalarmult_BYTES], shared[crypto_scalarmult_BYTES];
+        crypto_generichash_state st;
+        const uint8_t *lo = kr->self_pk, *hi = e->pk;
+
+        e->has_mac = 0;
+        sodium_memzero(e->mac, sizeof(e->mac));
+        if (crypto_sign_ed25519_pk_to_curve25519(xpk, e->pk) != 0 ||
+            crypto_scalarmult(shared, kr->self_x, xpk) != 0)
+                goto out;
+        if (memcmp(lo, hi, GOSSIP_KEY_BYTES) > 0) {
+                lo = e->pk;
+                hi = kr->self_pk;
+        }
+        crypto_generichash_init(&st, NULL, 0, sizeof(e->mac));
+        crypto_generichash_update(&st, (const uint8_t *)mac_label,
+                                  sizeof(mac_label) - 1);
+        crypto_generichash_update(&st, shared, sizeof(shared));
+        crypto_generichash_update(&st, lo, GOSSIP_KEY_BYTES);
+        crypto_generichash_update(&st, hi, GOSSIP_KEY_BYTES);
+        crypto_generichash_final(&st, e->mac, sizeof(e->mac));
+        e->has_mac = 1;
+out:
+        sodium_memzero(shared, sizeof(shared));
+        sodium_memzero(&st, sizeof(st));
+}
+
+int gossip_keyring_set_self(struct gossip_keyring *kr,
+                            const uint8_t sk[GOSSIP_SECRET_BYTES])
+{
+        uint8_t x[sizeof(kr->self_x)];
+
+        if (!kr || !sk)
+                return GOSSIP_EINVAL;
+        if (crypto_sign_ed25519_sk_to_curve25519(x, sk) != 0) {
+                sodium_memzero(x, sizeof(x));
+                return GOSSIP_EINVAL;
+        }
+        memcpy(kr->self_x, x, sizeof(x));
+        sodium_memzero(x, sizeof(x));
+        /* libsodium's secret key is seed || public key. */
+        memcpy(kr->self_pk, sk + 32, GOSSIP_KEY_BYTES);
+        kr->has_self = 1;
+        for (size_t i = 0; i < kr->n; i++)
+                pair_key(kr, &kr->v[i]);
+        return 0;
+}
+
+const uint8_t *gossip_keyring_mac_key(const struct gossip_keyring *kr,
+                                      uint64_t key_id)
+{
+        size_t i;
+
+        if (!kr || key_id == 0)
+                return NULL;
+        i = lower_bound(kr->v, kr->n, sizeof(*kr->v), key_id);
+        if (i == kr->n || kr->v[i].id != key_id || !kr->v[i].has_mac)
+                return NULL;
+        return kr->v[i].mac;
 }
 
 int gossip__keyring_add_id(struct gossip_keyring *kr,
@@ -127,12 +235,15 @@ int gossip__keyring_add_id(struct gossip_keyring *kr,
         if (i < kr->n && kr->v[i].id == id)
                 return memcmp(kr->v[i].pk, pk, GOSSIP_KEY_BYTES) ? GOSSIP_EINVAL
                                                                  : 0;
-        err = grow((void **)&kr->v, kr->n, &kr->cap, sizeof(*kr->v));
+        err = keys_grow(kr);
         if (err)
                 return err;
         memmove(&kr->v[i + 1], &kr->v[i], (kr->n - i) * sizeof(*kr->v));
+        memset(&kr->v[i], 0, sizeof(kr->v[i]));
         kr->v[i].id = id;
         memcpy(kr->v[i].pk, pk, GOSSIP_KEY_BYTES);
+        if (kr->has_self)
+                pair_key(kr, &kr->v[i]);
         kr->n++;
         return 0;
 }
@@ -161,6 +272,8 @@ int gossip_keyring_remove(struct gossip_keyring *kr, uint64_t key_id)
                 return GOSSIP_EUNKNOWNKEY;
         memmove(&kr->v[i], &kr->v[i + 1], (kr->n - i - 1) * sizeof(*kr->v));
         kr->n--;
+        /* The last slot now duplicates its neighbour or is the removed key. */
+        sodium_memzero(&kr->v[kr->n], sizeof(kr->v[kr->n]));
         return 0;
 }
 

@@ -1,13 +1,14 @@
 /*
- * wire.c - encode, sign, verify and decode frames (layout in wire.h and
- * docs/protocol.md).
+ * wire.c - encode, sign or MAC, verify and decode frames (layout in wire.h
+ * and docs/protocol.md).
  *
  * Decoding runs from cheap to expensive and touches msgpack last: channel
- * bound, minimum length, magic, version, kind, flags, exact length, signer,
- * signature, channel binding, replay window; then our own walk over the
- * body bounds every declared count and length against the bytes that are
- * really there (msgpack-c would otherwise allocate whatever a header
- * claims), and only then msgpack_unpack_next() builds objects.
+ * bound, minimum length, magic, version, kind, flags, exact length, flag
+ * rules, signer, signature or tag, channel binding, replay window; then
+ * our own walk over the body bounds every declared count and length
+ * against the bytes that are really there (msgpack-c would otherwise
+ * allocate whatever a header claims), and only then msgpack_unpack_next()
+ * builds objects.
  *
  * Encoding packs straight into the caller's buffer through a bounded
  * writer (no allocation), measuring first so that it can take as many
@@ -44,6 +45,17 @@ _Static_assert(GOSSIP_WIRE_OVERHEAD == 108, "prefix + Ed25519 signature");
 _Static_assert(GOSSIP_SIG_BYTES == crypto_sign_BYTES, "Ed25519 signature");
 _Static_assert(GOSSIP_KEY_BYTES == crypto_sign_PUBLICKEYBYTES, "Ed25519 pk");
 _Static_assert(GOSSIP_SECRET_BYTES == crypto_sign_SECRETKEYBYTES, "sk");
+_Static_assert(GOSSIP_WIRE_TAG_BYTES ==
+                   crypto_aead_xchacha20poly1305_ietf_ABYTES,
+               "Poly1305 tag");
+_Static_assert(GOSSIP_WIRE_MAC_KEY_BYTES ==
+                   crypto_aead_xchacha20poly1305_ietf_KEYBYTES,
+               "XChaCha20-Poly1305 key");
+/* The nonce is prefix bytes 8..31: key id || incarnation || seq. */
+_Static_assert(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES == 24 &&
+                   OFF_KEY_ID + 24 == OFF_STEP,
+               "nonce = key id, incarnation, seq");
+_Static_assert(GOSSIP_WIRE_MAC_OVERHEAD == 60, "prefix + Poly1305 tag");
 
 #define MAGIC0 0x47 /* 'G' */
 #define MAGIC1 0x4e /* 'N' */
@@ -51,7 +63,8 @@ _Static_assert(GOSSIP_SECRET_BYTES == crypto_sign_SECRETKEYBYTES, "sk");
 enum {
         FLAG_DIGEST = 1 << 0, /* signature covers BLAKE2b-256(prefix+body) */
         FLAG_STREAM = 1 << 1, /* built for the stream channel */
-        FLAGS_KNOWN = FLAG_DIGEST | FLAG_STREAM,
+        FLAG_MAC = 1 << 2,    /* Poly1305 tag under the pairwise key */
+        FLAGS_KNOWN = FLAG_DIGEST | FLAG_STREAM | FLAG_MAC,
 };
 
 /* Body map keys: one table for all kinds. */
@@ -93,7 +106,7 @@ struct kind_info {
         unsigned allowed;  /* keys this kind reads */
         unsigned required; /* keys it must have */
         uint8_t n_fields;  /* keys the encoder writes, updates aside */
-        uint8_t digest;    /* always signed through a digest */
+        uint8_t digest;    /* bulk: always signed through a digest, or MAC'd */
 };
 
 #define TENSOR_KEYS                                                            \
@@ -130,6 +143,19 @@ static int has_updates(unsigned kind)
 static int needs_digest(unsigned kind, size_t body_len)
 {
         return kinds[kind].digest || body_len > GOSSIP_WIRE_DIGEST_OVER;
+}
+
+/* Whether a frame of kind on channel may carry a tag instead of a
+ * signature: bulk kinds, point to point (the stream). */
+static int mac_allowed(unsigned kind, int stream)
+{
+        return stream && kinds[kind].digest;
+}
+
+/* Bytes after the body: the tag or the signature. */
+static size_t trailer_len(uint8_t flags)
+{
+        return flags & FLAG_MAC ? GOSSIP_WIRE_TAG_BYTES : GOSSIP_SIG_BYTES;
 }
 
 static void put_be(uint8_t *p, uint64_t v, int n)
@@ -381,6 +407,16 @@ static void sign_frame(uint8_t *b, size_t signed_len, int digest,
         }
 }
 
+/* The tag of S = b[0..n) under key, written at b + n: XChaCha20-Poly1305
+ * of an empty message with S as additional data and b[8..32) as nonce. */
+static void mac_frame(uint8_t *b, size_t n, const uint8_t *key)
+{
+        uint8_t none[1] = {0};
+
+        crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
+            none, b + n, NULL, none, 0, b, n, NULL, b + OFF_KEY_ID, key);
+}
+
 static void put_prefix(uint8_t *b, const struct gossip_msg *m, uint8_t flags,
                        uint64_t key_id, size_t body_len)
 {
@@ -404,18 +440,22 @@ int gossip_wire_encode(const struct gossip_msg *m,
         struct sink s = {NULL, SIZE_MAX, 0};
         msgpack_packer pk;
         uint8_t *b = buf, flags;
-        size_t base, body_len, room;
+        size_t base, body_len, room, overhead;
         uint32_t k;
 
         if (!m || !sk || !buf || !out_len || !msg_valid(m))
                 return GOSSIP_EINVAL;
+        flags = m->channel == GOSSIP_CH_STREAM ? FLAG_STREAM : 0;
+        if (m->mac_key && mac_allowed(m->kind, flags & FLAG_STREAM))
+                flags |= FLAG_MAC;
+        overhead = GOSSIP_WIRE_PREFIX_BYTES + trailer_len(flags);
         msgpack_packer_init(&pk, &s, sink_write);
         pack_body(&pk, m, 0);
         base = s.len;
-        if (cap < GOSSIP_WIRE_OVERHEAD)
+        if (cap < overhead)
                 return GOSSIP_ETOOBIG;
         /* The body length field is 32 bits. */
-        room = cap - GOSSIP_WIRE_OVERHEAD;
+        room = cap - overhead;
         if (room > UINT32_MAX)
                 room = UINT32_MAX;
         if (base > room)
@@ -427,12 +467,14 @@ int gossip_wire_encode(const struct gossip_msg *m,
                 return GOSSIP_ETOOBIG; /* measured to fit: cannot happen */
         body_len = s.len;
 
-        flags = m->channel == GOSSIP_CH_STREAM ? FLAG_STREAM : 0;
-        if (needs_digest(m->kind, body_len))
+        if (!(flags & FLAG_MAC) && needs_digest(m->kind, body_len))
                 flags |= FLAG_DIGEST;
         put_prefix(b, m, flags, gossip_key_id(sk + 32), body_len);
-        sign_frame(b, OFF_BODY + body_len, flags & FLAG_DIGEST, sk);
-        *out_len = GOSSIP_WIRE_OVERHEAD + body_len;
+        if (flags & FLAG_MAC)
+                mac_frame(b, OFF_BODY + body_len, m->mac_key);
+        else
+                sign_frame(b, OFF_BODY + body_len, flags & FLAG_DIGEST, sk);
+        *out_len = overhead + body_len;
         if (n_sent)
                 *n_sent = k;
         return 0;
@@ -766,13 +808,40 @@ static int verify(const uint8_t *b, size_t signed_len, int digest,
         return crypto_sign_verify_detached(sig, d, sizeof(d), pk);
 }
 
+/* 0 if the tag after b[0..n) is right for key (NULL: no key, -1). */
+static int verify_mac(const uint8_t *b, size_t n, const uint8_t *key)
+{
+        uint8_t none[1] = {0};
+
+        if (!key)
+                return -1;
+        return crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
+            none, NULL, none, 0, b + n, b, n, b + OFF_KEY_ID, key);
+}
+
+/* Check 9 of docs/protocol.md 2.3: MAC only on stream bulk frames and
+ * never with DIGEST; otherwise DIGEST iff the kind or length asks. */
+static int flags_consistent(uint8_t flags, unsigned kind, size_t body_len)
+{
+        if (flags & FLAG_MAC)
+                return mac_allowed(kind, flags & FLAG_STREAM) &&
+                       !(flags & FLAG_DIGEST);
+        return !(flags & FLAG_DIGEST) == !needs_digest(kind, body_len);
+}
+
 /* Everything that can be checked without the keyring. */
 static int check_prefix(const uint8_t *b, size_t len, size_t max,
                         uint64_t *body_len)
 {
+        size_t overhead;
+
         if (len > max)
                 return GOSSIP_ETOOBIG;
-        if (len < GOSSIP_WIRE_OVERHEAD)
+        /* The flags byte says how long the trailer is. */
+        if (len <= OFF_FLAGS)
+                return GOSSIP_ESHORT;
+        overhead = GOSSIP_WIRE_PREFIX_BYTES + trailer_len(b[OFF_FLAGS]);
+        if (len < overhead)
                 return GOSSIP_ESHORT;
         if (b[OFF_MAGIC] != MAGIC0 || b[OFF_MAGIC + 1] != MAGIC1)
                 return GOSSIP_EDECODE;
@@ -784,12 +853,11 @@ static int check_prefix(const uint8_t *b, size_t len, size_t max,
             b[OFF_RESERVED + 1] || b[OFF_RESERVED + 2])
                 return GOSSIP_EDECODE;
         *body_len = get_be(b + OFF_BODY_LEN, 4);
-        if (GOSSIP_WIRE_OVERHEAD + *body_len > len)
+        if (overhead + *body_len > len)
                 return GOSSIP_ESHORT;
-        if (GOSSIP_WIRE_OVERHEAD + *body_len < len)
+        if (overhead + *body_len < len)
                 return GOSSIP_EDECODE; /* trailing bytes */
-        if (!(b[OFF_FLAGS] & FLAG_DIGEST) !=
-            !needs_digest(b[OFF_KIND], *body_len))
+        if (!flags_consistent(b[OFF_FLAGS], b[OFF_KIND], *body_len))
                 return GOSSIP_EDECODE;
         return 0;
 }
@@ -830,7 +898,13 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
         pk = gossip_keyring_find(kr, m->key_id);
         if (!pk)
                 return GOSSIP_EUNKNOWNKEY;
-        if (verify(b, OFF_BODY + body_len, b[OFF_FLAGS] & FLAG_DIGEST, pk))
+        if (b[OFF_FLAGS] & FLAG_MAC)
+                err = verify_mac(b, OFF_BODY + body_len,
+                                 gossip_keyring_mac_key(kr, m->key_id));
+        else
+                err = verify(b, OFF_BODY + body_len, b[OFF_FLAGS] & FLAG_DIGEST,
+                             pk);
+        if (err)
                 return GOSSIP_EBADSIG;
         /* Signed for the other channel: a cross-channel replay. */
         if (!(b[OFF_FLAGS] & FLAG_STREAM) != (channel == GOSSIP_CH_DGRAM))
@@ -906,7 +980,7 @@ int gossip_wire_stream_get_len(const uint8_t hdr[4],
 
         if (n > channel_max(lim, GOSSIP_CH_STREAM))
                 return GOSSIP_ETOOBIG;
-        if (n < GOSSIP_WIRE_OVERHEAD)
+        if (n < GOSSIP_WIRE_MAC_OVERHEAD)
                 return GOSSIP_ESHORT;
         *frame_len = n;
         return 0;

@@ -5,22 +5,35 @@
  *
  *   prefix (44 bytes, fixed, big-endian) | body (msgpack map) | sig (64)
  *
+ * except bulk frames (GRADIENT, STATE, PARAMS) on the stream channel to a
+ * peer we share a pairwise key with, which end in a 16-byte Poly1305 tag
+ * instead of the signature (flag bit 2, MAC):
+ *
+ *   prefix (44) | body | tag (16)
+ *
  * The prefix carries magic, version, kind, flags, the sender's key id,
  * incarnation, sequence number, training step and the body length. The
  * decoder checks the channel bound, exact length, version, kind, signer and
- * Ed25519 signature, and the replay window, all BEFORE msgpack sees a byte;
- * then it walks the body with its own bounds checker and only then hands it
- * to msgpack-c (whose unpacker trusts declared lengths). docs/protocol.md
- * describes every byte.
+ * Ed25519 signature (or tag), and the replay window, all BEFORE msgpack
+ * sees a byte; then it walks the body with its own bounds checker and only
+ * then hands it to msgpack-c (whose unpacker trusts declared lengths).
+ * docs/protocol.md describes every byte.
  *
  * Invariants:
- *  - a frame is accepted only at exactly prefix + body_len + 64 bytes;
+ *  - a frame is accepted only at exactly prefix + body_len + 64 bytes
+ *    (+ 16 instead of + 64 with the MAC flag);
  *  - only keys in the keyring are accepted; a key id (8 bytes of
  *    BLAKE2b-256(public key)) names exactly one key there: a colliding key
  *    is refused by gossip_keyring_add();
  *  - the signature covers prefix and body; for GRADIENT, STATE, PARAMS and
  *    any body over GOSSIP_WIRE_DIGEST_OVER bytes it covers their BLAKE2b-256
  *    digest instead (flag bit 0 says which, and must match that rule);
+ *  - a MAC frame is STREAM, of kind GRADIENT, STATE or PARAMS, DIGEST
+ *    clear; its tag is XChaCha20-Poly1305's over prefix and body (empty
+ *    message) under the pairwise key K(sender, receiver) that both derive
+ *    from their Ed25519 keys (gossip_keyring_set_self), with prefix bytes
+ *    8..31 (key id, incarnation, seq) as the nonce; only the two ends can
+ *    make or check it;
  *  - the channel a frame was built for is signed (flag bit 1): a datagram
  *    cannot be replayed on the stream or the other way round, so receivers
  *    keep one replay window per (sender, channel);
@@ -42,6 +55,13 @@ enum {
         GOSSIP_WIRE_VERSION = 1,
         GOSSIP_WIRE_PREFIX_BYTES = 44,
         GOSSIP_WIRE_OVERHEAD = GOSSIP_WIRE_PREFIX_BYTES + GOSSIP_SIG_BYTES,
+        /* A MAC frame's trailer: a Poly1305 tag. */
+        GOSSIP_WIRE_TAG_BYTES = 16,
+        /* The smallest frame of all: prefix + tag. */
+        GOSSIP_WIRE_MAC_OVERHEAD =
+            GOSSIP_WIRE_PREFIX_BYTES + GOSSIP_WIRE_TAG_BYTES,
+        /* A pairwise MAC key (BLAKE2b-256 output). */
+        GOSSIP_WIRE_MAC_KEY_BYTES = 32,
         /* Default datagram bound: fits a 1500-byte Ethernet MTU after IPv6
          * (40) and UDP (8) headers with room for tunnels. */
         GOSSIP_WIRE_DGRAM_MAX = 1400,
@@ -119,11 +139,12 @@ struct gossip_state {
 /*
  * A message, decoded or to be encoded.
  *
- * Encode: kind, channel, incarnation, seq, step, the kind's union member
- * and (for PING, PING_REQ, ACK, SYNC, JOIN) updates[0..n_updates) are read;
- * key_id is derived from the secret key and ignored.
+ * Encode: kind, channel, incarnation, seq, step, mac_key, the kind's union
+ * member and (for PING, PING_REQ, ACK, SYNC, JOIN) updates[0..n_updates)
+ * are read; key_id is derived from the secret key and ignored.
  * Decode: the caller sets updates / updates_cap (storage for received
- * updates, may be NULL / 0) before the call; everything else is written.
+ * updates, may be NULL / 0) before the call; everything else is written
+ * (mac_key NULL).
  * A message carrying more updates than updates_cap is rejected.
  */
 struct gossip_msg {
@@ -133,6 +154,10 @@ struct gossip_msg {
         uint64_t incarnation; /* sender's; must grow across restarts */
         uint64_t seq;         /* sender's message counter */
         uint64_t step;        /* sender's training step */
+        /* Encode: the pairwise key with the receiver
+         * (gossip_keyring_mac_key(), GOSSIP_WIRE_MAC_KEY_BYTES) for a MAC
+         * frame; NULL, or a kind/channel that cannot be MAC'd: signed. */
+        const uint8_t *mac_key;
 
         struct gossip_update *updates;
         uint32_t n_updates;
@@ -182,14 +207,26 @@ uint64_t gossip_key_id(const uint8_t pk[GOSSIP_KEY_BYTES]);
 /* A new empty keyring, or NULL when out of memory (or if libsodium cannot
  * initialise: this calls sodium_init(), which is idempotent). */
 struct gossip_keyring *gossip_keyring_new(void);
-/* Frees kr and wipes nothing secret (public keys only). NULL is a no-op. */
+/* Frees kr, wiping our X25519 secret and the pairwise keys. NULL is a
+ * no-op. */
 void gossip_keyring_free(struct gossip_keyring *kr);
+/* Makes sk (libsodium's 64-byte Ed25519 secret key) our own key: keeps its
+ * X25519 form and derives the pairwise MAC key with every key present and
+ * every key added later. 0, or GOSSIP_EINVAL (nothing changed). */
+int gossip_keyring_set_self(struct gossip_keyring *kr,
+                            const uint8_t sk[GOSSIP_SECRET_BYTES]);
+/* The pairwise MAC key (GOSSIP_WIRE_MAC_KEY_BYTES) shared with key_id, or
+ * NULL if key_id is not trusted, no self key is set, or its key has no
+ * X25519 form. Valid until the next add/remove/set_self. */
+const uint8_t *gossip_keyring_mac_key(const struct gossip_keyring *kr,
+                                      uint64_t key_id);
 /* Trusts pk. 0 if added or already present; GOSSIP_EINVAL if its key id is
  * 0 or collides with a different key (nothing changed); GOSSIP_ENOMEM.
  * *key_id (may be NULL) gets the key id. */
 int gossip_keyring_add(struct gossip_keyring *kr,
                        const uint8_t pk[GOSSIP_KEY_BYTES], uint64_t *key_id);
-/* Stops trusting key_id. 0, or GOSSIP_EUNKNOWNKEY if it was not there. */
+/* Stops trusting key_id (its pairwise key is wiped). 0, or
+ * GOSSIP_EUNKNOWNKEY if it was not there. */
 int gossip_keyring_remove(struct gossip_keyring *kr, uint64_t key_id);
 /* The trusted public key with this id, or NULL. Valid until the next
  * add/remove. */
@@ -207,7 +244,9 @@ void gossip_replay_free(struct gossip_replay *rp);
 void gossip_replay_forget(struct gossip_replay *rp, uint64_t key_id);
 
 /*
- * Encodes and signs m into buf[0..cap). On success *out_len is the frame
+ * Encodes and signs m into buf[0..cap) (a MAC frame instead when
+ * m->mac_key is set, the channel is STREAM and the kind GRADIENT, STATE or
+ * PARAMS). On success *out_len is the frame
  * length and *n_sent (may be NULL) how many of m->updates[0..) it carries:
  * updates are taken in order while they fit, so put the most urgent first.
  * GOSSIP_EINVAL for a bad message (unknown kind, state, name, channel ...),
@@ -250,7 +289,8 @@ void gossip_wire_stats_count(struct gossip_wire_stats *st, int err);
  * the frame. Writes the length header. */
 void gossip_wire_stream_put_len(uint8_t hdr[4], uint32_t frame_len);
 /* Reads a length header: 0 and *frame_len, or GOSSIP_ETOOBIG above the
- * stream bound (lim may be NULL), GOSSIP_ESHORT below the frame overhead. */
+ * stream bound (lim may be NULL), GOSSIP_ESHORT below the smallest frame
+ * (GOSSIP_WIRE_MAC_OVERHEAD). */
 int gossip_wire_stream_get_len(const uint8_t hdr[4],
                                const struct gossip_wire_limits *lim,
                                uint32_t *frame_len);

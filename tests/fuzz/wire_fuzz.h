@@ -1,20 +1,23 @@
 /*
  * wire_fuzz.h - the shared half of the wire decoder fuzz targets
- * (fuzz_wire_dgram.c, fuzz_wire_stream.c): a trusted key, the re-signing
- * trick, the oracles and the seed frames.
+ * (fuzz_wire_dgram.c, fuzz_wire_stream.c): a trusted key, the receiver's
+ * own key (so that MAC frames, docs/protocol.md 2.2.1, can be accepted),
+ * the re-signing trick, the oracles and the seed frames.
  *
  * Input byte 0 picks a mode. Mode bit 0 clear: the frame is decoded as it
  * came, so mutations exercise the prefix checks and the signature reject.
  * Set: the harness first makes the frame self-consistent (body length =
  * what is there, key id = the trusted key) and signs it with that key, so
+ * (a frame with the MAC flag gets the right tag under K(A, B) instead), so
  * that mutations reach the body walker, msgpack and the schema checks —
  * the parts an attacker holding no key can never reach, but a buggy or
  * compromised peer can.
  *
  * Oracles, for every frame: the result is 0 or a known GOSSIP_E* code; an
  * accepted frame's borrowed pointers lie inside the input; the same bytes
- * again are a replay; re-encoding the decoded message succeeds, fits its
- * frame bound, carries every update, and decodes to the same message.
+ * again are a replay; re-encoding the decoded message (as a MAC frame if
+ * it came as one) succeeds, fits its frame bound, carries every update,
+ * and decodes to the same message.
  */
 #ifndef GN_WIRE_FUZZ_H
 #define GN_WIRE_FUZZ_H
@@ -28,7 +31,9 @@
 
 static uint8_t wf_pk[GOSSIP_KEY_BYTES], wf_sk[GOSSIP_SECRET_BYTES];
 static uint64_t wf_id;
+/* The receiver is key B (self of wf_kr); wf_mac = K(A, B). */
 static struct gossip_keyring *wf_kr;
+static const uint8_t *wf_mac;
 static struct gossip_update wf_upd[2][GOSSIP_WIRE_MAX_UPDATES];
 /* Outcomes by -error code (slot 0: accepted), printed at exit when
  * GN_FUZZ_VERBOSE is set: shows how deep the inputs got. */
@@ -47,7 +52,7 @@ static void wf_report(void)
 
 static void wf_init(void)
 {
-        uint8_t seed[32];
+        uint8_t seed[32], pk_b[GOSSIP_KEY_BYTES], sk_b[GOSSIP_SECRET_BYTES];
 
         if (wf_kr)
                 return;
@@ -58,6 +63,13 @@ static void wf_init(void)
         wf_kr = gossip_keyring_new();
         GN_FUZZ_CHECK(wf_kr != NULL);
         GN_FUZZ_CHECK(gossip_keyring_add(wf_kr, wf_pk, &wf_id) == 0);
+        for (int i = 0; i < 32; i++)
+                seed[i] = (uint8_t)(32 + i); /* key B */
+        crypto_sign_seed_keypair(pk_b, sk_b, seed);
+        GN_FUZZ_CHECK(gossip_keyring_set_self(wf_kr, sk_b) == 0);
+        sodium_memzero(sk_b, sizeof(sk_b));
+        wf_mac = gossip_keyring_mac_key(wf_kr, wf_id);
+        GN_FUZZ_CHECK(wf_mac != NULL);
         if (getenv("GN_FUZZ_VERBOSE"))
                 atexit(wf_report);
 }
@@ -68,18 +80,25 @@ static void wf_put_be(uint8_t *p, uint64_t v, int n)
                 p[i] = (uint8_t)v;
 }
 
-/* Makes b[0..len) a correctly signed frame of key A, whatever else it is. */
+/* Makes b[0..len) a correctly signed frame of key A (or, with the MAC
+ * flag, correctly MAC'd from A to B), whatever else it is. */
 static void wf_resign(uint8_t *b, size_t len)
 {
-        size_t body = len - GOSSIP_WIRE_OVERHEAD;
+        int mac = len > 4 && (b[4] & 4);
+        size_t over = mac ? GOSSIP_WIRE_MAC_OVERHEAD : GOSSIP_WIRE_OVERHEAD;
+        size_t body = len - over;
         size_t signed_len = GOSSIP_WIRE_PREFIX_BYTES + body;
-        uint8_t d[crypto_generichash_BYTES];
+        uint8_t d[crypto_generichash_BYTES], none[1] = {0};
 
-        if (len < GOSSIP_WIRE_OVERHEAD || body > UINT32_MAX)
+        if (len < over || body > UINT32_MAX)
                 return;
         wf_put_be(b + 8, wf_id, 8);
         wf_put_be(b + 40, body, 4);
-        if (b[4] & 1) {
+        if (mac) {
+                crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
+                    none, b + signed_len, NULL, none, 0, b, signed_len, NULL,
+                    b + 8, wf_mac);
+        } else if (b[4] & 1) {
                 crypto_generichash(d, sizeof(d), b, signed_len, NULL, 0);
                 crypto_sign_detached(b + signed_len, NULL, d, sizeof(d), wf_sk);
         } else {
@@ -151,9 +170,12 @@ static int wf_same(const struct gossip_msg *a, const struct gossip_msg *b)
         return 1;
 }
 
-/* Re-encodes an accepted message and checks it decodes to the same. */
-static void wf_reencode(const struct gossip_msg *m, int channel)
+/* Re-encodes an accepted message (MAC'd if mac) and checks it decodes to
+ * the same. */
+static void wf_reencode(const struct gossip_msg *dec, int channel, int mac)
 {
+        struct gossip_msg mm = *dec;
+        const struct gossip_msg *m = &mm;
         size_t bound = gossip_wire_frame_bound(m), len = 0;
         uint8_t *b = malloc(bound);
         struct gossip_msg again;
@@ -161,10 +183,13 @@ static void wf_reencode(const struct gossip_msg *m, int channel)
         int err;
 
         GN_FUZZ_CHECK(b != NULL);
+        GN_FUZZ_CHECK(dec->mac_key == NULL);
+        mm.mac_key = mac ? wf_mac : NULL;
         err = gossip_wire_encode(m, wf_sk, b, bound, &len, &sent);
         GN_FUZZ_CHECK(err == 0);
         GN_FUZZ_CHECK(sent == m->n_updates);
         GN_FUZZ_CHECK(len <= bound);
+        GN_FUZZ_CHECK(!(b[4] & 4) == !mac);
         memset(&again, 0, sizeof(again));
         again.updates = wf_upd[1];
         again.updates_cap = GOSSIP_WIRE_MAX_UPDATES;
@@ -206,7 +231,7 @@ static void wf_check_frame(const uint8_t *b, size_t len, int channel,
                                         m.u.tensor.payload_len, b, len));
         if (m.kind == GOSSIP_MSG_STATE)
                 GN_FUZZ_CHECK(wf_inside(m.u.state.data, m.u.state.len, b, len));
-        wf_reencode(&m, channel);
+        wf_reencode(&m, channel, (b[4] & 4) != 0);
         struct gossip_msg dup = {.updates = wf_upd[1],
                                  .updates_cap = GOSSIP_WIRE_MAX_UPDATES};
         err = gossip_wire_decode(b, len, channel, lim, wf_kr, rp, &dup, NULL);
@@ -264,13 +289,23 @@ static void wf_seed_frames(int channel,
                         m.u.state.data = payload;
                         m.u.state.len = sizeof(payload);
                 }
-                if (gossip_wire_encode(&m, wf_sk, b + 1, sizeof(b) - 1, &len,
-                                       NULL))
-                        continue;
-                b[0] = 0;
-                add(ctx, b, len + 1);
-                b[0] = 1;
-                add(ctx, b, len + 1);
+                /* Bulk kinds on the stream: once signed, once MAC'd. */
+                for (int mac = 0; mac < 2; mac++) {
+                        if (mac && (channel != GOSSIP_CH_STREAM ||
+                                    (kind != GOSSIP_MSG_GRADIENT &&
+                                     kind != GOSSIP_MSG_STATE &&
+                                     kind != GOSSIP_MSG_PARAMS)))
+                                break;
+                        m.mac_key = mac ? wf_mac : NULL;
+                        m.seq = (uint64_t)kind + (uint64_t)mac * 100;
+                        if (gossip_wire_encode(&m, wf_sk, b + 1, sizeof(b) - 1,
+                                               &len, NULL))
+                                continue;
+                        b[0] = 0;
+                        add(ctx, b, len + 1);
+                        b[0] = 1;
+                        add(ctx, b, len + 1);
+                }
         }
 }
 

@@ -1,6 +1,7 @@
 /*
  * test_wire.c - the wire format: round trips, rejects, replay windows, the
- * keyring, and the test vectors of docs/protocol.md byte for byte.
+ * keyring, MAC frames and their pairwise keys, and the test vectors of
+ * docs/protocol.md byte for byte.
  *
  * Keys come from fixed seeds (Ed25519 is deterministic), so frames are
  * reproducible; the random parts (update contents, payload bytes) come from
@@ -910,9 +911,351 @@ static void test_peek_and_stream_len(void **state)
         gossip_wire_stream_put_len(hdr, 0x04000001); /* 64 MiB + 1 */
         assert_int_equal(gossip_wire_stream_get_len(hdr, NULL, &n),
                          GOSSIP_ETOOBIG);
-        gossip_wire_stream_put_len(hdr, GOSSIP_WIRE_OVERHEAD - 1);
+        /* the smallest frame is a MAC frame with an empty body */
+        gossip_wire_stream_put_len(hdr, GOSSIP_WIRE_MAC_OVERHEAD - 1);
         assert_int_equal(gossip_wire_stream_get_len(hdr, NULL, &n),
                          GOSSIP_ESHORT);
+        gossip_wire_stream_put_len(hdr, GOSSIP_WIRE_MAC_OVERHEAD);
+        assert_int_equal(gossip_wire_stream_get_len(hdr, NULL, &n), 0);
+        assert_int_equal(n, GOSSIP_WIRE_MAC_OVERHEAD);
+}
+
+/* ---- MAC frames ---------------------------------------------------------- */
+
+/* K(self, peer) by the formula of docs/protocol.md 2.2.1, straight from
+ * libsodium: the oracle for the keyring. */
+static void pair_key_oracle(const uint8_t *self_sk, const uint8_t *peer_pk,
+                            uint8_t k[32])
+{
+        static const char label[] = "gossipnode v1 frame mac";
+        uint8_t xsk[32], xpk[32], in[23 + 32 + 64];
+        const uint8_t *self_pk = self_sk + 32;
+        int lo_self = memcmp(self_pk, peer_pk, 32) < 0;
+
+        assert_int_equal(crypto_sign_ed25519_sk_to_curve25519(xsk, self_sk), 0);
+        assert_int_equal(crypto_sign_ed25519_pk_to_curve25519(xpk, peer_pk), 0);
+        memcpy(in, label, 23);
+        assert_int_equal(crypto_scalarmult(in + 23, xsk, xpk), 0);
+        memcpy(in + 55, lo_self ? self_pk : peer_pk, 32);
+        memcpy(in + 87, lo_self ? peer_pk : self_pk, 32);
+        crypto_generichash(k, 32, in, sizeof(in), NULL, 0);
+}
+
+/* Rewrites the tag of MAC frame b[0..len) under key, by the formula of
+ * docs/protocol.md 2.2.1 (not through wire.c). */
+static void retag(uint8_t *b, size_t len, const uint8_t *key)
+{
+        size_t n = len - GOSSIP_WIRE_TAG_BYTES;
+        uint8_t none[1] = {0};
+
+        crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
+            none, b + n, NULL, none, 0, b, n, NULL, b + 8, key);
+}
+
+/* f->kr becomes B's keyring (self B, trusts A and B); m is a MAC frame
+ * of kind from A to B. */
+static size_t encode_mac(struct fx *f, int kind, struct gossip_msg *m,
+                         uint8_t *buf, size_t cap)
+{
+        assert_int_equal(gossip_keyring_set_self(f->kr, sk_b), 0);
+        make_msg(f, kind, m, 0);
+        m->mac_key = gossip_keyring_mac_key(f->kr, id_a);
+        assert_non_null(m->mac_key);
+        return encode(m, sk_a, buf, cap);
+}
+
+static void test_mac_keys(void **state)
+{
+        struct gossip_keyring *ka = gossip_keyring_new();
+        struct gossip_keyring *kb = gossip_keyring_new();
+        struct gossip_keyring *kc = gossip_keyring_new();
+        /* the identity point: a valid encoding with no X25519 form */
+        uint8_t ident[32] = {1};
+        uint8_t k[32];
+        uint64_t id_ident;
+
+        (void)state;
+        assert_non_null(ka);
+        assert_non_null(kb);
+        assert_non_null(kc);
+        /* keys before self: computed by set_self; keys after: by add */
+        assert_int_equal(gossip_keyring_add(ka, pk_b, NULL), 0);
+        assert_null(gossip_keyring_mac_key(ka, id_b));
+        assert_int_equal(gossip_keyring_set_self(ka, sk_a), 0);
+        assert_int_equal(gossip_keyring_set_self(kb, sk_b), 0);
+        assert_int_equal(gossip_keyring_add(kb, pk_a, NULL), 0);
+        assert_int_equal(gossip_keyring_add(kb, pk_c, NULL), 0);
+        assert_int_equal(gossip_keyring_set_self(kc, sk_c), 0);
+        assert_int_equal(gossip_keyring_add(kc, pk_a, NULL), 0);
+        assert_int_equal(gossip_keyring_add(kc, pk_b, NULL), 0);
+        assert_non_null(gossip_keyring_mac_key(ka, id_b));
+        /* K(a,b) == K(b,a), as the formula says; != K(a,c), K(b,c) */
+        assert_memory_equal(gossip_keyring_mac_key(ka, id_b),
+                            gossip_keyring_mac_key(kb, id_a), 32);
+        pair_key_oracle(sk_a, pk_b, k);
+        assert_memory_equal(gossip_keyring_mac_key(ka, id_b), k, 32);
+        pair_key_oracle(sk_b, pk_a, k);
+        assert_memory_equal(gossip_keyring_mac_key(ka, id_b), k, 32);
+        assert_memory_not_equal(gossip_keyring_mac_key(kb, id_a),
+                                gossip_keyring_mac_key(kc, id_a), 32);
+        assert_memory_equal(gossip_keyring_mac_key(kb, id_c),
+                            gossip_keyring_mac_key(kc, id_b), 32);
+        assert_memory_not_equal(gossip_keyring_mac_key(kb, id_c),
+                                gossip_keyring_mac_key(kb, id_a), 32);
+        /* unknown ids, id 0, no self key: no MAC key */
+        assert_null(gossip_keyring_mac_key(ka, id_c));
+        assert_null(gossip_keyring_mac_key(ka, 0));
+        assert_null(gossip_keyring_mac_key(NULL, id_a));
+        assert_int_equal(gossip_keyring_set_self(NULL, sk_a), GOSSIP_EINVAL);
+        assert_int_equal(gossip_keyring_set_self(ka, NULL), GOSSIP_EINVAL);
+        /* our own key in our keyring: computed or not, no crash */
+        assert_int_equal(gossip_keyring_add(kb, pk_b, NULL), 0);
+        if (gossip_keyring_mac_key(kb, id_b))
+                assert_memory_not_equal(gossip_keyring_mac_key(kb, id_b),
+                                        gossip_keyring_mac_key(kb, id_a), 32);
+        /* a key with no X25519 form is trusted (signed frames) but has
+         * no MAC key */
+        assert_int_equal(gossip_keyring_add(kb, ident, &id_ident), 0);
+        assert_non_null(gossip_keyring_find(kb, id_ident));
+        assert_null(gossip_keyring_mac_key(kb, id_ident));
+        /* re-setting self recomputes every key */
+        assert_int_equal(gossip_keyring_set_self(kb, sk_c), 0);
+        assert_memory_equal(gossip_keyring_mac_key(kb, id_a),
+                            gossip_keyring_mac_key(kc, id_a), 32);
+        /* removal drops the key with the entry */
+        assert_int_equal(gossip_keyring_remove(kb, id_a), 0);
+        assert_null(gossip_keyring_mac_key(kb, id_a));
+        assert_non_null(gossip_keyring_mac_key(kb, id_c));
+        gossip_keyring_free(ka);
+        gossip_keyring_free(kb);
+        gossip_keyring_free(kc);
+}
+
+/* The keyring's array grows by copy (secrets are wiped, not realloc'd):
+ * keys stay right across growth and removal from the middle. */
+static void test_mac_keys_many(void **state)
+{
+        struct gossip_keyring *ka = gossip_keyring_new();
+        struct gossip_keyring *kb = gossip_keyring_new();
+        enum { N = 40 };
+        uint8_t pk[N][32], sk[N][64];
+        uint64_t id[N];
+
+        (void)state;
+        assert_int_equal(gossip_keyring_set_self(ka, sk_a), 0);
+        for (int i = 0; i < N; i++) {
+                uint8_t s[32] = {0xee, (uint8_t)i};
+
+                crypto_sign_seed_keypair(pk[i], sk[i], s);
+                assert_int_equal(gossip_keyring_add(ka, pk[i], &id[i]), 0);
+        }
+        for (int i = 0; i < N; i += 3)
+                assert_int_equal(gossip_keyring_remove(ka, id[i]), 0);
+        assert_int_equal(gossip_keyring_add(kb, pk_a, NULL), 0);
+        for (int i = 0; i < N; i++) {
+                const uint8_t *k = gossip_keyring_mac_key(ka, id[i]);
+
+                if (i % 3 == 0) {
+                        assert_null(k);
+                        continue;
+                }
+                assert_int_equal(gossip_keyring_set_self(kb, sk[i]), 0);
+                assert_non_null(k);
+                assert_memory_equal(k, gossip_keyring_mac_key(kb, id_a), 32);
+        }
+        gossip_keyring_free(ka);
+        gossip_keyring_free(kb);
+}
+
+/* A -> B round trip for each bulk kind; the frame is exactly 60 + body
+ * bytes with flags MAC | STREAM and the tag of the doc's formula; the same
+ * bytes again are a replay. */
+static void test_mac_roundtrip(void **state)
+{
+        static const int bulk[] = {GOSSIP_MSG_GRADIENT, GOSSIP_MSG_STATE,
+                                   GOSSIP_MSG_PARAMS};
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+        uint8_t copy[1024];
+
+        for (size_t i = 0; i < 3; i++) {
+                size_t len = encode_mac(f, bulk[i], &m, f->buf, sizeof(f->buf));
+                uint32_t body_len = (uint32_t)f->buf[40] << 24 |
+                                    (uint32_t)f->buf[41] << 16 |
+                                    (uint32_t)f->buf[42] << 8 | f->buf[43];
+
+                assert_int_equal(f->buf[4], 0x06);
+                assert_int_equal(len, GOSSIP_WIRE_MAC_OVERHEAD + body_len);
+                memcpy(copy, f->buf, len);
+                retag(copy, len, m.mac_key);
+                assert_memory_equal(copy, f->buf, len);
+                assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_STREAM, &got),
+                                 0);
+                assert_int_equal(got.key_id, id_a);
+                assert_null(got.mac_key);
+                assert_msg_equal(&m, &got, 0);
+                assert_int_equal(f->st.accepted[bulk[i]], 1);
+                expect_reject(f, f->buf, len, GOSSIP_CH_STREAM, GOSSIP_EREPLAY);
+                /* the signed form is 48 bytes longer */
+                m.mac_key = NULL;
+                assert_int_equal(encode(&m, sk_a, copy, sizeof(copy)),
+                                 len + 48);
+        }
+}
+
+/* mac_key is ignored where a MAC is not allowed: such frames are signed. */
+static void test_mac_key_ignored(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+        size_t len;
+
+        len = encode_mac(f, GOSSIP_MSG_GRADIENT, &m, f->buf, sizeof(f->buf));
+        m.channel = GOSSIP_CH_DGRAM;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[4], 0x01);
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
+        for (int kind = 1; kind < GOSSIP_MSG_KIND_COUNT; kind++) {
+                if (kind == GOSSIP_MSG_GRADIENT || kind == GOSSIP_MSG_STATE ||
+                    kind == GOSSIP_MSG_PARAMS)
+                        continue;
+                make_msg(f, kind, &m, 1);
+                m.channel = GOSSIP_CH_STREAM;
+                m.mac_key = gossip_keyring_mac_key(f->kr, id_a);
+                len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+                assert_int_equal(f->buf[4] & 0x04, 0);
+                assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_STREAM, &got),
+                                 0);
+                assert_msg_equal(&m, &got, m.n_updates);
+        }
+}
+
+/* Who may not accept a MAC frame, and why. */
+static void test_mac_rejects(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_keyring *kc = gossip_keyring_new();
+        struct gossip_keyring *nokey = gossip_keyring_new();
+        struct gossip_msg m, got;
+        uint8_t copy[1024];
+        size_t len;
+
+        len = encode_mac(f, GOSSIP_MSG_PARAMS, &m, f->buf, sizeof(f->buf));
+        /* C trusts A but the frame was MAC'd for B */
+        assert_int_equal(gossip_keyring_set_self(kc, sk_c), 0);
+        assert_int_equal(gossip_keyring_add(kc, pk_a, NULL), 0);
+        memset(&got, 0, sizeof(got));
+        assert_int_equal(gossip_wire_decode(f->buf, len, GOSSIP_CH_STREAM, NULL,
+                                            kc, NULL, &got, NULL),
+                         GOSSIP_EBADSIG);
+        /* a receiver without its own key set has no pairwise keys */
+        assert_int_equal(gossip_keyring_add(nokey, pk_a, NULL), 0);
+        assert_int_equal(gossip_wire_decode(f->buf, len, GOSSIP_CH_STREAM, NULL,
+                                            nokey, NULL, &got, NULL),
+                         GOSSIP_EBADSIG);
+        /* the right tag under another key (a forger's guess) */
+        memcpy(copy, f->buf, len);
+        retag(copy, len, gossip_keyring_mac_key(kc, id_a));
+        expect_reject(f, copy, len, GOSSIP_CH_STREAM, GOSSIP_EBADSIG);
+        /* a valid MAC frame arriving on the datagram channel */
+        expect_reject(f, f->buf, len, GOSSIP_CH_DGRAM, GOSSIP_EREPLAY);
+        /* flag rules (check 9), even with a correct tag */
+        struct {
+                int off;
+                uint8_t val;
+        } bad[] = {
+            {4, 0x04},                 /* MAC without STREAM */
+            {4, 0x07},                 /* MAC with DIGEST */
+            {3, GOSSIP_MSG_PING},      /* MAC on PING */
+            {3, GOSSIP_MSG_STATE_REQ}, /* MAC on STATE_REQ */
+            {3, GOSSIP_MSG_SYNC},      /* MAC on SYNC */
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                memcpy(copy, f->buf, len);
+                copy[bad[i].off] = bad[i].val;
+                retag(copy, len, m.mac_key);
+                expect_reject(f, copy, len, GOSSIP_CH_STREAM, GOSSIP_EDECODE);
+                expect_reject(f, copy, len, GOSSIP_CH_DGRAM, GOSSIP_EDECODE);
+        }
+        /* the MAC bit on a signed datagram frame: wrong trailer length */
+        make_msg(f, GOSSIP_MSG_PING, &m, 0);
+        len = encode(&m, sk_a, copy, sizeof(copy));
+        copy[4] |= 0x04;
+        expect_reject(f, copy, len, GOSSIP_CH_DGRAM, GOSSIP_EDECODE);
+        /* sender removed from the keyring */
+        len = encode_mac(f, GOSSIP_MSG_GRADIENT, &m, f->buf, sizeof(f->buf));
+        assert_int_equal(gossip_keyring_remove(f->kr, id_a), 0);
+        expect_reject(f, f->buf, len, GOSSIP_CH_STREAM, GOSSIP_EUNKNOWNKEY);
+        assert_int_equal(gossip_keyring_add(f->kr, pk_a, NULL), 0);
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_STREAM, &got), 0);
+        gossip_keyring_free(kc);
+        gossip_keyring_free(nokey);
+}
+
+/* The code a single-bit flip at bit of a MAC frame must get (docs
+ * 2.3): by field. */
+static int mac_flip_code(size_t bit, const uint8_t *frame)
+{
+        size_t byte = bit / 8;
+
+        if (byte < 2 || (byte >= 5 && byte < 8))
+                return GOSSIP_EDECODE; /* magic, reserved */
+        if (byte == 2)
+                return GOSSIP_EVERSION;
+        if (byte == 3) {
+                unsigned k = frame[3] ^ (1u << (bit % 8));
+                return k == 0 || k >= GOSSIP_MSG_KIND_COUNT ? GOSSIP_EKIND
+                                                            : GOSSIP_EDECODE;
+        }
+        if (byte == 4) /* MAC cleared: a 64-byte trailer that is not there;
+                        * DIGEST set, STREAM cleared, unknown bits */
+                return bit % 8 == 2 ? GOSSIP_ESHORT : GOSSIP_EDECODE;
+        if (byte < 16)
+                return GOSSIP_EUNKNOWNKEY;
+        if (byte < 40)
+                return GOSSIP_EBADSIG; /* incarnation, seq (nonce), step */
+        if (byte < 44) /* body_len: longer than there, or trailing bytes */
+                return frame[byte] & (1u << (bit % 8)) ? GOSSIP_EDECODE
+                                                       : GOSSIP_ESHORT;
+        return GOSSIP_EBADSIG; /* body, tag */
+}
+
+/* Every truncation and every single-bit flip of a MAC frame of each bulk
+ * kind is rejected with the code its field calls for; the original is
+ * accepted afterwards. */
+static void test_mac_truncations_and_bit_flips(void **state)
+{
+        static const int bulk[] = {GOSSIP_MSG_GRADIENT, GOSSIP_MSG_STATE,
+                                   GOSSIP_MSG_PARAMS};
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+        uint8_t *copy = malloc(sizeof(f->buf));
+
+        assert_non_null(copy);
+        for (size_t i = 0; i < 3; i++) {
+                size_t len = encode_mac(f, bulk[i], &m, f->buf, sizeof(f->buf));
+
+                for (size_t n = 0; n < len; n++) {
+                        memcpy(copy, f->buf, n);
+                        expect_reject(f, copy, n, GOSSIP_CH_STREAM,
+                                      GOSSIP_ESHORT);
+                }
+                for (size_t bit = 0; bit < len * 8; bit++) {
+                        int want = mac_flip_code(bit, f->buf);
+                        int err;
+
+                        memcpy(copy, f->buf, len);
+                        copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                        err = decode(f, copy, len, GOSSIP_CH_STREAM, &got);
+                        if (err != want)
+                                fail_msg("kind %d: flip of bit %zu: %d, want "
+                                         "%d",
+                                         bulk[i], bit, err, want);
+                }
+                assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_STREAM, &got),
+                                 0);
+        }
+        free(copy);
 }
 
 /* ---- docs/protocol.md test vectors ------------------------------------- */
@@ -952,6 +1295,21 @@ static void vector_msg(const char *name, struct gossip_msg *m,
                 m->step = 41;
                 m->u.ack.ack_seq = 7;
                 m->u.ack.target = id_b;
+        } else if (!strcmp(name, "params_mac")) {
+                /* the caller sets mac_key = K(A, B) */
+                *sk = sk_a;
+                m->kind = GOSSIP_MSG_PARAMS;
+                m->channel = GOSSIP_CH_STREAM;
+                m->incarnation = 1;
+                m->seq = 11;
+                m->step = 44;
+                m->u.tensor.step = 43;
+                m->u.tensor.codec = 0;
+                m->u.tensor.part_index = 0;
+                m->u.tensor.part_count = 1;
+                m->u.tensor.n_elems = 4;
+                m->u.tensor.payload = payload;
+                m->u.tensor.payload_len = sizeof(payload);
         } else if (!strcmp(name, "gradient")) {
                 *sk = sk_a;
                 m->kind = GOSSIP_MSG_GRADIENT;
@@ -1046,13 +1404,26 @@ static void print_hex(const char *name, const uint8_t *b, size_t n)
 
 static void test_protocol_vectors(void **state)
 {
-        static const char *names[] = {"ping", "ack", "gradient", "state_req"};
+        static const char *names[] = {"ping", "ack", "gradient", "state_req",
+                                      "params_mac"};
         struct fx *f = *state;
         char *doc = read_file(GN_SOURCE_DIR "/docs/protocol.md");
         int print = getenv("GN_WIRE_PRINT_VECTORS") != NULL;
+        const uint8_t *kab;
+        uint8_t want_k[64];
 
         if (!print)
                 assert_non_null(doc);
+        /* the receiver is B (it trusts A and B): K(A, B) */
+        assert_int_equal(gossip_keyring_set_self(f->kr, sk_b), 0);
+        kab = gossip_keyring_mac_key(f->kr, id_a);
+        assert_non_null(kab);
+        if (print)
+                print_hex("mac_key_ab", kab, 32);
+        else if (doc_vector(doc, "mac_key_ab", want_k, sizeof(want_k)) != 32)
+                fail_msg("vector mac_key_ab: not 32 bytes in the doc");
+        else
+                assert_memory_equal(kab, want_k, 32);
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 struct gossip_msg m, got;
                 struct gossip_update u;
@@ -1061,6 +1432,8 @@ static void test_protocol_vectors(void **state)
                 size_t len, n;
 
                 vector_msg(names[i], &m, &u, &sk);
+                if (!strcmp(names[i], "params_mac"))
+                        m.mac_key = kab;
                 len = encode(&m, sk, f->buf, sizeof(f->buf));
                 if (print) {
                         print_hex(names[i], f->buf, len);
@@ -1093,6 +1466,12 @@ int main(void)
             T(test_keyring),
             T(test_keyring_live_remove),
             T(test_peek_and_stream_len),
+            T(test_mac_keys),
+            T(test_mac_keys_many),
+            T(test_mac_roundtrip),
+            T(test_mac_key_ignored),
+            T(test_mac_rejects),
+            T(test_mac_truncations_and_bit_flips),
             T(test_protocol_vectors),
 #undef T
         };

@@ -5,3 +5,8 @@ gn_add_test(NAME test_wire SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_wire.c
             LIBS gn_gossip gn::cmocka LABELS unit TIMEOUT 120)
 target_compile_definitions(test_wire PRIVATE
                            GN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+# Signed vs MAC'd bulk frames, encode + decode (docs/protocol.md 2.2.1):
+# built, not registered (a benchmark never fails on timing). Run
+#   build/tests/gossip/bench_gossip_wire [reps] [payload_bytes] [seed]
+add_executable(bench_gossip_wire ${CMAKE_CURRENT_LIST_DIR}/bench_wire.c)
+target_link_libraries(bench_gossip_wire PRIVATE gn_gossip gn::sodium)
