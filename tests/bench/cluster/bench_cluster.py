@@ -14,6 +14,11 @@ forward, backward, optimizer; the rest is gradient hand-off, merging and
 waiting). For a gossip cluster the time is that of the LAST node to reach
 the target (every model must get there), the efficiency the mean over nodes.
 
+A second efficiency, "tput eff.", does not depend on where the kernel
+happens to preempt a thread: the compute-only step time of N processes
+sharing the cores (gossip: N nodes that exchange nothing; DDP: its own
+no_sync estimate) over the real step time.
+
 Usage: /usr/bin/python3 tests/bench/cluster/bench_cluster.py --build build
        [--nodes 2,4] [--target 88] [--repeat R] [--variant LABEL:ARGS ...]
        [-- extra gossipnode args]
@@ -116,6 +121,16 @@ def fmt(v, f="{:.1f}"):
     return "-" if v is None else f.format(v)
 
 
+# N nodes side by side that exchange nothing: each step is pure compute,
+# slowed only by sharing the cores, like DDP's no_sync steps.
+ISOLATED = ["--avg-every", "0", "--codec", "none", "--wait-ms", "0"]
+
+
+def mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
 def median(xs):
     """Median with None as 'never' (sorted last); None if that is the
     median."""
@@ -138,6 +153,9 @@ def main():
                     metavar="LABEL:ARGS",
                     help="also run the gossip clusters with these extra "
                          "gossipnode arguments, e.g. 'no-wait:--wait-ms 0'")
+    ap.add_argument("--no-isolated", action="store_true",
+                    help="skip the N-node runs without any exchange that "
+                         "give the throughput efficiency")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--torch-timeout", type=float, default=300,
                     help="seconds before a PyTorch run counts as hung")
@@ -163,13 +181,22 @@ def main():
         for n in ns:
             for label, extra in variants:
                 add(run_gossip(args, n, extra), label)
+            if not args.no_isolated:
+                add(run_gossip(args, n, args.extra + ISOLATED), "isolated")
             if not args.no_torch:
                 add(run_torch(args, n))
     print(f"\ntarget {args.target}% test accuracy, MLP 784-512-10, batch 100/process, "
           f"load at end {os.getloadavg()[0]:.1f}, {args.repeat} run(s) each "
           f"(medians; '-' = the target was not reached)")
     print(f"{'system':<30}{'procs':>6}{'s to target':>13}{'efficiency':>12}"
-          f"   runs (s)")
+          f"{'tput eff.':>11}{'ms/step':>9}   runs (s)")
+    # throughput efficiency: compute-only ms/step of N processes sharing the
+    # cores over the real ms/step (gossip: the isolated run; DDP: its own
+    # no_sync estimate)
+    iso = {}
+    for r in rows:
+        if r["framework"] == "gossipnode[isolated]":
+            iso.setdefault(r["procs"], []).append(mean(r["ms_per_step"]))
     keys = []
     for r in rows:
         if (r["framework"], r["procs"]) not in keys:
@@ -179,8 +206,18 @@ def main():
         rs = [r for r in rows if (r["framework"], r["procs"]) == k]
         t = median([r["seconds_to_target"] for r in rs])
         e = median([r["compute_efficiency"] for r in rs])
+        ms = median([mean(r["ms_per_step"]) if isinstance(r.get("ms_per_step"), list)
+                     else r.get("ms_per_step") for r in rs])
+        if k[0].startswith("gossipnode"):
+            base = median(iso.get(k[1], []))
+            tp = base / ms if base and ms and k[1] > 1 else None
+        else:
+            tp = median([r["compute_ms_per_step"] / r["ms_per_step"]
+                         if r.get("compute_ms_per_step") and r.get("ms_per_step")
+                         else None for r in rs])
         med[k] = t
-        print(f"{k[0]:<30}{k[1]:>6}{fmt(t):>13}{fmt(e, '{:.1%}'):>12}   "
+        print(f"{k[0]:<30}{k[1]:>6}{fmt(t):>13}{fmt(e, '{:.1%}'):>12}"
+              f"{fmt(tp, '{:.1%}'):>11}{fmt(ms, '{:.2f}'):>9}   "
               + " ".join(fmt(r["seconds_to_target"]) for r in rs))
     for n in ns:
         d = med.get(("pytorch-ddp-gloo", n))
