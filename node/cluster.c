@@ -113,9 +113,10 @@ struct node_cluster {
         uint64_t start_ms;
         /* loop-owned */
         float *scratch;
-        float *l_spare; /* a received slice is decoded here, then swapped
-                           into the inbox (praw_cap floats) */
-        float *l_graw;  /* taken from the box */
+        float *l_spare;   /* a received slice is decoded here, then swapped
+                             into the inbox (praw_cap floats) */
+        int warned_parts; /* logged a peer's larger slices once */
+        float *l_graw;    /* taken from the box */
         uint8_t *l_grad_buf, *l_params_buf; /* encoded payloads */
         struct gossip_codec enc, penc;      /* loop-owned encoders */
         uint8_t (*view)[GOSSIP_KEY_BYTES];
@@ -514,7 +515,7 @@ static void on_gradient(struct node_cluster *c,
 static void on_params(struct node_cluster *c, uint64_t step, const void *p,
                       size_t len)
 {
-        struct gossip_codec_info info;
+        struct gossip_codec_info info = {0};
         struct in_slice *q, old;
         float *tmp;
 
@@ -523,6 +524,15 @@ static void on_params(struct node_cluster *c, uint64_t step, const void *p,
         if (gossip_codec_peek(p, len, c->nparams, &info) || info.count == 0 ||
             info.id == GOSSIP_CODEC_TOPK || info.count > c->praw_cap ||
             gossip_codec_decode(p, len, c->nparams, c->l_spare, &info)) {
+                if (info.count > c->praw_cap && !c->warned_parts) {
+                        /* a peer with fewer --params-parts than ours */
+                        node_log(NODE_LOG_WARN,
+                                 "a parameter slice of %zu values is larger "
+                                 "than ours (%zu): peers must use the same "
+                                 "--params-parts; such slices are dropped",
+                                 info.count, c->praw_cap);
+                        c->warned_parts = 1;
+                }
                 c->decode_errors++;
                 return;
         }
