@@ -1295,29 +1295,17 @@ static void vector_msg(const char *name, struct gossip_msg *m,
                 m->step = 41;
                 m->u.ack.ack_seq = 7;
                 m->u.ack.target = id_b;
-        } else if (!strcmp(name, "params_mac")) {
-                /* the caller sets mac_key = K(A, B) */
+        } else if (!strcmp(name, "params_mac") || !strcmp(name, "gradient")) {
+                /* params_mac: the caller sets mac_key = K(A, B) */
+                int params = !strcmp(name, "params_mac");
+
                 *sk = sk_a;
-                m->kind = GOSSIP_MSG_PARAMS;
+                m->kind = params ? GOSSIP_MSG_PARAMS : GOSSIP_MSG_GRADIENT;
                 m->channel = GOSSIP_CH_STREAM;
                 m->incarnation = 1;
-                m->seq = 11;
-                m->step = 44;
-                m->u.tensor.step = 43;
-                m->u.tensor.codec = 0;
-                m->u.tensor.part_index = 0;
-                m->u.tensor.part_count = 1;
-                m->u.tensor.n_elems = 4;
-                m->u.tensor.payload = payload;
-                m->u.tensor.payload_len = sizeof(payload);
-        } else if (!strcmp(name, "gradient")) {
-                *sk = sk_a;
-                m->kind = GOSSIP_MSG_GRADIENT;
-                m->channel = GOSSIP_CH_STREAM;
-                m->incarnation = 1;
-                m->seq = 8;
-                m->step = 43;
-                m->u.tensor.step = 42;
+                m->seq = params ? 11 : 8;
+                m->step = params ? 44 : 43;
+                m->u.tensor.step = m->step - 1;
                 m->u.tensor.codec = 0;
                 m->u.tensor.part_index = 0;
                 m->u.tensor.part_count = 1;
