@@ -16,6 +16,7 @@
 #include <blis.h>
 
 #include "nn.h"
+#include "bench_clock.h"
 
 struct shape {
         const char *what;
@@ -33,14 +34,6 @@ static const struct shape shapes[] = {
     {"alt fwd1 y1=x*W1", 0, 0, 100, 512, 784},
     {"alt bwd1 dW1=x^T*dy1", 1, 0, 784, 512, 100},
 };
-
-static double now_s(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Peak single-precision GFLOP/s per core: FMA width from the flags. */
 static double peak_per_core(double *mhz, int *fpc)

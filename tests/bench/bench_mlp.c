@@ -12,14 +12,7 @@
 #include <time.h>
 
 #include "nn.h"
-
-static double now_s(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "bench_clock.h"
 
 int main(int argc, char **argv)
 {

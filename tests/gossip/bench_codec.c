@@ -19,24 +19,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "codec.h"
 
 enum { MODEL = 407050 }; /* 784*512 + 512 + 512*10 + 10 */
-
-static double now_s(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return (x > y) - (x < y);
-}
 
 static double median(const double *v, int n)
 {

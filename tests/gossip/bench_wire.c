@@ -28,21 +28,7 @@
 #include <sodium.h>
 
 #include "wire.h"
-
-static double now_s(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return (x > y) - (x < y);
-}
+#include "bench_clock.h"
 
 /* Best and median of v[0..n) (sorts v). */
 static void stats(double *v, int n, double *best, double *med)

@@ -10,3 +10,5 @@ target_compile_definitions(test_wire PRIVATE
 #   build/tests/gossip/bench_gossip_wire [reps] [payload_bytes] [seed]
 add_executable(bench_gossip_wire ${CMAKE_CURRENT_LIST_DIR}/bench_wire.c)
 target_link_libraries(bench_gossip_wire PRIVATE gn_gossip gn::sodium)
+target_include_directories(bench_gossip_wire PRIVATE
+                           ${PROJECT_SOURCE_DIR}/tests/common)
