@@ -200,6 +200,14 @@ void nn_optim_free(struct nn_optim *o);
 void nn_optim_step(struct nn_optim *o, float *params, const float *grads,
                    float lr);
 
+/* nn_optim_step, and copies the updated params [lo, lo + count) to copy
+ * (count floats) as the pass writes them: one pass over the model where
+ * nn_optim_step then a memcpy would read that part twice. The result in
+ * params and the state are the same as nn_optim_step's. count is clipped
+ * to the model; copy NULL or count 0: plain nn_optim_step. */
+void nn_optim_step_copy(struct nn_optim *o, float *params, const float *grads,
+                        float lr, size_t lo, size_t count, float *copy);
+
 /* The optimizer state, nn_optim_state_len floats (SGD: velocity; Adam: m
  * then v; each nparams long; plain SGD without momentum: empty, may be
  * NULL).  Writable, so a checkpoint or a peer's state can be loaded. */

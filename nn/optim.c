@@ -16,6 +16,8 @@
 
 /* pi to double precision (M_PI is not in strict C11). */
 #define NN_PI 3.14159265358979323846
+/* floats per block of nn_optim_step_copy: 16 KB, half of a 32 KB L1 */
+#define NN_OPTIM_COPY_BLOCK 4096
 
 struct nn_optim {
         struct nn_optim_config cfg;
@@ -112,19 +114,22 @@ NN_HOT static void sgd_momentum(float *restrict p, const float *restrict g,
         }
 }
 
-/* Adam with bias correction and decoupled (AdamW) weight decay. */
+/* Adam with bias correction and decoupled (AdamW) weight decay, over
+ * params [off, off + n). */
 NN_HOT static void adam(struct nn_optim *o, float *restrict p,
-                        const float *restrict g, float lr)
+                        const float *restrict g, float lr, size_t off, size_t n)
 {
         const struct nn_optim_config *c = &o->cfg;
-        float *restrict m = o->state, *restrict v = o->state + o->n;
+        float *restrict m = o->state + off, *restrict v = o->state + o->n + off;
         double t = (double)(o->steps + 1);
         float bc1 = (float)(1.0 - pow(c->beta1, t));
         float bc2 = (float)(1.0 - pow(c->beta2, t));
         float step = lr / bc1, inv_sqrt_bc2 = 1.0f / sqrtf(bc2);
         float b1 = c->beta1, b2 = c->beta2, decay = lr * c->weight_decay;
 
-        for (size_t i = 0; i < o->n; i++) {
+        p += off;
+        g += off;
+        for (size_t i = 0; i < n; i++) {
                 m[i] = b1 * m[i] + (1.0f - b1) * g[i];
                 v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
                 p[i] -= step * m[i] / (sqrtf(v[i]) * inv_sqrt_bc2 + c->eps) +
@@ -132,18 +137,54 @@ NN_HOT static void adam(struct nn_optim *o, float *restrict p,
         }
 }
 
-void nn_optim_step(struct nn_optim *o, float *params, const float *grads,
-                   float lr)
+/* The update of params [off, off + n). */
+static void update(struct nn_optim *o, float *params, const float *grads,
+                   float lr, size_t off, size_t n)
 {
         const struct nn_optim_config *c = &o->cfg;
 
+        if (n == 0)
+                return;
         if (c->kind == NN_OPTIM_ADAM)
-                adam(o, params, grads, lr);
+                adam(o, params, grads, lr, off, n);
         else if (o->len)
-                sgd_momentum(params, grads, o->state, o->n, lr, c->momentum,
-                             c->weight_decay, c->nesterov);
+                sgd_momentum(params + off, grads + off, o->state + off, n, lr,
+                             c->momentum, c->weight_decay, c->nesterov);
         else
-                sgd_plain(params, grads, o->n, lr, c->weight_decay);
+                sgd_plain(params + off, grads + off, n, lr, c->weight_decay);
+}
+
+void nn_optim_step(struct nn_optim *o, float *params, const float *grads,
+                   float lr)
+{
+        update(o, params, grads, lr, 0, o->n);
+        o->steps++;
+}
+
+void nn_optim_step_copy(struct nn_optim *o, float *params, const float *grads,
+                        float lr, size_t lo, size_t count, float *copy)
+{
+        size_t hi;
+
+        if (!copy || lo >= o->n)
+                count = 0;
+        else if (count > o->n - lo)
+                count = o->n - lo;
+        hi = lo + count;
+        if (count == 0) {
+                nn_optim_step(o, params, grads, lr);
+                return;
+        }
+        update(o, params, grads, lr, 0, lo);
+        /* block by block, each copied while it is still in L1 */
+        for (size_t b = lo; b < hi; b += NN_OPTIM_COPY_BLOCK) {
+                size_t k =
+                    hi - b < NN_OPTIM_COPY_BLOCK ? hi - b : NN_OPTIM_COPY_BLOCK;
+
+                update(o, params, grads, lr, b, k);
+                memcpy(copy + (b - lo), params + b, k * sizeof(float));
+        }
+        update(o, params, grads, lr, hi, o->n - hi);
         o->steps++;
 }
 

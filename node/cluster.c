@@ -131,6 +131,7 @@ struct node_cluster {
          * encodes from them, the trainer corrects with them */
         float *ring;
         uint64_t ring_step[NODE_CLUSTER_PARAMS_RING];
+        uint64_t t_filled; /* the step whose slice the optimizer wrote */
         size_t grad_cap, params_cap, praw_cap;
         /* leave */
         int leaving, closing;
@@ -140,7 +141,7 @@ struct node_cluster {
         uint64_t grads_sent, grads_send_fail, grads_no_partner;
         uint64_t params_sent, params_received, params_applied, params_delta;
         uint64_t params_stale, params_replaced, params_busy;
-        uint64_t waits, wait_timeouts;
+        uint64_t waits, wait_timeouts, fills;
         double wait_s;
         uint64_t states_sent, states_received, state_reqs;
         uint64_t decode_errors;
@@ -831,6 +832,7 @@ static int open_exchange(struct node_cluster *c, char *err, size_t errlen)
             malloc(NODE_CLUSTER_PARAMS_RING * c->praw_cap * sizeof(float));
         for (int i = 0; i < NODE_CLUSTER_PARAMS_RING; i++)
                 c->ring_step[i] = UINT64_MAX;
+        c->t_filled = UINT64_MAX;
 
         c->l_params_buf = malloc(c->params_cap);
         c->scratch = malloc(c->nparams * sizeof(float));
@@ -984,7 +986,7 @@ static void on_linger(uv_timer_t *t)
 static void log_summary(struct node_cluster *c)
 {
         struct gossip_merge_stats ms;
-        uint64_t applied, delta, stale, replaced, busy, waits, timeouts;
+        uint64_t applied, delta, stale, replaced, busy, waits, timeouts, fills;
         double wait_s;
 
         pthread_mutex_lock(&c->box.mu);
@@ -997,13 +999,15 @@ static void log_summary(struct node_cluster *c)
         waits = c->waits;
         timeouts = c->wait_timeouts;
         wait_s = c->wait_s;
+        fills = c->fills;
         pthread_mutex_unlock(&c->box.mu);
         if (waits)
                 node_log(NODE_LOG_INFO,
                          "averaging waits: %llu, %llu timed out, %.3f s in "
-                         "all",
+                         "all; %llu extra batches trained while waiting",
                          (unsigned long long)waits,
-                         (unsigned long long)timeouts, wait_s);
+                         (unsigned long long)timeouts, wait_s,
+                         (unsigned long long)fills);
         node_log(
             NODE_LOG_INFO,
             "exchange: %llu gradients sent (%llu without a partner, "
@@ -1313,11 +1317,46 @@ static void apply_slice(struct node_cluster *c, uint64_t step, float *params,
                 c->params_applied++;
 }
 
-/* Copy our slice of this averaging round into the ring and post it to the
- * loop (which encodes and sends it). Skipped if the loop is still busy with
- * that slot. */
+static size_t alive_now(struct node_cluster *c)
+{
+        size_t alive;
+
+        pthread_mutex_lock(&c->box.mu);
+        alive = c->box.alive;
+        pthread_mutex_unlock(&c->box.mu);
+        return alive;
+}
+
+/* The ring slot for our slice of averaging round step, for the optimizer
+ * to fill as it writes the slice (trainer.h slice_dst); NULL if the round
+ * is not due, we are alone, or the loop still has that slot. */
+float *node_cluster_slice_dst(struct node_cluster *c, uint64_t step, size_t *lo,
+                              size_t *count)
+{
+        int slot;
+        int busy;
+
+        if (!c->o->avg_every ||
+            !gossip_merge_average_due(step, c->o->avg_every) ||
+            alive_now(c) <= 1)
+                return NULL;
+        slot = (int)((step / c->o->avg_every) % NODE_CLUSTER_PARAMS_RING);
+        pthread_mutex_lock(&c->box.mu);
+        busy = c->box.ring_busy[slot];
+        pthread_mutex_unlock(&c->box.mu);
+        if (busy)
+                return NULL;
+        params_part(c, step, lo, count);
+        c->ring_step[slot] = UINT64_MAX; /* being overwritten */
+        c->t_filled = step;
+        return c->ring + (size_t)slot * c->praw_cap;
+}
+
+/* Post our slice of this averaging round to the loop (which encodes and
+ * sends it): the optimizer already put it in the ring (filled), or it is
+ * copied there now. Skipped if the loop is still busy with that slot. */
 static void post_params(struct node_cluster *c, uint64_t step,
-                        const float *params)
+                        const float *params, int filled)
 {
         int slot = (int)((step / c->o->avg_every) % NODE_CLUSTER_PARAMS_RING);
         size_t lo, count;
@@ -1330,8 +1369,9 @@ static void post_params(struct node_cluster *c, uint64_t step,
         pthread_mutex_unlock(&c->box.mu);
         if (busy)
                 return;
-        memcpy(c->ring + (size_t)slot * c->praw_cap, params + lo,
-               count * sizeof(float));
+        if (!filled)
+                memcpy(c->ring + (size_t)slot * c->praw_cap, params + lo,
+                       count * sizeof(float));
         c->ring_step[slot] = step;
         pthread_mutex_lock(&c->box.mu);
         /* a free slot is never among the posted ones, so this fits */
@@ -1343,14 +1383,24 @@ static void post_params(struct node_cluster *c, uint64_t step,
         uv_async_send(&c->async);
 }
 
-static size_t alive_now(struct node_cluster *c)
+/* --fill-batches (box lock held): while the slice we wait for is
+ * missing, train extra batches into the next step instead of idling. The
+ * lock is dropped while one computes. */
+static void fill_wait(struct node_cluster *c, struct node_trainer *t)
 {
-        size_t alive;
+        for (uint32_t k = 0; k < c->o->fill_batches; k++) {
+                int rc;
 
-        pthread_mutex_lock(&c->box.mu);
-        alive = c->box.alive;
-        pthread_mutex_unlock(&c->box.mu);
-        return alive;
+                if (pred_params(&c->box) || node_trainer_stopping(t))
+                        return;
+                pthread_mutex_unlock(&c->box.mu);
+                rc = node_trainer_extra_batch(t);
+                serve_snapshot(c, t);
+                pthread_mutex_lock(&c->box.mu);
+                if (rc)
+                        return;
+                c->fills++;
+        }
 }
 
 void node_cluster_after_step(struct node_cluster *c, struct node_trainer *t,
@@ -1359,10 +1409,16 @@ void node_cluster_after_step(struct node_cluster *c, struct node_trainer *t,
         const uint64_t lag = NODE_CLUSTER_PARAMS_LAG;
         size_t alive;
 
+        int filled = c->t_filled == step;
+
+        c->t_filled = UINT64_MAX;
         serve_snapshot(c, t);
         if (alive_now(c) > 1 && n == c->nparams &&
             gossip_merge_average_due(step, c->o->avg_every))
-                post_params(c, step, params);
+                post_params(c, step, params, filled);
+        else if (filled) /* not sent, but a valid copy of this step */
+                c->ring_step[(step / c->o->avg_every) %
+                             NODE_CLUSTER_PARAMS_RING] = step;
         pthread_mutex_lock(&c->box.mu);
         alive = c->box.alive;
         c->box.local_step = step;
@@ -1370,10 +1426,12 @@ void node_cluster_after_step(struct node_cluster *c, struct node_trainer *t,
          * compute of the next LAG rounds */
         if (c->o->wait_ms && alive > 1 && c->o->avg_every &&
             step > lag * c->o->avg_every) {
-                double w0 = mono_s();
+                double w0;
 
                 c->box.want_in_step = step - lag * c->o->avg_every;
                 c->waits++;
+                fill_wait(c, t);
+                w0 = mono_s();
                 c->wait_timeouts += !wait_box(c, t, pred_params, c->o->wait_ms);
                 c->wait_s += mono_s() - w0;
         }

@@ -125,6 +125,12 @@ int node_cluster_initial_state(struct node_cluster *c, struct node_trainer *t,
 void node_cluster_exchange(struct node_cluster *c, struct node_trainer *t,
                            uint64_t step, float *grads, size_t n);
 
+/* Training thread, before the optimizer step that makes `step`: the ring
+ * buffer our slice of that averaging round goes to, for the optimizer to
+ * fill (node_trainer_hooks.slice_dst); NULL when none is due or free. */
+float *node_cluster_slice_dst(struct node_cluster *c, uint64_t step, size_t *lo,
+                              size_t *count);
+
 /* Training thread, after the optimizer step (step = new count): answer
  * snapshot requests, post our parameter slice every K steps, wait at most
  * --wait-ms for the previous round's slice, average in what arrived. */

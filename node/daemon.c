@@ -66,6 +66,15 @@ static void hook_exchange(void *ctx, struct node_trainer *t, uint64_t step,
                 node_cluster_exchange(d->cluster, t, step, grads, n);
 }
 
+static float *hook_slice_dst(void *ctx, uint64_t step, size_t *lo,
+                             size_t *count)
+{
+        struct daemon *d = ctx;
+
+        return d->cluster ? node_cluster_slice_dst(d->cluster, step, lo, count)
+                          : NULL;
+}
+
 static void hook_after(void *ctx, struct node_trainer *t, uint64_t step,
                        float *params, size_t n)
 {
@@ -332,6 +341,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
         d->hooks.initial_state = hook_initial;
         d->hooks.exchange = hook_exchange;
         d->hooks.after_step = hook_after;
+        d->hooks.slice_dst = hook_slice_dst;
         d->hooks.on_done = hook_done;
         d->hooks.ctx = d;
         rc = node_trainer_create(o, &d->hooks, d->ev, &d->trainer, err, errlen);
@@ -393,7 +403,7 @@ int node_daemon_run(const struct node_options *o, char *err, size_t errlen)
                 rc = node_trainer_start(d.trainer);
                 if (rc)
                         snprintf(err, errlen, "start: %s", strerror(-rc));
-                else if (o->wait_ms == 0)
+                else if (o->wait_ms == 0 || o->fill_batches)
                         loop_thread_batch();
         }
         if (loop_ok) {

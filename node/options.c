@@ -50,6 +50,8 @@ enum {
         OPT_STALE,
         OPT_AVG,
         OPT_WAIT,
+        OPT_FILL,
+        OPT_FILLSZ,
         OPT_PCODEC,
         OPT_PPARTS,
         OPT_AVGW,
@@ -92,6 +94,8 @@ static const struct option long_opts[] = {
     {"staleness", required_argument, NULL, OPT_STALE},
     {"avg-every", required_argument, NULL, OPT_AVG},
     {"wait-ms", required_argument, NULL, OPT_WAIT},
+    {"fill-batches", required_argument, NULL, OPT_FILL},
+    {"fill-size", required_argument, NULL, OPT_FILLSZ},
     {"params-codec", required_argument, NULL, OPT_PCODEC},
     {"params-parts", required_argument, NULL, OPT_PPARTS},
     {"avg-weight", required_argument, NULL, OPT_AVGW},
@@ -162,6 +166,10 @@ static const char help_text[] =
     "(default 2;\n"
     "                        0: never wait, and the loop thread yields to "
     "training)\n"
+    "  --fill-batches N      while that slice is missing, first train up to N\n"
+    "                        extra batches into the next step instead of\n"
+    "                        idling (default 8; 0: just wait)\n"
+    "  --fill-size S         samples per extra batch (default --batch / 4)\n"
     "  --params-codec fp32|fp16|int8   payload codec of model averaging "
     "(default fp16)\n"
     "  --params-parts P      each model average covers 1 of P slices, in "
@@ -239,6 +247,7 @@ void node_options_default(struct node_options *o)
         o->params_parts = NODE_OPT_PARAMS_PARTS_DEFAULT;
         o->avg_weight = 0.5f;
         o->wait_ms = NODE_OPT_WAIT_MS_DEFAULT;
+        o->fill_batches = NODE_OPT_FILL_DEFAULT;
         o->log_level = NODE_LOG_INFO;
         o->progress_ms = NODE_OPT_PROGRESS_MS;
 }
@@ -538,6 +547,15 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                         return BAD("milliseconds in 0..60000");
                 o->wait_ms = (uint32_t)u;
                 break;
+        case OPT_FILL:
+                if (parse_u64(v, 0, NODE_OPT_FILL_MAX, &u))
+                        return BAD("a count in 0..8");
+                o->fill_batches = (uint32_t)u;
+                break;
+        case OPT_FILLSZ:
+                if (parse_u32(v, 1, 65536, &o->fill_size))
+                        return BAD("an integer in 1..65536");
+                break;
         case OPT_NAME:
                 if (!valid_name(v))
                         return BAD("1..31 chars of [A-Za-z0-9._-]");
@@ -570,6 +588,10 @@ static int check_combination(struct node_options *o, char *err, size_t errlen)
         if (o->checkpoint_every && !o->checkpoint_dir)
                 return fail(err, errlen,
                             "--checkpoint-every needs --checkpoint-dir DIR");
+        if (o->fill_size > o->batch)
+                return fail(err, errlen,
+                            "--fill-size %u is larger than --batch %u",
+                            o->fill_size, o->batch);
         if (isnan(o->lr))
                 o->lr = o->optimizer == NODE_OPTIM_ADAM ? NODE_OPT_LR_ADAM
                                                         : NODE_OPT_LR_SGD;

@@ -43,8 +43,14 @@
  * 2 ms reached it in 7.7-8.4 s; 4-5 ms and 20 ms were slower (waiting out
  * scheduling jitter). docs/cluster-tuning.md has the runs. */
 #define NODE_OPT_WAIT_MS_DEFAULT 2
-#define NODE_OPT_PROGRESS_MS     3000 /* a progress line every 3 s */
-#define NODE_OPT_NAME_MAX        32   /* as GOSSIP_NAME_MAX, NUL included */
+/* While the averaging slice is missing, compute up to this many extra
+ * batches into the next step's gradient before the --wait-ms wait: a node
+ * ahead of its partners does useful work (a larger batch) instead of
+ * idling, and the replicas stay in step. */
+#define NODE_OPT_FILL_DEFAULT 8
+#define NODE_OPT_FILL_MAX     8
+#define NODE_OPT_PROGRESS_MS  3000 /* a progress line every 3 s */
+#define NODE_OPT_NAME_MAX     32   /* as GOSSIP_NAME_MAX, NUL included */
 
 /* parse results beyond 0 / negative */
 enum {
@@ -112,6 +118,8 @@ struct node_options {
         uint32_t staleness;
         uint32_t avg_every;    /* steps; 0: never */
         uint32_t wait_ms;      /* bounded wait for a partner's gradient/slice */
+        uint32_t fill_batches; /* extra batches computed instead of waiting */
+        uint32_t fill_size;    /* their size; 0: batch / 4 */
         int params_codec;      /* enum node_opt_codec: fp32, fp16 or int8 */
         uint32_t params_parts; /* a model average covers 1 of P slices */
         float avg_weight;      /* the partner's share in an average */

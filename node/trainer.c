@@ -14,6 +14,7 @@
  * The counters read by other threads live under stats_lock; everything
  * else belongs to the training thread while it runs.
  */
+#define _GNU_SOURCE 1 /* RUSAGE_THREAD */
 #include "trainer.h"
 
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -78,6 +80,14 @@ struct node_trainer {
          * (batch, forward/backward, optimizer). compute_s / train_s is the
          * node's compute efficiency. */
         double train_s, compute_s;
+        /* --fill-batches: the gradient sum (weighted by batch size) of
+         * the extra batches trained since the last step, acc_n samples;
+         * their loss and hits wait here for the next step's windows. */
+        float *gacc;
+        uint32_t fill_size; /* samples per extra batch */
+        uint64_t acc_n;
+        double acc_loss;
+        uint64_t acc_correct, acc_batches;
 
         atomic_int stop_flag;
         pthread_t thread;
@@ -324,6 +334,14 @@ static int setup_model(struct node_trainer *t, char *err, size_t errlen)
                             t->train_all.classes);
         snprintf(t->spec, sizeof(t->spec), "%s", nn_model_spec(t->model));
         t->nparams = nn_model_nparams(t->model);
+        if (o->fill_batches) {
+                t->fill_size = o->fill_size ? o->fill_size : o->batch / 4;
+                if (t->fill_size == 0 || t->fill_size > o->batch)
+                        t->fill_size = o->batch;
+                t->gacc = malloc(t->nparams * sizeof(float));
+                if (!t->gacc)
+                        return fail(err, errlen, NN_ENOMEM, "out of memory");
+        }
         rc = nn_model_reserve(t->model, (int)(o->batch > TRAINER_EVAL_BATCH
                                                   ? o->batch
                                                   : TRAINER_EVAL_BATCH));
@@ -545,11 +563,59 @@ static int evaluate(struct node_trainer *t, struct window *ew)
         return 0;
 }
 
+/* The step's gradient (mean over its batch of n) becomes the mean over
+ * every sample since the last step: the extra batches' weighted sum is in
+ * gacc. */
+static void fold_extra(struct node_trainer *t, int n)
+{
+        float *g = nn_model_grads(t->model);
+        const float *a = t->gacc;
+        float wn = (float)n, inv = 1.0f / (float)(t->acc_n + (uint64_t)n);
+
+        for (size_t i = 0; i < t->nparams; i++)
+                g[i] = (a[i] + wn * g[i]) * inv;
+}
+
+int node_trainer_extra_batch(struct node_trainer *t)
+{
+        double t0 = mono_s();
+        float loss = 0, *g, *a = t->gacc, wn;
+        int n, correct = 0, rc;
+
+        if (!a)
+                return NN_EINVAL;
+        n = nn_batcher_next(&t->batcher, t->x, t->y, (int)t->fill_size);
+        if (n <= 0)
+                return n < 0 ? n : NN_EINVAL;
+        rc = nn_model_train_batch(t->model, t->x, t->y, n, &loss, &correct);
+        if (rc)
+                return rc;
+        g = nn_model_grads(t->model);
+        wn = (float)n;
+        if (t->acc_n == 0) {
+                for (size_t i = 0; i < t->nparams; i++)
+                        a[i] = wn * g[i];
+        } else {
+                for (size_t i = 0; i < t->nparams; i++)
+                        a[i] += wn * g[i];
+        }
+        t->acc_n += (uint64_t)n;
+        t->acc_loss += loss;
+        t->acc_correct += (uint64_t)correct;
+        t->acc_batches++;
+        t->compute_s += mono_s() - t0;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.extra_batches++;
+        pthread_mutex_unlock(&t->stats_lock);
+        return 0;
+}
+
 /* One optimizer step. 0 or a negative code. */
 static int train_step(struct node_trainer *t, struct window *pw,
                       struct window *ew, double *lr_out)
 {
-        float loss = 0, lr;
+        float loss = 0, lr, *dst = NULL;
+        size_t lo = 0, count = 0;
         int n, correct = 0, rc;
         double t0 = mono_s(), local;
 
@@ -560,14 +626,18 @@ static int train_step(struct node_trainer *t, struct window *pw,
         rc = nn_model_train_batch(t->model, t->x, t->y, n, &loss, &correct);
         if (rc)
                 return rc;
+        if (t->acc_n)
+                fold_extra(t, n);
         local = mono_s() - t0;
         if (t->h->exchange)
                 t->h->exchange(t->h->ctx, t, t->step, nn_model_grads(t->model),
                                t->nparams);
         t0 = mono_s();
         lr = nn_lr_at(&t->lr, t->step);
-        nn_optim_step(t->optim, nn_model_params(t->model),
-                      nn_model_grads(t->model), lr);
+        if (t->h->slice_dst)
+                dst = t->h->slice_dst(t->h->ctx, t->step + 1, &lo, &count);
+        nn_optim_step_copy(t->optim, nn_model_params(t->model),
+                           nn_model_grads(t->model), lr, lo, count, dst);
         t->compute_s += local + (mono_s() - t0);
         t->step++;
         if (t->h->after_step)
@@ -575,11 +645,16 @@ static int train_step(struct node_trainer *t, struct window *pw,
                                  nn_model_params(t->model), t->nparams);
         *lr_out = lr;
         for (struct window *w = pw; w; w = w == pw ? ew : NULL) {
-                w->loss_sum += loss;
-                w->correct += (uint64_t)correct;
-                w->samples += (uint64_t)n;
-                w->batches++;
+                w->loss_sum += loss + t->acc_loss;
+                w->correct += (uint64_t)correct + t->acc_correct;
+                w->samples += (uint64_t)n + t->acc_n;
+                w->batches += 1 + t->acc_batches;
         }
+        n += (int)t->acc_n;
+        t->acc_n = 0;
+        t->acc_loss = 0;
+        t->acc_correct = 0;
+        t->acc_batches = 0;
         pthread_mutex_lock(&t->stats_lock);
         t->st.step = t->step;
         t->st.samples += (uint64_t)n;
@@ -600,7 +675,10 @@ static int stop_due(struct node_trainer *t, int evaluated)
                 return NODE_STOP_TARGET;
         if (o->steps && t->step >= o->steps)
                 return NODE_STOP_STEPS;
-        if (o->epochs && nn_batcher_epoch(&t->batcher) >= o->epochs)
+        /* the schedule's length in steps, so that extra batches
+         * (--fill-batches), which also pass over the shard, do not cut
+         * it short; without them the same as the batcher's epoch count */
+        if (o->epochs && t->step >= (uint64_t)o->epochs * t->steps_per_epoch)
                 return NODE_STOP_EPOCHS;
         if (o->time_budget_s > 0 && mono_s() - t->t_start >= o->time_budget_s)
                 return NODE_STOP_TIME;
@@ -672,6 +750,23 @@ static int run_loop(struct node_trainer *t, int *reason)
         return rc;
 }
 
+/* Where the training thread's time went: the compute share, and how
+ * often it gave up its core (voluntary: it blocked on a lock or a wait;
+ * involuntary: preempted). */
+static void thread_report(struct node_trainer *t)
+{
+        struct rusage ru;
+
+        if (getrusage(RUSAGE_THREAD, &ru))
+                memset(&ru, 0, sizeof(ru));
+        node_log(NODE_LOG_INFO,
+                 "training thread: computing %.3f s of %.3f s (%.1f%%), "
+                 "%ld voluntary and %ld involuntary context switches",
+                 t->compute_s, t->train_s,
+                 t->train_s > 0 ? 100.0 * t->compute_s / t->train_s : 0.0,
+                 ru.ru_nvcsw, ru.ru_nivcsw);
+}
+
 int node_trainer_run(struct node_trainer *t)
 {
         int reason = NODE_STOP_NONE, rc;
@@ -706,6 +801,7 @@ int node_trainer_run(struct node_trainer *t)
                  "%.2f%%",
                  node_trainer_reason_name(reason), (unsigned long long)t->step,
                  display_epoch(t), t->last_eval_acc);
+        thread_report(t);
         node_evlog_stop(t->ev, node_trainer_reason_name(reason), t->step,
                         display_epoch(t), t->last_eval_acc);
         pthread_mutex_lock(&t->stats_lock);
@@ -761,6 +857,7 @@ void node_trainer_free(struct node_trainer *t)
         free(t->x);
         free(t->y);
         free(t->test_x);
+        free(t->gacc);
         pthread_mutex_destroy(&t->stats_lock);
         free(t);
 }

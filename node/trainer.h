@@ -68,6 +68,11 @@ struct node_trainer_hooks {
          * grads (n floats): send it, and merge what peers sent into it. */
         void (*exchange)(void *ctx, struct node_trainer *t, uint64_t step,
                          float *grads, size_t n);
+        /* Before the optimizer step that makes step (the new count): a
+         * buffer for params [*lo, *lo + *count) as that step leaves them,
+         * which the step fills as it writes them; NULL for none. */
+        float *(*slice_dst)(void *ctx, uint64_t step, size_t *lo,
+                            size_t *count);
         /* The optimizer step is done; step is the new count. May change
          * params (averaging) and call node_trainer_encode_state(). */
         void (*after_step)(void *ctx, struct node_trainer *t, uint64_t step,
@@ -81,17 +86,19 @@ struct node_trainer_hooks {
 
 /* A consistent snapshot for the control socket and metrics. */
 struct node_train_stats {
-        uint64_t step;         /* optimizer steps taken */
-        uint32_t epoch;        /* full passes over the shard finished */
-        uint64_t samples;      /* training samples processed this run */
-        double loss;           /* mean over the last progress window */
-        double acc;            /* train accuracy, same window, % */
-        double sps;            /* samples per second, same window */
-        double lr;             /* learning rate of the last step */
-        double test_acc;       /* last evaluation, %; NaN before any */
-        double test_loss;      /* last evaluation; NaN before any */
-        uint64_t evals;        /* evaluations done */
-        uint64_t params;       /* model size in floats */
+        uint64_t step;    /* optimizer steps taken */
+        uint32_t epoch;   /* full passes over the shard finished */
+        uint64_t samples; /* training samples processed this run */
+        uint64_t
+            extra_batches; /* batches trained while waiting (--fill-batches) */
+        double loss;       /* mean over the last progress window */
+        double acc;        /* train accuracy, same window, % */
+        double sps;        /* samples per second, same window */
+        double lr;         /* learning rate of the last step */
+        double test_acc;   /* last evaluation, %; NaN before any */
+        double test_loss;  /* last evaluation; NaN before any */
+        uint64_t evals;    /* evaluations done */
+        uint64_t params;   /* model size in floats */
         uint64_t resumed_from; /* step the run started at */
         int running;           /* 1 while the thread runs */
         int stop_reason;       /* enum node_stop_reason, 0 while running */
@@ -113,6 +120,13 @@ int node_trainer_start(struct node_trainer *t);
 /* Run the training on the calling thread until a stop criterion; 0, or a
  * negative code (message via node_trainer_error()). */
 int node_trainer_run(struct node_trainer *t);
+
+/* From a hook, on the training thread, while it would otherwise wait:
+ * train one more batch at the current parameters and add its gradient to
+ * the next step's (which then averages over every batch it took). 0, or a
+ * negative NN_E* code (no buffer: the trainer was made without
+ * --fill-batches). */
+int node_trainer_extra_batch(struct node_trainer *t);
 
 /* Ask the run to stop after the current step (any thread). */
 void node_trainer_stop(struct node_trainer *t);

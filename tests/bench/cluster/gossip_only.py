@@ -61,7 +61,8 @@ def main():
         p = os.path.join(work, f"node{i}", "node.log")
         if os.path.exists(p):
             for line in open(p):
-                if "exchange:" in line or "averaging waits" in line:
+                if ("exchange:" in line or "averaging waits" in line
+                        or "training thread:" in line):
                     print(line.rstrip())
     if a.keep:
         print(work)
