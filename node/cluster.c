@@ -1406,7 +1406,7 @@ static void fill_wait(struct node_cluster *c, struct node_trainer *t)
 void node_cluster_after_step(struct node_cluster *c, struct node_trainer *t,
                              uint64_t step, float *params, size_t n)
 {
-        const uint64_t lag = NODE_CLUSTER_PARAMS_LAG;
+        const uint64_t lag = c->o->avg_lag;
         size_t alive;
 
         int filled = c->t_filled == step;

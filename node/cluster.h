@@ -65,11 +65,6 @@ enum {
          * rounds absorb the loop's latency and a few steps of drift
          * between nodes (memory: 8 slices of the model). */
         NODE_CLUSTER_PARAMS_RING = 8,
-        /* With --wait-ms, the trainer at step s waits for the slice of
-         * round s - LAG * K. Measured, 4 nodes on 2 cores (wait 2 ms): lag
-         * 1: 88% in 8.4 s, 20-30% of the waits timed out (scheduling
-         * jitter); lag 2: 7.7 s, efficiency 74%; lag 3: 8.1 s, 78%. */
-        NODE_CLUSTER_PARAMS_LAG = 2,
         /* Received parameter slices held for the trainer's next step; a
          * node receives about one per step, a slow step may see a few. */
         NODE_CLUSTER_PARAMS_QUEUE = 4,

@@ -52,6 +52,7 @@ enum {
         OPT_WAIT,
         OPT_FILL,
         OPT_FILLSZ,
+        OPT_AVGLAG,
         OPT_PCODEC,
         OPT_PPARTS,
         OPT_AVGW,
@@ -96,6 +97,7 @@ static const struct option long_opts[] = {
     {"wait-ms", required_argument, NULL, OPT_WAIT},
     {"fill-batches", required_argument, NULL, OPT_FILL},
     {"fill-size", required_argument, NULL, OPT_FILLSZ},
+    {"avg-lag", required_argument, NULL, OPT_AVGLAG},
     {"params-codec", required_argument, NULL, OPT_PCODEC},
     {"params-parts", required_argument, NULL, OPT_PPARTS},
     {"avg-weight", required_argument, NULL, OPT_AVGW},
@@ -162,14 +164,16 @@ static const char help_text[] =
     "  --avg-every K         average models with the partner every K steps\n"
     "                        (default 1; 0 = never)\n"
     "  --wait-ms N           wait up to N ms for a partner's gradient, and\n"
-    "                        for the averaging slice of 2 rounds back "
-    "(default 2;\n"
-    "                        0: never wait, and the loop thread yields to "
-    "training)\n"
+    "                        for the averaging slice of --avg-lag rounds\n"
+    "                        back (default 2; 0: never wait, and the loop\n"
+    "                        thread yields to training)\n"
     "  --fill-batches N      while that slice is missing, first train up to N\n"
     "                        extra batches into the next step instead of\n"
     "                        idling (default 8; 0: just wait)\n"
     "  --fill-size S         samples per extra batch (default --batch / 4)\n"
+    "  --avg-lag R           the averaging slice waited for is R rounds "
+    "back\n"
+    "                        (default 3; 1..6)\n"
     "  --params-codec fp32|fp16|int8   payload codec of model averaging "
     "(default fp16)\n"
     "  --params-parts P      each model average covers 1 of P slices, in "
@@ -248,6 +252,7 @@ void node_options_default(struct node_options *o)
         o->avg_weight = 0.5f;
         o->wait_ms = NODE_OPT_WAIT_MS_DEFAULT;
         o->fill_batches = NODE_OPT_FILL_DEFAULT;
+        o->avg_lag = NODE_OPT_AVG_LAG_DEFAULT;
         o->log_level = NODE_LOG_INFO;
         o->progress_ms = NODE_OPT_PROGRESS_MS;
 }
@@ -551,6 +556,10 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 if (parse_u64(v, 0, NODE_OPT_FILL_MAX, &u))
                         return BAD("a count in 0..8");
                 o->fill_batches = (uint32_t)u;
+                break;
+        case OPT_AVGLAG:
+                if (parse_u32(v, 1, NODE_OPT_AVG_LAG_MAX, &o->avg_lag))
+                        return BAD("rounds in 1..6");
                 break;
         case OPT_FILLSZ:
                 if (parse_u32(v, 1, 65536, &o->fill_size))

@@ -37,12 +37,20 @@
  * every step plus fp32 parameters every 10 steps. */
 #define NODE_OPT_AVG_EVERY_DEFAULT    1
 #define NODE_OPT_PARAMS_PARTS_DEFAULT 4
-/* Bounded wait (ms) for the averaging slice of NODE_CLUSTER_PARAMS_LAG
- * rounds back: keeps the replicas in step (averaging is only as good as
- * it is fresh). 4 nodes: no wait never reached 88% in 1500 steps (87.6%);
- * 2 ms reached it in 7.7-8.4 s; 4-5 ms and 20 ms were slower (waiting out
- * scheduling jitter). docs/cluster-tuning.md has the runs. */
+/* Bounded wait (ms) for the averaging slice of --avg-lag rounds back: keeps the
+ * replicas in step (averaging is only as good as it is fresh). 4 nodes: no wait
+ * never reached 88% in 1500 steps (87.6%); 2 ms reached it in 7.7-8.4 s; 4-5 ms
+ * and 20 ms were slower (waiting out scheduling jitter). docs/cluster-tuning.md
+ * has the runs. */
 #define NODE_OPT_WAIT_MS_DEFAULT 2
+/* With --wait-ms, the trainer at step s waits for the slice of round
+ * s - LAG * K. Measured, 4 nodes on 2 cores: without --fill-batches (2 ms
+ * wait) lag 1: 88% in 8.4 s (20-30% of the waits timed out); lag 2: 7.7 s;
+ * lag 3: 8.1 s. With --fill-batches 8: lag 2 7.5-8.0 s at 6.1 ms/step,
+ * lag 3 7.2-7.7 s at 5.7 ms/step (fewer extra batches), lag 4 7.7-8.5 s
+ * (staler averages). docs/cluster-tuning.md #33-#38. */
+#define NODE_OPT_AVG_LAG_DEFAULT 3
+#define NODE_OPT_AVG_LAG_MAX     6 /* below NODE_CLUSTER_PARAMS_RING */
 /* While the averaging slice is missing, compute up to this many extra
  * batches into the next step's gradient before the --wait-ms wait: a node
  * ahead of its partners does useful work (a larger batch) instead of
@@ -120,6 +128,7 @@ struct node_options {
         uint32_t wait_ms;      /* bounded wait for a partner's gradient/slice */
         uint32_t fill_batches; /* extra batches computed instead of waiting */
         uint32_t fill_size;    /* their size; 0: batch / 4 */
+        uint32_t avg_lag;      /* wait for the slice of this many rounds back */
         int params_codec;      /* enum node_opt_codec: fp32, fp16 or int8 */
         uint32_t params_parts; /* a model average covers 1 of P slices */
         float avg_weight;      /* the partner's share in an average */

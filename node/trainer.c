@@ -616,6 +616,8 @@ static int train_step(struct node_trainer *t, struct window *pw,
 {
         float loss = 0, lr, *dst = NULL;
         size_t lo = 0, count = 0;
+        uint64_t xn = 0, xcorrect = 0, xbatches = 0;
+        double xloss = 0;
         int n, correct = 0, rc;
         double t0 = mono_s(), local;
 
@@ -626,8 +628,17 @@ static int train_step(struct node_trainer *t, struct window *pw,
         rc = nn_model_train_batch(t->model, t->x, t->y, n, &loss, &correct);
         if (rc)
                 return rc;
-        if (t->acc_n)
+        if (t->acc_n) { /* the extra batches trained since the last step */
                 fold_extra(t, n);
+                xn = t->acc_n;
+                xloss = t->acc_loss;
+                xcorrect = t->acc_correct;
+                xbatches = t->acc_batches;
+                t->acc_n = 0;
+                t->acc_loss = 0;
+                t->acc_correct = 0;
+                t->acc_batches = 0;
+        }
         local = mono_s() - t0;
         if (t->h->exchange)
                 t->h->exchange(t->h->ctx, t, t->step, nn_model_grads(t->model),
@@ -645,19 +656,14 @@ static int train_step(struct node_trainer *t, struct window *pw,
                                  nn_model_params(t->model), t->nparams);
         *lr_out = lr;
         for (struct window *w = pw; w; w = w == pw ? ew : NULL) {
-                w->loss_sum += loss + t->acc_loss;
-                w->correct += (uint64_t)correct + t->acc_correct;
-                w->samples += (uint64_t)n + t->acc_n;
-                w->batches += 1 + t->acc_batches;
+                w->loss_sum += loss + xloss;
+                w->correct += (uint64_t)correct + xcorrect;
+                w->samples += (uint64_t)n + xn;
+                w->batches += 1 + xbatches;
         }
-        n += (int)t->acc_n;
-        t->acc_n = 0;
-        t->acc_loss = 0;
-        t->acc_correct = 0;
-        t->acc_batches = 0;
         pthread_mutex_lock(&t->stats_lock);
         t->st.step = t->step;
-        t->st.samples += (uint64_t)n;
+        t->st.samples += (uint64_t)n + xn;
         t->st.epoch = (uint32_t)nn_batcher_epoch(&t->batcher);
         pthread_mutex_unlock(&t->stats_lock);
         return 0;

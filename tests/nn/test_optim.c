@@ -2,7 +2,8 @@
  * test_optim.c - optimizers and learning-rate schedules against values
  * computed by hand (or, for Adam's square roots, in double precision by
  * the formula in nn.h): SGD, SGD with momentum, Nesterov, L2 weight decay,
- * Adam, AdamW; the state layout and step counter; rejected configurations;
+ * Adam, AdamW; the state layout and step counter; the step that also
+ * copies a slice; rejected configurations;
  * constant, step, cosine schedules with and without warm-up.
  */
 #include <math.h>
@@ -153,6 +154,99 @@ static void test_state_layout(void **state)
         nn_optim_free(o2);
 }
 
+/* xorshift32 in [-1, 1) */
+static float rnd(uint32_t *x)
+{
+        *x ^= *x << 13;
+        *x ^= *x >> 17;
+        *x ^= *x << 5;
+        return (float)(*x >> 8) / (float)(1u << 23) - 1.0f;
+}
+
+/* nn_optim_step_copy: the same parameters and state as nn_optim_step, and
+ * the copy holds the updated slice (several blocks, a ragged end), clipped
+ * to the model; no copy when the slice is empty or outside. */
+static void test_step_copy(void **state)
+{
+        enum { N = 10007 };
+        const struct nn_optim_config cfgs[] = {
+            {.kind = NN_OPTIM_SGD},
+            {.kind = NN_OPTIM_SGD, .momentum = 0.9f},
+            {.kind = NN_OPTIM_SGD,
+             .momentum = 0.9f,
+             .nesterov = 1,
+             .weight_decay = 1e-3f},
+            {.kind = NN_OPTIM_ADAM,
+             .beta1 = 0.9f,
+             .beta2 = 0.999f,
+             .eps = 1e-8f,
+             .weight_decay = 1e-2f},
+        };
+        const struct {
+                size_t lo, count, want;
+        } cuts[] = {{1234, 7000, 7000},
+                    {9000, 5000, 1007},
+                    {0, N, N},
+                    {5, 0, 0},
+                    {N, 10, 0}};
+        float *p1 = malloc(N * sizeof(float)), *p2 = malloc(N * sizeof(float));
+        float *g = malloc(N * sizeof(float));
+        float *copy = malloc((N + 1) * sizeof(float));
+        uint32_t x = 12345;
+
+        assert_non_null(p1);
+        assert_non_null(p2);
+        assert_non_null(g);
+        assert_non_null(copy);
+        for (size_t c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++) {
+                for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+                        struct nn_optim *o1 = NULL, *o2 = NULL;
+
+                        assert_int_equal(nn_optim_create(&cfgs[c], N, &o1), 0);
+                        assert_int_equal(nn_optim_create(&cfgs[c], N, &o2), 0);
+                        for (size_t i = 0; i < N; i++)
+                                p1[i] = p2[i] = rnd(&x);
+                        for (int step = 0; step < 3; step++) {
+                                for (size_t i = 0; i < N; i++)
+                                        g[i] = rnd(&x);
+                                for (size_t i = 0; i <= N; i++)
+                                        copy[i] = -7.0f;
+                                nn_optim_step(o1, p1, g, 0.05f);
+                                nn_optim_step_copy(o2, p2, g, 0.05f, cuts[k].lo,
+                                                   cuts[k].count, copy);
+                                for (size_t i = 0; i < N; i++)
+                                        assert_float_equal(p1[i], p2[i], 1e-6);
+                                for (size_t i = 0; i < nn_optim_state_len(o1);
+                                     i++)
+                                        assert_float_equal(
+                                            nn_optim_state(o1)[i],
+                                            nn_optim_state(o2)[i], 1e-6);
+                                for (size_t i = 0; i < cuts[k].want; i++)
+                                        assert_true(copy[i] ==
+                                                    p2[cuts[k].lo + i]);
+                                /* nothing written past the clipped slice */
+                                assert_true(copy[cuts[k].want] == -7.0f);
+                        }
+                        assert_int_equal(nn_optim_steps(o2), 3);
+                        nn_optim_free(o1);
+                        nn_optim_free(o2);
+                }
+        }
+        /* no buffer: a plain step */
+        {
+                struct nn_optim *o = NULL;
+
+                assert_int_equal(nn_optim_create(&cfgs[1], N, &o), 0);
+                nn_optim_step_copy(o, p2, g, 0.05f, 0, N, NULL);
+                assert_int_equal(nn_optim_steps(o), 1);
+                nn_optim_free(o);
+        }
+        free(p1);
+        free(p2);
+        free(g);
+        free(copy);
+}
+
 static void test_bad_config(void **state)
 {
         struct nn_optim *o = (struct nn_optim *)&o; /* must stay untouched */
@@ -218,6 +312,7 @@ int main(void)
             cmocka_unit_test(test_adam),
             cmocka_unit_test(test_adamw),
             cmocka_unit_test(test_state_layout),
+            cmocka_unit_test(test_step_copy),
             cmocka_unit_test(test_bad_config),
             cmocka_unit_test(test_lr_schedules),
         };

@@ -4,6 +4,11 @@
 gn_add_test(NAME test_cli_options
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_options.c
             LIBS gn_node gn::cmocka LABELS unit)
+# test_fill: extra batches while waiting (--fill-batches) give the
+# sample-weighted mean gradient; needs Fashion-MNIST (skips without it).
+gn_add_test(NAME test_fill
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_fill.c
+            LIBS gn_node gn::cmocka LABELS unit)
 if(TARGET gossipnode)
   # Process tests: bash scripts driving the real binary.
   # test_cli_errors: each bad configuration -> one line, non-zero exit.
