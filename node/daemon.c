@@ -220,9 +220,11 @@ static void pack_train(struct daemon *d, msgpack_packer *pk)
         struct node_train_stats st;
 
         node_trainer_stats(d->trainer, &st);
-        msgpack_pack_map(pk, 9);
+        msgpack_pack_map(pk, 11);
         pack_ku64(pk, "step", st.step);
         pack_ku64(pk, "epoch", st.epoch);
+        pack_ku64(pk, "samples", st.samples);
+        pack_ku64(pk, "extra_batches", st.extra_batches);
         pack_kdbl(pk, "loss", st.loss);
         pack_kdbl(pk, "train_acc", st.acc / 100.0);
         pack_kdbl(pk, "test_acc", st.test_acc / 100.0);

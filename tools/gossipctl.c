@@ -495,6 +495,10 @@ static void print_train(FILE *f, const msgpack_object *d)
                 fmt_pct(ctlc_get(d, "test_acc"), a, sizeof(a)));
         fprintf(f, "%-10s %s\n", "samples/s",
                 fmt_float(ctlc_get(d, "samples_per_s"), "%.0f", a, sizeof(a)));
+        fprintf(f, "%-10s %s\n", "samples",
+                fmt_num(ctlc_get(d, "samples"), a, sizeof(a)));
+        fprintf(f, "%-10s %s\n", "extra",
+                fmt_num(ctlc_get(d, "extra_batches"), a, sizeof(a)));
         fprintf(f, "%-10s %s\n", "lr",
                 fmt_float(ctlc_get(d, "lr"), "%g", a, sizeof(a)));
         fprintf(f, "%-10s %s\n", "running",

@@ -73,6 +73,9 @@ static void test_defaults(void **state)
         assert_int_equal(o.params_parts, 4);
         assert_int_equal(o.avg_every, 1);
         assert_int_equal(o.wait_ms, 2);
+        assert_int_equal(o.fill_batches, 8);
+        assert_int_equal(o.fill_size, 0); /* batch / 4 */
+        assert_int_equal(o.avg_lag, 3);
         assert_int_equal(o.staleness, NODE_OPT_STALENESS_DEFAULT);
         assert_int_equal(o.log_level, NODE_LOG_INFO);
 }
@@ -178,6 +181,11 @@ static void test_bad_values(void **state)
             {"--name", "ab\"c"},
             {"--name", ""},
             {"--wait-ms", "60001"},
+            {"--fill-batches", "9"},
+            {"--fill-batches", "-1"},
+            {"--fill-size", "0"},
+            {"--avg-lag", "0"},
+            {"--avg-lag", "7"},
             {"--data", ""},
         };
         struct node_options o;
@@ -214,6 +222,18 @@ static void test_structure_errors(void **state)
             parse(&o, err, sizeof(err), "--checkpoint-every", "5", NULL),
             -EINVAL);
         assert_non_null(strstr(err, "--checkpoint-dir"));
+        /* extra batches larger than the step's own batch */
+        assert_int_equal(parse(&o, err, sizeof(err), "--batch", "50",
+                               "--fill-size", "51", NULL),
+                         -EINVAL);
+        assert_non_null(strstr(err, "--fill-size 51"));
+        assert_int_equal(parse(&o, err, sizeof(err), "--batch", "50",
+                               "--fill-size", "50", "--fill-batches", "0",
+                               "--avg-lag", "6", NULL),
+                         0);
+        assert_int_equal(o.fill_size, 50);
+        assert_int_equal(o.fill_batches, 0);
+        assert_int_equal(o.avg_lag, 6);
         assert_int_equal(parse(&o, err, sizeof(err), "--help", NULL),
                          NODE_OPT_HELP);
         assert_int_equal(parse(&o, err, sizeof(err), "--version", NULL),

@@ -179,6 +179,10 @@ def check_members(t, sock, work):
 def check_stats_train(t, sock):
     s1 = t.gjson(sock, "train")
     assert s1["model"] == "784-512-10" and s1["running"] is True, s1
+    # samples of this run (a node that took a peer's state starts at its
+    # step), the extra batches (25 samples each) among them
+    assert s1["samples"] > 0, s1
+    assert s1["samples"] >= 25 * s1["extra_batches"], s1
     wait_for("the step to advance",
              lambda: t.gjson(sock, "train")["step"] > s1["step"], 60)
     st = t.gjson(sock, "stats")

@@ -151,9 +151,11 @@ static void pack_stats(msgpack_packer *pk)
 
 static void pack_train(msgpack_packer *pk)
 {
-        msgpack_pack_map(pk, 9);
+        msgpack_pack_map(pk, 11);
         pk_kv_u(pk, "step", 120);
         pk_kv_u(pk, "epoch", 1);
+        pk_kv_u(pk, "samples", 12250);
+        pk_kv_u(pk, "extra_batches", 10);
         pk_kv_f(pk, "loss", 0.5);
         pk_kv_f(pk, "train_acc", 0.875);
         pk_kv_nil(pk, "test_acc");
@@ -556,12 +558,15 @@ static void test_train(void **state)
                                    "train acc  87.5%\n"
                                    "test acc   -\n"
                                    "samples/s  1900\n"
+                                   "samples    12250\n"
+                                   "extra      10\n"
                                    "lr         0.05\n"
                                    "running    yes\n");
         ctl(&r, g_sock, "train", "--json", NULL);
         assert_int_equal(r.status, 0);
         assert_string_equal(r.out,
-                            "{\"step\":120,\"epoch\":1,\"loss\":0.5,"
+                            "{\"step\":120,\"epoch\":1,\"samples\":12250,"
+                            "\"extra_batches\":10,\"loss\":0.5,"
                             "\"train_acc\":0.875,\"test_acc\":null,"
                             "\"samples_per_s\":1900.4,\"lr\":0.05,"
                             "\"model\":\"784-512-10\",\"running\":true}\n");
