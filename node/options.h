@@ -44,17 +44,18 @@
  * has the runs. */
 #define NODE_OPT_WAIT_MS_DEFAULT 2
 /* With --wait-ms, the trainer at step s waits for the slice of round
- * s - LAG * K. Measured, 4 nodes on 2 cores: without --fill-batches (2 ms
- * wait) lag 1: 88% in 8.4 s (20-30% of the waits timed out); lag 2: 7.7 s;
- * lag 3: 8.1 s. With --fill-batches 8: lag 2 7.5-8.0 s at 6.1 ms/step,
- * lag 3 7.2-7.7 s at 5.7 ms/step (fewer extra batches), lag 4 7.7-8.5 s
- * (staler averages). docs/cluster-tuning.md #33-#38. */
+ * s - LAG * K. Measured, 4 nodes on 2 cores: with a plain 2 ms wait, lag
+ * 1: 88% in 8.4 s (20-30% of the waits timed out); lag 2: 7.7 s; lag 3:
+ * 8.1 s. With --fill-batches 8: lag 2 7.4-7.5 s at 6.1 ms/step, lag 3
+ * 7.3-7.4 s at 5.7 ms/step (a third of the extra batches); lag 4 7.7-8.5 s
+ * (staler averages). docs/cluster-tuning.md #42-#43. */
 #define NODE_OPT_AVG_LAG_DEFAULT 3
 #define NODE_OPT_AVG_LAG_MAX     6 /* below NODE_CLUSTER_PARAMS_RING */
 /* While the averaging slice is missing, compute up to this many extra
  * batches into the next step's gradient before the --wait-ms wait: a node
  * ahead of its partners does useful work (a larger batch) instead of
- * idling, and the replicas stay in step. */
+ * idling, and the replicas stay in step. 4 nodes on 2 cores: efficiency
+ * 76.7% -> 97.5% at 0.46 of DDP-4's time (benchmarks.md 3.2). */
 #define NODE_OPT_FILL_DEFAULT 8
 #define NODE_OPT_FILL_MAX     8
 #define NODE_OPT_PROGRESS_MS  3000 /* a progress line every 3 s */
