@@ -183,7 +183,7 @@ static const char help_text[] =
     "turn\n"
     "                        (default 4)\n"
     "  --avg-weight W        weight of the partner's model in an average "
-    "(default 0.4)\n"
+    "(default 0.5)\n"
     "\n"
     "Output:\n"
     "  --log-level error|warn|info|debug   (default info)\n"
@@ -252,7 +252,7 @@ void node_options_default(struct node_options *o)
         o->avg_every = NODE_OPT_AVG_EVERY_DEFAULT;
         o->params_codec = NODE_CODEC_FP16; /* half the bytes, same accuracy */
         o->params_parts = NODE_OPT_PARAMS_PARTS_DEFAULT;
-        o->avg_weight = NODE_OPT_AVG_WEIGHT_DEFAULT;
+        o->avg_weight = 0.5f;
         o->wait_ms = NODE_OPT_WAIT_MS_DEFAULT;
         o->fill_batches = NODE_OPT_FILL_DEFAULT;
         o->avg_lag = NODE_OPT_AVG_LAG_DEFAULT;

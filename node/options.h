@@ -50,14 +50,7 @@
  * 7.3-7.4 s at 5.7 ms/step (a third of the extra batches); lag 4 7.7-8.5 s
  * (staler averages). docs/cluster-tuning.md #42-#43. */
 #define NODE_OPT_AVG_LAG_DEFAULT 3
-/* Weight w of the partner's copy: mine += w (theirs_s - mine_s). 0.5 is
- * the exact pairwise average, but the correction lands avg-lag rounds
- * late and both sides apply it (a loop gain of 2w on the difference):
- * with lag 3, w = 0.4 reached 88% sooner than 0.5 in 5 of 5 interleaved
- * pairs (median 7.1 vs 7.5 s), 0.3 was slower again (7.8 s).
- * docs/cluster-tuning.md #45. */
-#define NODE_OPT_AVG_WEIGHT_DEFAULT 0.4f
-#define NODE_OPT_AVG_LAG_MAX        6 /* below NODE_CLUSTER_PARAMS_RING */
+#define NODE_OPT_AVG_LAG_MAX     6 /* below NODE_CLUSTER_PARAMS_RING */
 /* While the averaging slice is missing, compute up to this many extra
  * batches into the next step's gradient before the --wait-ms wait: a node
  * ahead of its partners does useful work (a larger batch) instead of

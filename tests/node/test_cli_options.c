@@ -76,7 +76,6 @@ static void test_defaults(void **state)
         assert_int_equal(o.fill_batches, 8);
         assert_int_equal(o.fill_size, 0); /* batch / 4 */
         assert_int_equal(o.avg_lag, 3);
-        assert_true(fabsf(o.avg_weight - 0.4f) < 1e-7f);
         assert_int_equal(o.staleness, NODE_OPT_STALENESS_DEFAULT);
         assert_int_equal(o.log_level, NODE_LOG_INFO);
 }
