@@ -556,9 +556,8 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 o->wait_ms = (uint32_t)u;
                 break;
         case OPT_FILL:
-                if (parse_u64(v, 0, NODE_OPT_FILL_MAX, &u))
+                if (parse_u32(v, 0, NODE_OPT_FILL_MAX, &o->fill_batches))
                         return BAD("a count in 0..8");
-                o->fill_batches = (uint32_t)u;
                 break;
         case OPT_AVGLAG:
                 if (parse_u32(v, 1, NODE_OPT_AVG_LAG_MAX, &o->avg_lag))
