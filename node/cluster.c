@@ -1407,9 +1407,8 @@ void node_cluster_after_step(struct node_cluster *c, struct node_trainer *t,
                              uint64_t step, float *params, size_t n)
 {
         const uint64_t lag = c->o->avg_lag;
+        int filled = c->t_filled == step; /* the optimizer wrote our slice */
         size_t alive;
-
-        int filled = c->t_filled == step;
 
         c->t_filled = UINT64_MAX;
         serve_snapshot(c, t);
