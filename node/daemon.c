@@ -275,6 +275,10 @@ static void metrics_fill(void *ctx, struct node_metrics_buf *b)
                              st.step);
         node_metrics_counter(b, "train_samples_total",
                              "Training samples processed this run", st.samples);
+        node_metrics_counter(b, "train_extra_batches_total",
+                             "Batches trained while waiting for a partner "
+                             "(--fill-batches)",
+                             st.extra_batches);
         node_metrics_gauge(b, "train_epoch", "Completed passes over the shard",
                            st.epoch);
         node_metrics_gauge(b, "train_loss", "Mean training loss, last window",

@@ -253,6 +253,10 @@ def check_metrics(work):
     assert steps, sorted(samples)
     assert any(float(v) > 0 for k in steps for _, v in samples[k]), \
         {k: samples[k] for k in steps}
+    # extra batches (25 samples each) are part of the samples counted
+    extra = float(samples["gossipnode_train_extra_batches_total"][0][1])
+    total = float(samples["gossipnode_train_samples_total"][0][1])
+    assert 0 <= 25 * extra <= total, (extra, total)
     log(f"metrics: {len(samples)} families scraped from {addr}, "
         f"e.g. {steps[0]}={samples[steps[0]][0][1]}")
 
