@@ -1,0 +1,130 @@
+/*
+ * plan.c - the exchange plan (see plan.h): the admission rule, and the
+ * round, slot and slice arithmetic that every user of the ring shares.
+ *
+ * Pure: the caller passes the clock in view->now_ms and owns the wait.
+ */
+#include "plan.h"
+
+#include "codec.h"
+
+int gossip_plan_cfg_valid(const struct gossip_plan_cfg *c)
+{
+        return c && c->parts >= 1 && c->avg_lag >= 1 &&
+               c->avg_lag < GOSSIP_PLAN_RING;
+}
+
+void gossip_plan_wait_begin(struct gossip_plan_wait *w)
+{
+        w->extra = 0;
+        w->since_ms = UINT64_MAX;
+        w->bound = 0;
+}
+
+/* Does the phase's bound apply at all, and is it satisfied? */
+static int bound_applies(const struct gossip_plan_cfg *c,
+                         const struct gossip_plan_view *v, uint64_t *want)
+{
+        uint64_t lag_steps = (uint64_t)c->avg_lag * c->avg_every;
+
+        *want = 0;
+        if (!c->wait_ms || v->alive <= 1)
+                return 0;
+        if (v->phase == GOSSIP_PLAN_GRADIENT)
+                return c->grads;
+        if (!c->avg_every || v->step <= lag_steps)
+                return 0;
+        *want = v->step - lag_steps;
+        return 1;
+}
+
+static int bound_holds(const struct gossip_plan_cfg *c,
+                       const struct gossip_plan_view *v, uint64_t want)
+{
+        int ahead;
+
+        if (v->phase == GOSSIP_PLAN_PARAMS)
+                return v->last_in_step >= want;
+        /* stale-synchronous: a gradient to merge, and not more than S
+         * steps ahead of the slowest live peer */
+        ahead = v->min_peer_step != UINT64_MAX &&
+                v->step > v->min_peer_step + c->staleness;
+        return v->grads_pending > 0 && !ahead;
+}
+
+void gossip_plan_admit(const struct gossip_plan_cfg *c,
+                       const struct gossip_plan_view *v,
+                       struct gossip_plan_wait *w,
+                       struct gossip_plan_decision *d)
+{
+        d->action = GOSSIP_PLAN_READY;
+        d->timed_out = 0;
+        d->deadline_ms = 0;
+        if (!bound_applies(c, v, &d->want_step))
+                return;
+        w->bound = 1;
+        if (v->stopping || bound_holds(c, v, d->want_step))
+                return;
+        /* extra batches first, and only while averaging is what we wait
+         * for: they cost nothing of the --wait-ms budget, which starts
+         * when the node would otherwise idle */
+        if (v->phase == GOSSIP_PLAN_PARAMS && w->extra < c->fill_batches &&
+            w->since_ms == UINT64_MAX) {
+                w->extra++;
+                d->action = GOSSIP_PLAN_TRAIN_MORE;
+                return;
+        }
+        if (w->since_ms == UINT64_MAX)
+                w->since_ms = v->now_ms;
+        d->deadline_ms = w->since_ms + c->wait_ms;
+        if (v->now_ms < d->deadline_ms) {
+                d->action = GOSSIP_PLAN_WAIT;
+                return;
+        }
+        d->timed_out = 1;
+}
+
+int gossip_plan_due(const struct gossip_plan_cfg *c, uint64_t t)
+{
+        return c->avg_every != 0 && t != 0 && t % c->avg_every == 0;
+}
+
+uint64_t gossip_plan_round(const struct gossip_plan_cfg *c, uint64_t t)
+{
+        return c->avg_every ? t / c->avg_every : t;
+}
+
+unsigned gossip_plan_slot(const struct gossip_plan_cfg *c, uint64_t t)
+{
+        return (unsigned)(gossip_plan_round(c, t) % GOSSIP_PLAN_RING);
+}
+
+uint32_t gossip_plan_slice(const struct gossip_plan_cfg *c, uint64_t t,
+                           size_t *lo, size_t *count)
+{
+        uint32_t part = (uint32_t)(gossip_plan_round(c, t) % c->parts);
+
+        gossip_codec_partition(c->nparams, part, c->parts, lo, count);
+        return part;
+}
+
+size_t gossip_plan_slice_cap(const struct gossip_plan_cfg *c)
+{
+        return (c->nparams + c->parts - 1) / c->parts;
+}
+
+int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
+                          uint64_t s, size_t lo, size_t count,
+                          uint64_t held_step)
+{
+        uint64_t window = (uint64_t)c->avg_every + c->staleness;
+        size_t mlo, mcount;
+
+        if (s + window < t || lo > c->nparams || count > c->nparams - lo)
+                return GOSSIP_PLAN_STALE;
+        if (!c->avg_every || held_step != s)
+                return GOSSIP_PLAN_PLAIN;
+        gossip_plan_slice(c, s, &mlo, &mcount);
+        return mlo == lo && mcount == count ? GOSSIP_PLAN_DELTA
+                                            : GOSSIP_PLAN_PLAIN;
+}

@@ -1,0 +1,144 @@
+/*
+ * plan.h - the exchange plan: when a training node may go on, what it does
+ * while it may not, and what a received parameter slice is worth.
+ *
+ * Everything here is a pure function of its arguments: no locks, clocks,
+ * threads or sockets. The training thread asks gossip_plan_admit() at two
+ * points of every step and obeys; the simulated exchange in tests/sim asks
+ * the same function in virtual time. docs/design.md ("The exchange plan")
+ * states the rule on one screen.
+ *
+ * Words used throughout:
+ *   step t     the optimizer-step count (after the update that made it)
+ *   K          --avg-every: a model-averaging round every K steps
+ *   round      t / K; its slice is part (t / K) mod P of the model
+ *   R          --avg-lag: rounds of slack between our step and the newest
+ *              partner slice we must have before going on
+ *   S          --staleness: the stale-synchronous bound for gradients
+ *   slot       where our own copy of a round's slice is kept, so a peer's
+ *              copy of round s is averaged against ours of round s
+ *
+ * The admission rule (both bounds in one function, per phase):
+ *   GRADIENT phase (our gradient of step t is posted, before the update):
+ *     bound = gradients exchanged, >1 member alive, --wait-ms > 0;
+ *     satisfied when a peer gradient is pending and t <= slowest + S.
+ *   PARAMS phase (after the update that made step t):
+ *     bound = K > 0, >1 member alive, --wait-ms > 0, t > R*K;
+ *     satisfied when a slice of step >= t - R*K has arrived.
+ *   satisfied, bound off or stopping  -> READY
+ *   PARAMS phase, extra < --fill-batches -> TRAIN_MORE (one extra batch)
+ *   now < deadline (first WAIT + --wait-ms) -> WAIT until the deadline
+ *   otherwise                          -> READY, timed out
+ */
+#ifndef GOSSIP_PLAN_H
+#define GOSSIP_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Tunables, with their reasons. */
+enum {
+        /* Our own slices kept, one per averaging round, so that a peer's
+         * copy of round s is averaged against ours of round s: 8 rounds
+         * absorb the loop's latency, --avg-lag (at most 6) and a little
+         * drift between nodes (memory: 8 slices of the model). */
+        GOSSIP_PLAN_RING = 8,
+};
+
+enum gossip_plan_phase {
+        GOSSIP_PLAN_GRADIENT = 0, /* our gradient posted, before the update */
+        GOSSIP_PLAN_PARAMS = 1,   /* after the update, our slice posted */
+};
+
+enum gossip_plan_action {
+        GOSSIP_PLAN_READY = 0,      /* go on: merge / average now */
+        GOSSIP_PLAN_TRAIN_MORE = 1, /* run one extra batch, then ask again */
+        GOSSIP_PLAN_WAIT = 2,       /* block until an arrival or deadline */
+};
+
+/* What a received parameter slice is used for. */
+enum gossip_plan_use {
+        GOSSIP_PLAN_STALE = 0, /* refused: too old, or outside the model */
+        GOSSIP_PLAN_DELTA = 1, /* against our copy of the same step */
+        GOSSIP_PLAN_PLAIN = 2, /* plainly against our current parameters */
+};
+
+/* The settings the plan reads (copied from the options at start). */
+struct gossip_plan_cfg {
+        size_t nparams;        /* model size in floats */
+        uint32_t avg_every;    /* K; 0: no model averaging of our own */
+        uint32_t avg_lag;      /* R, >= 1 */
+        uint32_t parts;        /* P, >= 1 */
+        uint32_t staleness;    /* S */
+        uint32_t fill_batches; /* extra batches per PARAMS wait */
+        uint32_t wait_ms;      /* 0: never wait (nor train extra) */
+        int grads;             /* gradients are exchanged */
+};
+
+/* What the training thread knows when it asks (a consistent copy taken
+ * under the hand-off lock). */
+struct gossip_plan_view {
+        int phase;              /* enum gossip_plan_phase */
+        uint64_t step;          /* t */
+        size_t alive;           /* live members, ourselves included */
+        uint64_t last_in_step;  /* newest parameter slice that arrived */
+        uint64_t min_peer_step; /* slowest live peer; UINT64_MAX: unknown */
+        size_t grads_pending;   /* peer gradients waiting to be merged */
+        uint64_t now_ms;        /* any monotonic clock, in ms */
+        int stopping;           /* the run is ending: never hold it up */
+};
+
+/* One wait, owned by its asker: start it with gossip_plan_wait_begin()
+ * before the first gossip_plan_admit() of a phase. */
+struct gossip_plan_wait {
+        uint32_t extra;    /* TRAIN_MORE answers given in this wait */
+        uint64_t since_ms; /* first WAIT answer; UINT64_MAX: none yet */
+        int bound;         /* the phase's bound applied (counted a wait) */
+};
+
+struct gossip_plan_decision {
+        int action;           /* enum gossip_plan_action */
+        int timed_out;        /* READY because the deadline passed */
+        uint64_t deadline_ms; /* WAIT: block at most until then */
+        uint64_t want_step;   /* PARAMS: the slice step the bound needs */
+};
+
+/* 1 if the configuration is usable (P >= 1, R >= 1, R < RING). */
+int gossip_plan_cfg_valid(const struct gossip_plan_cfg *c);
+
+void gossip_plan_wait_begin(struct gossip_plan_wait *w);
+
+/* The admission rule above. Updates w (extra batches handed out, when the
+ * blocking part began) and fills d. */
+void gossip_plan_admit(const struct gossip_plan_cfg *c,
+                       const struct gossip_plan_view *v,
+                       struct gossip_plan_wait *w,
+                       struct gossip_plan_decision *d);
+
+/* 1 if step t ends an averaging round (K > 0 and t a multiple of K). */
+int gossip_plan_due(const struct gossip_plan_cfg *c, uint64_t t);
+
+/* The averaging round of step t (t / K; t when K is 0). */
+uint64_t gossip_plan_round(const struct gossip_plan_cfg *c, uint64_t t);
+
+/* The ring slot of step t's round. */
+unsigned gossip_plan_slot(const struct gossip_plan_cfg *c, uint64_t t);
+
+/* The slice of the model that step t's round covers: [*lo, *lo + *count)
+ * of part (round mod P); returns the part. */
+uint32_t gossip_plan_slice(const struct gossip_plan_cfg *c, uint64_t t,
+                           size_t *lo, size_t *count);
+
+/* Floats in the largest slice (the ring's and inbox's slot size). */
+size_t gossip_plan_slice_cap(const struct gossip_plan_cfg *c);
+
+/* What a peer's slice of step s covering [lo, lo + count) is worth at our
+ * step t, given the step of our own copy in that round's slot (held_step,
+ * UINT64_MAX if the slot holds none): refused when older than K + S steps
+ * or outside the model; DELTA when we hold our copy of the same step and
+ * slice; PLAIN otherwise (a round ahead of us pulls us forward). */
+int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
+                          uint64_t s, size_t lo, size_t count,
+                          uint64_t held_step);
+
+#endif
