@@ -2,7 +2,7 @@
  * plan.c - the exchange plan (see plan.h): the admission rule, and the
  * round, slot and slice arithmetic that every user of the ring shares.
  *
- * Pure: the caller passes the clock in view->now_ms and owns the wait.
+ * Pure: the caller passes the clock in view->now_us and owns the wait.
  */
 #include "plan.h"
 
@@ -17,7 +17,7 @@ int gossip_plan_cfg_valid(const struct gossip_plan_cfg *c)
 void gossip_plan_wait_begin(struct gossip_plan_wait *w)
 {
         w->extra = 0;
-        w->since_ms = UINT64_MAX;
+        w->since_us = UINT64_MAX;
         w->bound = 0;
 }
 
@@ -59,7 +59,7 @@ void gossip_plan_admit(const struct gossip_plan_cfg *c,
 {
         d->action = GOSSIP_PLAN_READY;
         d->timed_out = 0;
-        d->deadline_ms = 0;
+        d->deadline_us = 0;
         if (!bound_applies(c, v, &d->want_step))
                 return;
         w->bound = 1;
@@ -69,15 +69,15 @@ void gossip_plan_admit(const struct gossip_plan_cfg *c,
          * for: they cost nothing of the --wait-ms budget, which starts
          * when the node would otherwise idle */
         if (v->phase == GOSSIP_PLAN_PARAMS && w->extra < c->fill_batches &&
-            w->since_ms == UINT64_MAX) {
+            w->since_us == UINT64_MAX) {
                 w->extra++;
                 d->action = GOSSIP_PLAN_TRAIN_MORE;
                 return;
         }
-        if (w->since_ms == UINT64_MAX)
-                w->since_ms = v->now_ms;
-        d->deadline_ms = w->since_ms + c->wait_ms;
-        if (v->now_ms < d->deadline_ms) {
+        if (w->since_us == UINT64_MAX)
+                w->since_us = v->now_us;
+        d->deadline_us = w->since_us + (uint64_t)c->wait_ms * 1000u;
+        if (v->now_us < d->deadline_us) {
                 d->action = GOSSIP_PLAN_WAIT;
                 return;
         }

@@ -28,6 +28,7 @@
  *   satisfied, bound off or stopping  -> READY
  *   PARAMS phase, extra < --fill-batches -> TRAIN_MORE (one extra batch)
  *   now < deadline (first WAIT + --wait-ms) -> WAIT until the deadline
+ *   (times in microseconds: --wait-ms is short, 2 ms by default)
  *   otherwise                          -> READY, timed out
  */
 #ifndef GOSSIP_PLAN_H
@@ -84,7 +85,7 @@ struct gossip_plan_view {
         uint64_t last_in_step;  /* newest parameter slice that arrived */
         uint64_t min_peer_step; /* slowest live peer; UINT64_MAX: unknown */
         size_t grads_pending;   /* peer gradients waiting to be merged */
-        uint64_t now_ms;        /* any monotonic clock, in ms */
+        uint64_t now_us;        /* any monotonic clock, in microseconds */
         int stopping;           /* the run is ending: never hold it up */
 };
 
@@ -92,14 +93,14 @@ struct gossip_plan_view {
  * before the first gossip_plan_admit() of a phase. */
 struct gossip_plan_wait {
         uint32_t extra;    /* TRAIN_MORE answers given in this wait */
-        uint64_t since_ms; /* first WAIT answer; UINT64_MAX: none yet */
+        uint64_t since_us; /* first WAIT answer; UINT64_MAX: none yet */
         int bound;         /* the phase's bound applied (counted a wait) */
 };
 
 struct gossip_plan_decision {
         int action;           /* enum gossip_plan_action */
         int timed_out;        /* READY because the deadline passed */
-        uint64_t deadline_ms; /* WAIT: block at most until then */
+        uint64_t deadline_us; /* WAIT: block at most until then */
         uint64_t want_step;   /* PARAMS: the slice step the bound needs */
 };
 

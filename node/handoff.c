@@ -1,0 +1,630 @@
+/*
+ * handoff.c - the box between the loop thread and the training thread (see
+ * handoff.h for who owns what). The policy is not here: admission is
+ * gossip_plan_admit() and what a slice is worth gossip_plan_slice_use();
+ * this file keeps the box consistent and blocks the trainer when the plan
+ * says WAIT.
+ *
+ * Ring slots (one per averaging round, GOSSIP_PLAN_RING of them) hold our
+ * own slice of a round so a peer's copy of step s is averaged against ours
+ * of step s. A slot's state says who may touch its floats:
+ *   FREE     no valid copy; the trainer may write it
+ *   FILLING  the optimizer is writing it (slice_dst handed it out)
+ *   POSTED   a valid copy the loop is encoding; nobody writes it
+ *   HELD     a valid copy, the loop done with it; the trainer may
+ *            overwrite it for a later round
+ */
+#include "handoff.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { SLOT_FREE, SLOT_FILLING, SLOT_POSTED, SLOT_HELD };
+
+struct slot {
+        float *v;      /* slice_cap floats */
+        uint64_t step; /* the step of the copy (POSTED, HELD) */
+        int state;
+};
+
+struct in_slice {
+        float *v; /* slice_cap floats */
+        size_t lo, count;
+        uint64_t step;
+};
+
+struct node_handoff {
+        struct node_handoff_cfg cfg; /* fixed */
+        size_t slice_cap;            /* fixed */
+        pthread_mutex_t mu;
+        pthread_cond_t cv; /* CLOCK_MONOTONIC; the trainer waits on it */
+        /* box (under mu) */
+        uint64_t gen; /* bumped at every change the trainer may wait for */
+        float *grad_buf;
+        uint64_t grad_step;
+        int grad_ready;
+        struct slot ring[GOSSIP_PLAN_RING];
+        unsigned posted[GOSSIP_PLAN_RING]; /* slots posted, oldest first */
+        uint64_t posted_step[GOSSIP_PLAN_RING];
+        int nposted;
+        struct in_slice inbox[NODE_HANDOFF_INBOX]; /* oldest first */
+        size_t ninbox;
+        uint64_t last_in_step; /* newest slice delivered */
+        struct gossip_merge merge;
+        size_t alive;
+        uint64_t min_peer_step;
+        uint64_t local_step;
+        int stopped;
+        void *snap;
+        size_t snap_len;
+        int want_snapshot, want_state, awaiting_state, reset_encoder;
+        void *in_state;
+        size_t in_state_len;
+        int in_state_ready, state_none;
+        char in_state_from[GOSSIP_NAME_MAX];
+        struct node_handoff_stats st;
+        /* training thread */
+        float *t_grad;
+        /* loop thread */
+        float *l_grad, *l_spare;
+};
+
+static uint64_t mono_us(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static struct timespec ts_of_us(uint64_t us)
+{
+        struct timespec ts = {.tv_sec = (time_t)(us / 1000000u),
+                              .tv_nsec = (long)(us % 1000000u) * 1000L};
+
+        return ts;
+}
+
+static void wake_loop(struct node_handoff *h)
+{
+        if (h->cfg.wake_loop)
+                h->cfg.wake_loop(h->cfg.ctx);
+}
+
+/* A change the trainer may be waiting for (mu held). */
+static void changed(struct node_handoff *h)
+{
+        h->gen++;
+        pthread_cond_broadcast(&h->cv);
+}
+
+/* ---- life ---------------------------------------------------------------- */
+
+static int alloc_buffers(struct node_handoff *h)
+{
+        size_t n = h->cfg.plan.nparams, sc = h->slice_cap;
+        int ok = 1;
+
+        h->grad_buf = malloc(n * sizeof(float));
+        h->t_grad = malloc(n * sizeof(float));
+        h->l_grad = malloc(n * sizeof(float));
+        h->l_spare = malloc(sc * sizeof(float));
+        ok = h->grad_buf && h->t_grad && h->l_grad && h->l_spare;
+        for (int i = 0; i < GOSSIP_PLAN_RING; i++)
+                ok &= (h->ring[i].v = malloc(sc * sizeof(float))) != NULL;
+        for (int i = 0; i < NODE_HANDOFF_INBOX; i++)
+                ok &= (h->inbox[i].v = malloc(sc * sizeof(float))) != NULL;
+        return ok ? 0 : -ENOMEM;
+}
+
+int node_handoff_create(struct node_handoff **out,
+                        const struct node_handoff_cfg *cfg)
+{
+        struct node_handoff *h;
+        pthread_condattr_t ca;
+        int rc;
+
+        *out = NULL;
+        if (!gossip_plan_cfg_valid(&cfg->plan) || cfg->plan.nparams == 0)
+                return -EINVAL;
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        h->cfg = *cfg;
+        h->slice_cap = gossip_plan_slice_cap(&cfg->plan);
+        h->alive = 1;
+        h->min_peer_step = UINT64_MAX;
+        pthread_mutex_init(&h->mu, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&h->cv, &ca);
+        pthread_condattr_destroy(&ca);
+        rc = alloc_buffers(h);
+        if (rc == 0 && gossip_merge_init(&h->merge, cfg->plan.nparams,
+                                         cfg->plan.staleness) != 0)
+                rc = -ENOMEM;
+        if (rc) {
+                node_handoff_free(h);
+                return rc;
+        }
+        *out = h;
+        return 0;
+}
+
+void node_handoff_free(struct node_handoff *h)
+{
+        if (!h)
+                return;
+        gossip_merge_free(&h->merge);
+        free(h->grad_buf);
+        free(h->t_grad);
+        free(h->l_grad);
+        free(h->l_spare);
+        for (int i = 0; i < GOSSIP_PLAN_RING; i++)
+                free(h->ring[i].v);
+        for (int i = 0; i < NODE_HANDOFF_INBOX; i++)
+                free(h->inbox[i].v);
+        free(h->snap);
+        free(h->in_state);
+        pthread_mutex_destroy(&h->mu);
+        pthread_cond_destroy(&h->cv);
+        free(h);
+}
+
+const struct gossip_plan_cfg *node_handoff_plan(const struct node_handoff *h)
+{
+        return &h->cfg.plan;
+}
+
+size_t node_handoff_slice_cap(const struct node_handoff *h)
+{
+        return h->slice_cap;
+}
+
+void node_handoff_stats(struct node_handoff *h, struct node_handoff_stats *st)
+{
+        pthread_mutex_lock(&h->mu);
+        *st = h->st;
+        gossip_merge_stats_get(&h->merge, &st->merge);
+        pthread_mutex_unlock(&h->mu);
+}
+
+void node_handoff_stop(struct node_handoff *h)
+{
+        pthread_mutex_lock(&h->mu);
+        h->stopped = 1;
+        changed(h);
+        pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- training thread: gradients ------------------------------------------ */
+
+void node_handoff_post_gradient(struct node_handoff *h, uint64_t step,
+                                const float *g, size_t n)
+{
+        float *tmp;
+        int send;
+
+        pthread_mutex_lock(&h->mu);
+        h->local_step = step;
+        send = h->cfg.plan.grads && h->alive > 1 && n == h->cfg.plan.nparams;
+        pthread_mutex_unlock(&h->mu);
+        if (!send)
+                return;
+        /* the training thread's only per-step cost here: one copy */
+        memcpy(h->t_grad, g, n * sizeof(float));
+        pthread_mutex_lock(&h->mu);
+        tmp = h->grad_buf;
+        h->grad_buf = h->t_grad;
+        h->t_grad = tmp;
+        h->grad_step = step;
+        h->grad_ready = 1;
+        pthread_mutex_unlock(&h->mu);
+        wake_loop(h); /* before any wait: the partner may wait for ours */
+}
+
+void node_handoff_merge_gradient(struct node_handoff *h, uint64_t step,
+                                 float *grads, size_t n)
+{
+        pthread_mutex_lock(&h->mu);
+        gossip_merge_apply(&h->merge, step, grads, n);
+        pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- training thread: admission ------------------------------------------ */
+
+void node_handoff_ask_begin(struct node_handoff_ask *a)
+{
+        memset(a, 0, sizeof(*a));
+        gossip_plan_wait_begin(&a->w);
+}
+
+int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
+                       int stopping, struct node_handoff_ask *a)
+{
+        struct gossip_plan_view v = {0};
+        int bound_before = a->w.bound;
+
+        pthread_mutex_lock(&h->mu);
+        h->local_step = step;
+        v.phase = phase;
+        v.step = step;
+        v.alive = h->alive;
+        v.last_in_step = h->last_in_step;
+        v.min_peer_step = h->min_peer_step;
+        v.grads_pending = h->merge.npending;
+        v.now_us = mono_us();
+        v.stopping = stopping || h->stopped;
+        gossip_plan_admit(&h->cfg.plan, &v, &a->w, &a->d);
+        a->gen = h->gen;
+        if (phase == GOSSIP_PLAN_PARAMS) {
+                h->st.waits += a->w.bound && !bound_before;
+                h->st.wait_timeouts += a->d.timed_out;
+        }
+        pthread_mutex_unlock(&h->mu);
+        return a->d.action;
+}
+
+void node_handoff_wait(struct node_handoff *h, struct node_handoff_ask *a)
+{
+        uint64_t t0 = mono_us(), now = t0;
+        struct timespec until = ts_of_us(a->d.deadline_us);
+
+        pthread_mutex_lock(&h->mu);
+        while (h->gen == a->gen && !h->stopped && !h->want_snapshot &&
+               now < a->d.deadline_us) {
+                pthread_cond_timedwait(&h->cv, &h->mu, &until);
+                now = mono_us();
+        }
+        h->st.wait_s += (double)(now - t0) / 1e6;
+        pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- training thread: parameter slices ------------------------------------ */
+
+float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step,
+                              size_t *lo, size_t *count)
+{
+        const struct gossip_plan_cfg *c = &h->cfg.plan;
+        struct slot *s = &h->ring[gossip_plan_slot(c, step)];
+        float *dst = NULL;
+
+        if (!gossip_plan_due(c, step))
+                return NULL;
+        pthread_mutex_lock(&h->mu);
+        if (h->alive > 1 && s->state != SLOT_POSTED) {
+                s->state = SLOT_FILLING;
+                dst = s->v;
+        }
+        pthread_mutex_unlock(&h->mu);
+        if (dst)
+                gossip_plan_slice(c, step, lo, count);
+        return dst;
+}
+
+void node_handoff_post_params(struct node_handoff *h, uint64_t step,
+                              const float *params, size_t n)
+{
+        const struct gossip_plan_cfg *c = &h->cfg.plan;
+        struct slot *s = &h->ring[gossip_plan_slot(c, step)];
+        size_t lo, count;
+        int post;
+
+        if (!gossip_plan_due(c, step))
+                return;
+        gossip_plan_slice(c, step, &lo, &count);
+        pthread_mutex_lock(&h->mu);
+        h->local_step = step;
+        post = h->alive > 1 && n == c->nparams;
+        if (s->state == SLOT_POSTED) {
+                h->st.params_busy += post;
+                post = 0;
+        } else if (s->state != SLOT_FILLING) {
+                /* not written by the optimizer: copy it now (the loop
+                 * never touches a slot that is not POSTED) */
+                pthread_mutex_unlock(&h->mu);
+                memcpy(s->v, params + lo, count * sizeof(float));
+                pthread_mutex_lock(&h->mu);
+        }
+        if (s->state != SLOT_POSTED) {
+                /* not sent (alone), but a valid copy of this step */
+                s->step = step;
+                s->state = post ? SLOT_POSTED : SLOT_HELD;
+        }
+        if (post) {
+                /* a POSTED slot is never posted twice, so this fits */
+                h->posted[h->nposted] = (unsigned)(s - h->ring);
+                h->posted_step[h->nposted++] = step;
+        }
+        pthread_mutex_unlock(&h->mu);
+        if (post)
+                wake_loop(h);
+}
+
+void node_handoff_average(struct node_handoff *h, uint64_t step,
+                          float *params, size_t n)
+{
+        const struct gossip_plan_cfg *c = &h->cfg.plan;
+        float w = h->cfg.avg_weight;
+
+        pthread_mutex_lock(&h->mu);
+        for (size_t i = 0; i < h->ninbox; i++) {
+                const struct in_slice *q = &h->inbox[i];
+                const struct slot *s = &h->ring[gossip_plan_slot(c, q->step)];
+                uint64_t held = s->state == SLOT_POSTED || s->state == SLOT_HELD
+                                    ? s->step
+                                    : UINT64_MAX;
+                int use = n == c->nparams ? gossip_plan_slice_use(
+                                                c, step, q->step, q->lo,
+                                                q->count, held)
+                                          : GOSSIP_PLAN_STALE;
+                int rc = -1;
+
+                if (use == GOSSIP_PLAN_DELTA) {
+                        rc = gossip_merge_average_delta(params + q->lo, s->v,
+                                                        q->v, q->count, w);
+                        h->st.params_delta += rc == 0;
+                } else if (use == GOSSIP_PLAN_PLAIN) {
+                        rc = gossip_merge_average_params(params + q->lo, q->v,
+                                                         q->count, w);
+                } else {
+                        h->st.params_stale++;
+                }
+                h->st.params_applied += rc == 0;
+        }
+        h->ninbox = 0;
+        pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- training thread: snapshots and the live join ------------------------ */
+
+int node_handoff_snapshot_wanted(struct node_handoff *h)
+{
+        int want;
+
+        pthread_mutex_lock(&h->mu);
+        want = h->want_snapshot;
+        h->want_snapshot = 0;
+        pthread_mutex_unlock(&h->mu);
+        return want;
+}
+
+void node_handoff_post_snapshot(struct node_handoff *h, void *buf, size_t len)
+{
+        pthread_mutex_lock(&h->mu);
+        free(h->snap);
+        h->snap = buf;
+        h->snap_len = len;
+        pthread_mutex_unlock(&h->mu);
+        wake_loop(h);
+}
+
+/* Wait (mu held) until pred holds, the run stops or ms pass. */
+static int wait_for(struct node_handoff *h, int (*pred)(struct node_handoff *),
+                    uint32_t ms)
+{
+        uint64_t end = mono_us() + (uint64_t)ms * 1000u;
+        struct timespec until = ts_of_us(end);
+
+        while (!pred(h) && !h->stopped && mono_us() < end)
+                pthread_cond_timedwait(&h->cv, &h->mu, &until);
+        return pred(h);
+}
+
+static int pred_alive(struct node_handoff *h)
+{
+        return h->alive > 1;
+}
+
+static int pred_state(struct node_handoff *h)
+{
+        return h->in_state_ready || h->state_none;
+}
+
+uint32_t node_handoff_await_peers(struct node_handoff *h)
+{
+        uint32_t peers;
+
+        pthread_mutex_lock(&h->mu);
+        wait_for(h, pred_alive, NODE_HANDOFF_JOIN_WAIT_MS);
+        peers = (uint32_t)(h->alive - 1);
+        pthread_mutex_unlock(&h->mu);
+        return peers;
+}
+
+int node_handoff_request_state(struct node_handoff *h, uint64_t step,
+                               void **buf, size_t *len, char *from,
+                               size_t fromlen)
+{
+        int got, none, stopped;
+
+        pthread_mutex_lock(&h->mu);
+        h->local_step = step;
+        h->want_state = 1;
+        h->awaiting_state = 1;
+        h->state_none = 0;
+        pthread_mutex_unlock(&h->mu);
+        wake_loop(h);
+        pthread_mutex_lock(&h->mu);
+        wait_for(h, pred_state, NODE_HANDOFF_STATE_WAIT_MS);
+        got = h->in_state_ready;
+        none = h->state_none;
+        stopped = h->stopped;
+        *buf = h->in_state;
+        *len = h->in_state_len;
+        snprintf(from, fromlen, "%s", h->in_state_from);
+        h->in_state = NULL;
+        h->in_state_ready = 0;
+        h->awaiting_state = 0;
+        /* the codecs' error feedback belongs to the model we leave */
+        h->reset_encoder |= got;
+        pthread_mutex_unlock(&h->mu);
+        if (got) {
+                if (stopped) {
+                        free(*buf);
+                        *buf = NULL;
+                        return -ECANCELED;
+                }
+                wake_loop(h);
+                return 1;
+        }
+        if (stopped)
+                return -ECANCELED;
+        return none ? 0 : -ETIMEDOUT;
+}
+
+/* ---- loop thread ---------------------------------------------------------- */
+
+void node_handoff_take(struct node_handoff *h, struct node_handoff_work *w)
+{
+        float *tmp;
+
+        memset(w, 0, sizeof(*w));
+        pthread_mutex_lock(&h->mu);
+        if (h->grad_ready) {
+                tmp = h->l_grad;
+                h->l_grad = h->grad_buf;
+                h->grad_buf = tmp;
+                w->grad = h->l_grad;
+                w->grad_step = h->grad_step;
+                h->grad_ready = 0;
+        }
+        w->nslices = h->nposted;
+        memcpy(w->slot, h->posted, sizeof(w->slot));
+        memcpy(w->slice_step, h->posted_step, sizeof(w->slice_step));
+        h->nposted = 0;
+        w->state = h->snap;
+        w->state_len = h->snap_len;
+        h->snap = NULL;
+        w->want_state = h->want_state;
+        h->want_state = 0;
+        w->reset_encoder = h->reset_encoder;
+        h->reset_encoder = 0;
+        w->local_step = h->local_step;
+        pthread_mutex_unlock(&h->mu);
+}
+
+const float *node_handoff_slot(struct node_handoff *h, unsigned slot)
+{
+        return h->ring[slot % GOSSIP_PLAN_RING].v;
+}
+
+void node_handoff_slot_done(struct node_handoff *h, unsigned slot)
+{
+        pthread_mutex_lock(&h->mu);
+        h->ring[slot % GOSSIP_PLAN_RING].state = SLOT_HELD;
+        pthread_mutex_unlock(&h->mu);
+}
+
+int node_handoff_offer_gradient(struct node_handoff *h,
+                                const uint8_t key[GOSSIP_KEY_BYTES],
+                                uint64_t step, size_t lo, const float *v,
+                                size_t count, int *late)
+{
+        uint64_t late0;
+        int rc;
+
+        pthread_mutex_lock(&h->mu);
+        late0 = h->merge.st.late;
+        rc = gossip_merge_offer_range(&h->merge, key, step, lo, v, count);
+        *late = h->merge.st.late != late0;
+        changed(h);
+        pthread_mutex_unlock(&h->mu);
+        return rc;
+}
+
+float *node_handoff_inbox_spare(struct node_handoff *h)
+{
+        return h->l_spare;
+}
+
+void node_handoff_deliver_params(struct node_handoff *h, uint64_t step,
+                                 size_t lo, size_t count)
+{
+        struct in_slice *q, old;
+        float *tmp;
+
+        pthread_mutex_lock(&h->mu);
+        h->st.params_received++;
+        if (h->ninbox == NODE_HANDOFF_INBOX) {
+                /* full: the oldest round goes, its buffer is reused */
+                old = h->inbox[0];
+                memmove(&h->inbox[0], &h->inbox[1],
+                        (NODE_HANDOFF_INBOX - 1) * sizeof(old));
+                h->inbox[--h->ninbox] = old;
+                h->st.params_replaced++;
+        }
+        q = &h->inbox[h->ninbox++];
+        tmp = q->v;
+        q->v = h->l_spare;
+        h->l_spare = tmp;
+        q->lo = lo;
+        q->count = count;
+        q->step = step;
+        if (step > h->last_in_step)
+                h->last_in_step = step;
+        changed(h);
+        pthread_mutex_unlock(&h->mu);
+}
+
+void node_handoff_set_members(struct node_handoff *h, size_t alive,
+                              uint64_t min_peer_step)
+{
+        pthread_mutex_lock(&h->mu);
+        h->alive = alive;
+        h->min_peer_step = min_peer_step;
+        changed(h);
+        pthread_mutex_unlock(&h->mu);
+}
+
+size_t node_handoff_alive(struct node_handoff *h)
+{
+        size_t alive;
+
+        pthread_mutex_lock(&h->mu);
+        alive = h->alive;
+        pthread_mutex_unlock(&h->mu);
+        return alive;
+}
+
+void node_handoff_want_snapshot(struct node_handoff *h)
+{
+        pthread_mutex_lock(&h->mu);
+        h->want_snapshot = 1;
+        changed(h);
+        pthread_mutex_unlock(&h->mu);
+}
+
+int node_handoff_deliver_state(struct node_handoff *h, const void *buf,
+                               size_t len, const char *from)
+{
+        void *copy;
+        int taken = 0;
+
+        pthread_mutex_lock(&h->mu);
+        if (h->awaiting_state && !h->in_state_ready &&
+            (copy = malloc(len ? len : 1)) != NULL) {
+                memcpy(copy, buf, len);
+                h->in_state = copy;
+                h->in_state_len = len;
+                h->in_state_ready = 1;
+                snprintf(h->in_state_from, sizeof(h->in_state_from), "%s",
+                         from);
+                taken = 1;
+                changed(h);
+        }
+        pthread_mutex_unlock(&h->mu);
+        return taken;
+}
+
+void node_handoff_no_state(struct node_handoff *h)
+{
+        pthread_mutex_lock(&h->mu);
+        h->state_none = 1;
+        changed(h);
+        pthread_mutex_unlock(&h->mu);
+}

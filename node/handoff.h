@@ -1,0 +1,203 @@
+/*
+ * handoff.h - the box between the loop thread and the training thread:
+ * everything the exchange hands from one to the other, under one mutex.
+ *
+ * The training thread owns its loop (node/trainer.c): at fixed points of a
+ * step it posts (our gradient, our parameter slice of an averaging round, a
+ * snapshot it was asked for), asks the exchange plan (gossip/plan.h)
+ * whether it may go on, trains extra batches or waits when the plan says
+ * so, and merges what arrived. The loop thread (node/cluster*.c) takes what
+ * was posted, encodes and sends it, and delivers what peers sent. Neither
+ * side ever calls into the other: they meet only here.
+ *
+ * Who owns what:
+ *   fixed at create:   cfg, slice_cap
+ *   under mu:          every field of struct node_handoff marked "box"
+ *                      (see handoff.c), the counters, the ring slots'
+ *                      state and step
+ *   ring slot floats:  written by the training thread while the slot is
+ *                      not POSTED; read by the loop while it is POSTED
+ *   training thread:   the spare gradient buffer and the slice being filled
+ *   loop thread:       its gradient buffer and the inbox spare
+ * Buffers change hands by pointer swap, so the lock is never held while
+ * encoding, decoding, sending or training; it is held for the merge
+ * buffer's O(n) offer/apply and the O(slice) averaging.
+ */
+#ifndef NODE_HANDOFF_H
+#define NODE_HANDOFF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gossip_types.h"
+#include "merge.h"
+#include "plan.h"
+
+/* Tunables, with their reasons. */
+enum {
+        /* Received parameter slices held for the trainer's next step; a
+         * node receives about one per step, a slow step may see a few. */
+        NODE_HANDOFF_INBOX = 4,
+        /* After start, wait this long for membership before deciding we
+         * are alone: a SWIM join round trip on a LAN is milliseconds; on a
+         * loaded Pi a second or two. */
+        NODE_HANDOFF_JOIN_WAIT_MS = 3000,
+        /* How long a joining node waits for a STATE answer before asking
+         * another peer (a 3 MB state over TCP takes well under 1 s). */
+        NODE_HANDOFF_STATE_WAIT_MS = 5000,
+        /* STATE_REQ attempts before training from local weights. */
+        NODE_HANDOFF_STATE_TRIES = 3,
+};
+
+struct node_handoff;
+
+struct node_handoff_cfg {
+        struct gossip_plan_cfg plan;
+        float avg_weight; /* partner weight of model averaging */
+        /* Any thread, lock not held: the loop has work (uv_async_send). */
+        void (*wake_loop)(void *ctx);
+        void *ctx;
+};
+
+/* Counters, a consistent copy (any thread). */
+struct node_handoff_stats {
+        struct gossip_merge_stats merge; /* gradients */
+        uint64_t params_received;  /* slices delivered by the loop */
+        uint64_t params_applied;   /* averaged in */
+        uint64_t params_delta;     /* of those, against our copy */
+        uint64_t params_stale;     /* refused as too old */
+        uint64_t params_replaced;  /* pushed out of a full inbox */
+        uint64_t params_busy;      /* our slice not posted: slot busy */
+        uint64_t waits;            /* PARAMS admissions the bound applied */
+        uint64_t wait_timeouts;    /* of those, passed at the deadline */
+        double wait_s;             /* blocked in node_handoff_wait */
+};
+
+/* 0, or a negative errno (-EINVAL for a plan the ring cannot hold). */
+int node_handoff_create(struct node_handoff **out,
+                        const struct node_handoff_cfg *cfg);
+void node_handoff_free(struct node_handoff *h);
+const struct gossip_plan_cfg *node_handoff_plan(const struct node_handoff *h);
+void node_handoff_stats(struct node_handoff *h, struct node_handoff_stats *st);
+
+/* Any thread: the run is ending; every wait returns, none starts. */
+void node_handoff_stop(struct node_handoff *h);
+
+/* ---- training thread ------------------------------------------------- */
+
+/* One admission in progress (owned by the asker). */
+struct node_handoff_ask {
+        struct gossip_plan_wait w;
+        struct gossip_plan_decision d;
+        uint64_t gen; /* box changes seen when the plan answered */
+};
+
+/* Post our gradient of `step` (copied) for the loop to send, if gradients
+ * are exchanged and someone is alive. */
+void node_handoff_post_gradient(struct node_handoff *h, uint64_t step,
+                                const float *g, size_t n);
+
+/* Start an admission of `phase` at `step`. */
+void node_handoff_ask_begin(struct node_handoff_ask *a);
+
+/* Ask the plan (gossip_plan_admit on a copy of the box); returns the
+ * action. stopping: the run ends after this step. Counts waits and
+ * timeouts of the PARAMS bound. */
+int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
+                       int stopping, struct node_handoff_ask *a);
+
+/* After a WAIT answer: block until the box changes (an arrival, a member
+ * change, a snapshot request, a stop) or the deadline passes. */
+void node_handoff_wait(struct node_handoff *h, struct node_handoff_ask *a);
+
+/* Merge the peer gradients that arrived into grads (n floats). */
+void node_handoff_merge_gradient(struct node_handoff *h, uint64_t step,
+                                 float *grads, size_t n);
+
+/* Before the optimizer step that makes `step`: the ring slot our slice of
+ * that averaging round goes to, for the optimizer to fill as it writes it
+ * ([*lo, *lo + *count) of the parameters); NULL when no round is due, we
+ * are alone, or the loop still has that slot. */
+float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step,
+                              size_t *lo, size_t *count);
+
+/* After the optimizer step that made `step`: post our slice of the round
+ * (already in the ring if slice_dst handed it out, else copied now). */
+void node_handoff_post_params(struct node_handoff *h, uint64_t step,
+                              const float *params, size_t n);
+
+/* Average every slice that arrived into params (n floats) at `step`. */
+void node_handoff_average(struct node_handoff *h, uint64_t step,
+                          float *params, size_t n);
+
+/* 1 if the loop asked for a snapshot (clears the request). */
+int node_handoff_snapshot_wanted(struct node_handoff *h);
+
+/* Hand a snapshot (malloc'd, checkpoint byte format) to the loop. */
+void node_handoff_post_snapshot(struct node_handoff *h, void *buf,
+                                size_t len);
+
+/* Live join, before step 0: wait at most JOIN_WAIT for a live peer;
+ * returns the live peers seen (0: alone). */
+uint32_t node_handoff_await_peers(struct node_handoff *h);
+
+/* Live join: ask the member furthest ahead of `step` for its state and
+ * wait at most STATE_WAIT. 1 with *buf (malloc'd, the caller frees),
+ * *len and from set; 0 when no one is ahead of us; -ETIMEDOUT when no
+ * answer came; -ECANCELED when the run is stopping. */
+int node_handoff_request_state(struct node_handoff *h, uint64_t step,
+                               void **buf, size_t *len, char *from,
+                               size_t fromlen);
+
+/* ---- loop thread ----------------------------------------------------- */
+
+/* What the trainer posted since the last take. */
+struct node_handoff_work {
+        const float *grad; /* the gradient (loop-owned until next take) */
+        uint64_t grad_step;
+        int nslices; /* posted slices, oldest first */
+        unsigned slot[GOSSIP_PLAN_RING];
+        uint64_t slice_step[GOSSIP_PLAN_RING];
+        void *state; /* a snapshot for STATE answers; the loop frees */
+        size_t state_len;
+        int want_state;    /* join: ask a peer for its state */
+        int reset_encoder; /* a peer's state was taken: restart codecs */
+        uint64_t local_step;
+};
+
+void node_handoff_take(struct node_handoff *h, struct node_handoff_work *w);
+
+/* The floats of a posted slot, and giving it back once encoded. */
+const float *node_handoff_slot(struct node_handoff *h, unsigned slot);
+void node_handoff_slot_done(struct node_handoff *h, unsigned slot);
+
+/* A peer gradient (or slice of one) for the merge buffer; 0 or the
+ * merge's GOSSIP_E* code; *late set when accepted as late. */
+int node_handoff_offer_gradient(struct node_handoff *h,
+                                const uint8_t key[GOSSIP_KEY_BYTES],
+                                uint64_t step, size_t lo, const float *v,
+                                size_t count, int *late);
+
+/* The loop's spare slice buffer (slice_cap floats): decode a received
+ * slice into it, then deliver it (the spare is swapped into the inbox). */
+float *node_handoff_inbox_spare(struct node_handoff *h);
+size_t node_handoff_slice_cap(const struct node_handoff *h);
+void node_handoff_deliver_params(struct node_handoff *h, uint64_t step,
+                                 size_t lo, size_t count);
+
+/* Membership as the plan needs it: live members (ourselves included) and
+ * the slowest live peer's step (UINT64_MAX: none). */
+void node_handoff_set_members(struct node_handoff *h, size_t alive,
+                              uint64_t min_peer_step);
+size_t node_handoff_alive(struct node_handoff *h);
+
+/* A peer asks for our model: have the trainer make a snapshot. */
+void node_handoff_want_snapshot(struct node_handoff *h);
+
+/* Join: a state arrived (copied), or no one has one worth having. 1 if it
+ * was taken (the trainer awaited one). */
+int node_handoff_deliver_state(struct node_handoff *h, const void *buf,
+                               size_t len, const char *from);
+void node_handoff_no_state(struct node_handoff *h);
+
+#endif
