@@ -1,4 +1,5 @@
-/* gossip_err.c - names for the protocol core's error codes. */
+/* gossip_err.c - names for the protocol core's error codes: a sentence
+ * for logs (gossip_strerror) and a label for counters (gossip_reject_name). */
 #include "gossip_types.h"
 
 const char *gossip_strerror(int err)
@@ -38,4 +39,41 @@ const char *gossip_strerror(int err)
                 return "payload does not match the model";
         }
         return "unknown error";
+}
+
+const char *gossip_reject_name(int err)
+{
+        switch (err) {
+        case GOSSIP_EINVAL:
+                return "invalid";
+        case GOSSIP_ENOMEM:
+                return "nomem";
+        case GOSSIP_ESHORT:
+                return "short";
+        case GOSSIP_ETOOBIG:
+                return "too_big";
+        case GOSSIP_EVERSION:
+                return "version";
+        case GOSSIP_EKIND:
+                return "kind";
+        case GOSSIP_EUNKNOWNKEY:
+                return "unknown_key";
+        case GOSSIP_EBADSIG:
+                return "bad_sig";
+        case GOSSIP_EREPLAY:
+                return "replay";
+        case GOSSIP_EDECODE:
+                return "decode";
+        case GOSSIP_ENONFINITE:
+                return "non_finite";
+        case GOSSIP_ESTALE:
+                return "stale";
+        case GOSSIP_ENOPEER:
+                return "no_peer";
+        case GOSSIP_ESEND:
+                return "send";
+        case GOSSIP_EMISMATCH:
+                return "mismatch";
+        }
+        return NULL;
 }

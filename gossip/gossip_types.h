@@ -37,6 +37,10 @@ enum gossip_err {
 
 const char *gossip_strerror(int err);
 
+/* The counter label of a refusal with code err (reject slot -err), e.g.
+ * "bad_sig"; NULL for GOSSIP_OK and codes that are not errors. */
+const char *gossip_reject_name(int err);
+
 /* A transport address. IPv4 or IPv6, network byte order in addr. */
 struct gossip_addr {
         uint8_t family; /* 4 or 6 */

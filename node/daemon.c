@@ -49,47 +49,10 @@ struct daemon {
 
 /* ---- hooks (training thread) ------------------------------------------- */
 
-static int hook_initial(void *ctx, struct node_trainer *t,
-                        struct nn_checkpoint *ck)
-{
-        struct daemon *d = ctx;
-
-        return d->cluster ? node_cluster_initial_state(d->cluster, t, ck) : 0;
-}
-
-static void hook_exchange(void *ctx, struct node_trainer *t, uint64_t step,
-                          float *grads, size_t n)
-{
-        struct daemon *d = ctx;
-
-        if (d->cluster)
-                node_cluster_exchange(d->cluster, t, step, grads, n);
-}
-
-static float *hook_slice_dst(void *ctx, uint64_t step, size_t *lo,
-                             size_t *count)
-{
-        struct daemon *d = ctx;
-
-        return d->cluster ? node_cluster_slice_dst(d->cluster, step, lo, count)
-                          : NULL;
-}
-
-static void hook_after(void *ctx, struct node_trainer *t, uint64_t step,
-                       float *params, size_t n)
-{
-        struct daemon *d = ctx;
-
-        if (d->cluster)
-                node_cluster_after_step(d->cluster, t, step, params, n);
-}
-
 static void hook_done(void *ctx, struct node_trainer *t)
 {
         struct daemon *d = ctx;
 
-        if (d->cluster)
-                node_cluster_trainer_done(d->cluster);
         uv_async_send(&d->done_async);
 }
 
@@ -344,10 +307,6 @@ static int setup(struct daemon *d, char *err, size_t errlen)
                         return rc;
                 }
         }
-        d->hooks.initial_state = hook_initial;
-        d->hooks.exchange = hook_exchange;
-        d->hooks.after_step = hook_after;
-        d->hooks.slice_dst = hook_slice_dst;
         d->hooks.on_done = hook_done;
         d->hooks.ctx = d;
         rc = node_trainer_create(o, &d->hooks, d->ev, &d->trainer, err, errlen);
@@ -368,18 +327,20 @@ static int setup(struct daemon *d, char *err, size_t errlen)
         if (o->peers_path) {
                 rc = node_cluster_open(
                     &d->cluster, &d->loop, o, d->ev,
-                    nn_model_nparams(node_trainer_model(d->trainer)),
-                    node_trainer_opt_len(d->trainer),
-                    node_trainer_spec(d->trainer), err, errlen);
+                    nn_model_nparams(node_trainer_model(d->trainer)), err,
+                    errlen);
                 if (rc)
                         return rc;
+                node_trainer_attach(d->trainer,
+                                    node_cluster_handoff(d->cluster));
                 node_evlog_set_name(d->ev, node_cluster_name(d->cluster));
         }
         return open_services(d, err, errlen);
 }
 
-/* With --wait-ms 0 (no trainer ever waits for a partner) the loop thread
- * runs SCHED_BATCH: a wake-up (a frame arriving, the trainer posting a
+/* When the trainer does not block on a partner (--wait-ms 0, or extra
+ * batches with --fill-batches instead of idling) the loop thread runs
+ * SCHED_BATCH: a wake-up (a frame arriving, the trainer posting a
  * slice) then no longer preempts the training thread on a busy core; the
  * loop runs at the next tick instead, or at once on an idle core, with the
  * same CPU share. Measured, 4 nodes on 2 cores without waits: compute

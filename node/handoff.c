@@ -284,10 +284,11 @@ void node_handoff_wait(struct node_handoff *h, struct node_handoff_ask *a)
         pthread_mutex_unlock(&h->mu);
 }
 
-/* ---- training thread: parameter slices ------------------------------------ */
+/* ---- training thread: parameter slices ------------------------------------
+ */
 
-float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step,
-                              size_t *lo, size_t *count)
+float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step, size_t *lo,
+                              size_t *count)
 {
         const struct gossip_plan_cfg *c = &h->cfg.plan;
         struct slot *s = &h->ring[gossip_plan_slot(c, step)];
@@ -345,8 +346,8 @@ void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                 wake_loop(h);
 }
 
-void node_handoff_average(struct node_handoff *h, uint64_t step,
-                          float *params, size_t n)
+void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
+                          size_t n)
 {
         const struct gossip_plan_cfg *c = &h->cfg.plan;
         float w = h->cfg.avg_weight;
@@ -358,10 +359,10 @@ void node_handoff_average(struct node_handoff *h, uint64_t step,
                 uint64_t held = s->state == SLOT_POSTED || s->state == SLOT_HELD
                                     ? s->step
                                     : UINT64_MAX;
-                int use = n == c->nparams ? gossip_plan_slice_use(
-                                                c, step, q->step, q->lo,
-                                                q->count, held)
-                                          : GOSSIP_PLAN_STALE;
+                int use = n == c->nparams
+                              ? gossip_plan_slice_use(c, step, q->step, q->lo,
+                                                      q->count, held)
+                              : GOSSIP_PLAN_STALE;
                 int rc = -1;
 
                 if (use == GOSSIP_PLAN_DELTA) {
@@ -477,7 +478,8 @@ int node_handoff_request_state(struct node_handoff *h, uint64_t step,
         return none ? 0 : -ETIMEDOUT;
 }
 
-/* ---- loop thread ---------------------------------------------------------- */
+/* ---- loop thread ----------------------------------------------------------
+ */
 
 void node_handoff_take(struct node_handoff *h, struct node_handoff_work *w)
 {
@@ -589,6 +591,16 @@ size_t node_handoff_alive(struct node_handoff *h)
         alive = h->alive;
         pthread_mutex_unlock(&h->mu);
         return alive;
+}
+
+uint64_t node_handoff_local_step(struct node_handoff *h)
+{
+        uint64_t step;
+
+        pthread_mutex_lock(&h->mu);
+        step = h->local_step;
+        pthread_mutex_unlock(&h->mu);
+        return step;
 }
 
 void node_handoff_want_snapshot(struct node_handoff *h)

@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip_types.h"
+#include "gossip.h"
 #include "merge.h"
 #include "plan.h"
 
@@ -62,15 +62,15 @@ struct node_handoff_cfg {
 /* Counters, a consistent copy (any thread). */
 struct node_handoff_stats {
         struct gossip_merge_stats merge; /* gradients */
-        uint64_t params_received;  /* slices delivered by the loop */
-        uint64_t params_applied;   /* averaged in */
-        uint64_t params_delta;     /* of those, against our copy */
-        uint64_t params_stale;     /* refused as too old */
-        uint64_t params_replaced;  /* pushed out of a full inbox */
-        uint64_t params_busy;      /* our slice not posted: slot busy */
-        uint64_t waits;            /* PARAMS admissions the bound applied */
-        uint64_t wait_timeouts;    /* of those, passed at the deadline */
-        double wait_s;             /* blocked in node_handoff_wait */
+        uint64_t params_received;        /* slices delivered by the loop */
+        uint64_t params_applied;         /* averaged in */
+        uint64_t params_delta;           /* of those, against our copy */
+        uint64_t params_stale;           /* refused as too old */
+        uint64_t params_replaced;        /* pushed out of a full inbox */
+        uint64_t params_busy;            /* our slice not posted: slot busy */
+        uint64_t waits;         /* PARAMS admissions the bound applied */
+        uint64_t wait_timeouts; /* of those, passed at the deadline */
+        double wait_s;          /* blocked in node_handoff_wait */
 };
 
 /* 0, or a negative errno (-EINVAL for a plan the ring cannot hold). */
@@ -118,8 +118,8 @@ void node_handoff_merge_gradient(struct node_handoff *h, uint64_t step,
  * that averaging round goes to, for the optimizer to fill as it writes it
  * ([*lo, *lo + *count) of the parameters); NULL when no round is due, we
  * are alone, or the loop still has that slot. */
-float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step,
-                              size_t *lo, size_t *count);
+float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step, size_t *lo,
+                              size_t *count);
 
 /* After the optimizer step that made `step`: post our slice of the round
  * (already in the ring if slice_dst handed it out, else copied now). */
@@ -127,15 +127,14 @@ void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                               const float *params, size_t n);
 
 /* Average every slice that arrived into params (n floats) at `step`. */
-void node_handoff_average(struct node_handoff *h, uint64_t step,
-                          float *params, size_t n);
+void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
+                          size_t n);
 
 /* 1 if the loop asked for a snapshot (clears the request). */
 int node_handoff_snapshot_wanted(struct node_handoff *h);
 
 /* Hand a snapshot (malloc'd, checkpoint byte format) to the loop. */
-void node_handoff_post_snapshot(struct node_handoff *h, void *buf,
-                                size_t len);
+void node_handoff_post_snapshot(struct node_handoff *h, void *buf, size_t len);
 
 /* Live join, before step 0: wait at most JOIN_WAIT for a live peer;
  * returns the live peers seen (0: alone). */
@@ -190,6 +189,9 @@ void node_handoff_deliver_params(struct node_handoff *h, uint64_t step,
 void node_handoff_set_members(struct node_handoff *h, size_t alive,
                               uint64_t min_peer_step);
 size_t node_handoff_alive(struct node_handoff *h);
+
+/* The trainer's step as it last told the box. */
+uint64_t node_handoff_local_step(struct node_handoff *h);
 
 /* A peer asks for our model: have the trainer make a snapshot. */
 void node_handoff_want_snapshot(struct node_handoff *h);

@@ -11,6 +11,11 @@
  * and the shard, so a resumed run continues the same epoch at the same
  * sample instead of re-reading the start of the shard.
  *
+ * In a cluster the training thread owns the exchange's side of each step
+ * (exchange_*() below): it posts to the hand-off box, asks the exchange
+ * plan, and trains extra batches, makes snapshots or waits as the plan
+ * says; nobody calls back into it.
+ *
  * The counters read by other threads live under stats_lock; everything
  * else belongs to the training thread while it runs.
  */
@@ -32,6 +37,8 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "evlog.h"
+#include "handoff.h"
+#include "plan.h"
 
 /* Tunables. */
 enum {
@@ -53,6 +60,7 @@ struct node_trainer {
         const struct node_options *o;
         const struct node_trainer_hooks *h;
         struct node_trainer_hooks no_hooks;
+        struct node_handoff *box; /* the exchange; NULL: training alone */
         struct node_evlog *ev;
 
         struct nn_dataset train_all, shard, test;
@@ -610,11 +618,50 @@ int node_trainer_extra_batch(struct node_trainer *t)
         return 0;
 }
 
+/* ---- the exchange's side of a step --------------------------------------- */
+
+/* Make and post the snapshot a peer asked for. */
+static void exchange_snapshot(struct node_trainer *t)
+{
+        void *buf = NULL;
+        size_t len = 0;
+
+        if (node_handoff_snapshot_wanted(t->box) &&
+            node_trainer_encode_state(t, &buf, &len) == 0)
+                node_handoff_post_snapshot(t->box, buf, len);
+}
+
+/* Ask the plan at one point of the step and obey it until it says READY:
+ * an extra batch (folded into the next step), a snapshot, or a wait. */
+static void exchange_admit(struct node_trainer *t, int phase, int last)
+{
+        struct node_handoff_ask a;
+
+        node_handoff_ask_begin(&a);
+        for (;;) {
+                exchange_snapshot(t);
+                switch (node_handoff_admit(t->box, phase, t->step,
+                                           last || atomic_load(&t->stop_flag),
+                                           &a)) {
+                case GOSSIP_PLAN_READY:
+                        return;
+                case GOSSIP_PLAN_TRAIN_MORE:
+                        if (node_trainer_extra_batch(t)) /* none after it */
+                                a.w.extra = UINT32_MAX;
+                        break;
+                default:
+                        node_handoff_wait(t->box, &a);
+                }
+        }
+}
+
+static int stop_due(struct node_trainer *t, int evaluated);
+
 /* One optimizer step. 0 or a negative code. */
 static int train_step(struct node_trainer *t, struct window *pw,
                       struct window *ew, double *lr_out)
 {
-        float loss = 0, lr, *dst = NULL;
+        float loss = 0, lr, *dst = NULL, *g;
         size_t lo = 0, count = 0;
         uint64_t xn = 0, xcorrect = 0, xbatches = 0;
         double xloss = 0;
@@ -640,20 +687,29 @@ static int train_step(struct node_trainer *t, struct window *pw,
                 t->acc_batches = 0;
         }
         local = mono_s() - t0;
-        if (t->h->exchange)
-                t->h->exchange(t->h->ctx, t, t->step, nn_model_grads(t->model),
-                               t->nparams);
+        g = nn_model_grads(t->model);
+        if (t->box) {
+                node_handoff_post_gradient(t->box, t->step, g, t->nparams);
+                exchange_admit(t, GOSSIP_PLAN_GRADIENT, 0);
+                node_handoff_merge_gradient(t->box, t->step, g, t->nparams);
+                dst = node_handoff_slice_dst(t->box, t->step + 1, &lo, &count);
+        }
         t0 = mono_s();
         lr = nn_lr_at(&t->lr, t->step);
-        if (t->h->slice_dst)
-                dst = t->h->slice_dst(t->h->ctx, t->step + 1, &lo, &count);
-        nn_optim_step_copy(t->optim, nn_model_params(t->model),
-                           nn_model_grads(t->model), lr, lo, count, dst);
+        nn_optim_step_copy(t->optim, nn_model_params(t->model), g, lr, lo,
+                           count, dst);
         t->compute_s += local + (mono_s() - t0);
         t->step++;
-        if (t->h->after_step)
-                t->h->after_step(t->h->ctx, t, t->step,
-                                 nn_model_params(t->model), t->nparams);
+        if (t->box) {
+                float *params = nn_model_params(t->model);
+
+                node_handoff_post_params(t->box, t->step, params, t->nparams);
+                /* no extra batch or wait after the last step: nothing
+                 * would fold them in */
+                exchange_admit(t, GOSSIP_PLAN_PARAMS,
+                               stop_due(t, 0) != NODE_STOP_NONE);
+                node_handoff_average(t->box, t->step, params, t->nparams);
+        }
         *lr_out = lr;
         for (struct window *w = pw; w; w = w == pw ? ew : NULL) {
                 w->loss_sum += loss + xloss;
@@ -691,27 +747,64 @@ static int stop_due(struct node_trainer *t, int evaluated)
         return NODE_STOP_NONE;
 }
 
-/* Hand the hooks a chance to install a peer's state before step 0. */
-static int initial_state(struct node_trainer *t)
+/* Take over a peer's state (checkpoint bytes); 0 or a negative code. */
+static int take_state(struct node_trainer *t, void *buf, size_t len,
+                      const char *from)
 {
         struct nn_checkpoint ck = {0};
         char err[512];
         int rc;
 
-        if (t->resumed || !t->h->initial_state)
-                return 0;
-        rc = t->h->initial_state(t->h->ctx, t, &ck);
-        if (rc <= 0)
-                return rc;
-        rc = adopt_state(t, &ck, "peer state", err, sizeof(err));
-        if (rc)
-                node_log(NODE_LOG_WARN, "%s; starting from local weights", err);
+        rc = nn_checkpoint_decode(buf, len, t->nparams + t->nopt, from, &ck,
+                                  err, sizeof(err));
+        if (rc == 0)
+                rc = adopt_state(t, &ck, "peer state", err, sizeof(err));
         nn_checkpoint_free(&ck);
+        if (rc) {
+                node_log(NODE_LOG_WARN, "state from %s refused: %s", from, err);
+                return rc;
+        }
+        node_log(NODE_LOG_INFO, "took the model from %s at step %llu", from,
+                 (unsigned long long)t->step);
+        node_evlog_join(t->ev, from, t->step);
         pthread_mutex_lock(&t->stats_lock);
         t->st.step = t->step;
         t->st.resumed_from = t->step;
         pthread_mutex_unlock(&t->stats_lock);
         return 0;
+}
+
+/* Live join, before step 0 of a run that did not resume from its own
+ * checkpoint: take the state of the live peer furthest ahead, if any. */
+static void initial_state(struct node_trainer *t)
+{
+        char from[GOSSIP_NAME_MAX];
+        void *buf;
+        size_t len;
+        int rc;
+
+        if (t->resumed || !t->box)
+                return;
+        t->peers_at_start = node_handoff_await_peers(t->box);
+        if (t->peers_at_start == 0) {
+                node_log(NODE_LOG_INFO, "no live peer yet: training alone "
+                                        "until one joins");
+                return;
+        }
+        for (int tries = 0; tries < NODE_HANDOFF_STATE_TRIES; tries++) {
+                rc = node_handoff_request_state(t->box, t->step, &buf, &len,
+                                                from, sizeof(from));
+                if (rc == 0 || rc == -ECANCELED)
+                        return; /* no one is ahead of us, or stopping */
+                if (rc < 0)
+                        continue;
+                rc = take_state(t, buf, len, from);
+                free(buf);
+                if (rc == 0)
+                        return;
+        }
+        node_log(NODE_LOG_WARN, "no state received: training from local "
+                                "weights");
 }
 
 static int run_loop(struct node_trainer *t, int *reason)
@@ -767,10 +860,12 @@ static void thread_report(struct node_trainer *t)
                 memset(&ru, 0, sizeof(ru));
         node_log(NODE_LOG_INFO,
                  "training thread: computing %.3f s of %.3f s (%.1f%%), "
-                 "%ld voluntary and %ld involuntary context switches",
+                 "%llu extra batches while waiting, %ld voluntary and %ld "
+                 "involuntary context switches",
                  t->compute_s, t->train_s,
                  t->train_s > 0 ? 100.0 * t->compute_s / t->train_s : 0.0,
-                 ru.ru_nvcsw, ru.ru_nivcsw);
+                 (unsigned long long)t->st.extra_batches, ru.ru_nvcsw,
+                 ru.ru_nivcsw);
 }
 
 int node_trainer_run(struct node_trainer *t)
@@ -781,8 +876,8 @@ int node_trainer_run(struct node_trainer *t)
         pthread_mutex_lock(&t->stats_lock);
         t->st.running = 1;
         pthread_mutex_unlock(&t->stats_lock);
-        rc = initial_state(t);
-        if (rc == 0) {
+        initial_state(t);
+        {
                 node_evlog_start(t->ev, t->spec, t->nparams, t->o->shard_i,
                                  t->o->shard_n, t->o->seed, t->step,
                                  t->peers_at_start);
@@ -836,9 +931,16 @@ int node_trainer_start(struct node_trainer *t)
         return 0;
 }
 
+void node_trainer_attach(struct node_trainer *t, struct node_handoff *h)
+{
+        t->box = h;
+}
+
 void node_trainer_stop(struct node_trainer *t)
 {
         atomic_store(&t->stop_flag, 1);
+        if (t->box)
+                node_handoff_stop(t->box);
 }
 
 int node_trainer_join(struct node_trainer *t)
@@ -878,16 +980,6 @@ void node_trainer_stats(struct node_trainer *t, struct node_train_stats *out)
 const char *node_trainer_error(const struct node_trainer *t)
 {
         return t->errmsg;
-}
-
-int node_trainer_stopping(struct node_trainer *t)
-{
-        return atomic_load(&t->stop_flag);
-}
-
-void node_trainer_set_peers(struct node_trainer *t, uint32_t peers)
-{
-        t->peers_at_start = peers;
 }
 
 struct nn_model *node_trainer_model(struct node_trainer *t)

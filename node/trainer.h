@@ -4,18 +4,22 @@
  * A struct node_trainer owns everything the learning needs: the training
  * shard and the test set (from nn/data.h), the batcher, the model and its
  * optimizer (nn/nn.h), the learning-rate schedule and the checkpoint file
- * (nn/checkpoint.h). It knows nothing of sockets: the daemon plugs the
- * cluster in through hooks that run on the training thread at fixed points
- * of each step:
+ * (nn/checkpoint.h). It knows nothing of sockets. In a cluster it is
+ * attached to the hand-off box (node/handoff.h) and runs the exchange
+ * itself, asking the exchange plan (gossip/plan.h) at two points of each
+ * step; nothing calls back into it:
  *
- *   x,y = next batch; grads = train_batch(x, y)
- *   hooks.exchange(step, grads)      post our gradient, merge what arrived
- *   optimizer step at lr(step); step += 1   (exactly once per update)
- *   hooks.after_step(step, params)   model averaging, state snapshots
+ *   x,y = next batch; grads = train_batch(x, y)   (+ extra batches folded)
+ *   post grads; plan(GRADIENT): wait at most --wait-ms; merge what arrived
+ *   optimizer step at lr(step); step += 1   (exactly once per update; the
+ *       optimizer writes our slice of a due averaging round into the box)
+ *   post our slice; plan(PARAMS): extra batches, then wait at most
+ *       --wait-ms; average in the slices that arrived
  *   progress / evaluation / checkpoint / stop criteria
  *
+ * Snapshots a peer asked for are made whenever the trainer asks the plan.
  * Before the first step of a run that did not resume from its own
- * checkpoint, hooks.initial_state may hand over a peer's state (live join).
+ * checkpoint, it fetches the state of a live peer ahead of it (live join).
  *
  * Stop criteria, whichever comes first: epochs over the shard, optimizer
  * steps, wall-clock budget, target test accuracy (checked at evaluations),
@@ -55,28 +59,9 @@ enum node_stop_reason {
         NODE_STOP_ERROR,
 };
 
-/* Hooks into the cluster; every one may be NULL and all run on the
- * training thread. */
+/* Observers (every one may be NULL); they run on the training thread and
+ * must not call back into the trainer. */
 struct node_trainer_hooks {
-        /* Live join: fill *ck with a peer's state (decoded checkpoint that
-         * the trainer takes over and frees), return 1; or return 0 to start
-         * from the local initialisation. Called once, before step 0, unless
-         * the run resumed from its own checkpoint. Negative: abort. */
-        int (*initial_state)(void *ctx, struct node_trainer *t,
-                             struct nn_checkpoint *ck);
-        /* The gradient of the update that turns step into step+1 is in
-         * grads (n floats): send it, and merge what peers sent into it. */
-        void (*exchange)(void *ctx, struct node_trainer *t, uint64_t step,
-                         float *grads, size_t n);
-        /* Before the optimizer step that makes step (the new count): a
-         * buffer for params [*lo, *lo + *count) as that step leaves them,
-         * which the step fills as it writes them; NULL for none. */
-        float *(*slice_dst)(void *ctx, uint64_t step, size_t *lo,
-                            size_t *count);
-        /* The optimizer step is done; step is the new count. May change
-         * params (averaging) and call node_trainer_encode_state(). */
-        void (*after_step)(void *ctx, struct node_trainer *t, uint64_t step,
-                           float *params, size_t n);
         /* An evaluation finished (accuracies in %). */
         void (*on_eval)(void *ctx, uint64_t step, double test_acc);
         /* The run is over (final checkpoint written); last call. */
@@ -84,24 +69,25 @@ struct node_trainer_hooks {
         void *ctx;
 };
 
+struct node_handoff;
+
 /* A consistent snapshot for the control socket and metrics. */
 struct node_train_stats {
-        uint64_t step;    /* optimizer steps taken */
-        uint32_t epoch;   /* full passes over the shard finished */
-        uint64_t samples; /* training samples processed this run */
-        uint64_t
-            extra_batches; /* batches trained while waiting (--fill-batches) */
-        double loss;       /* mean over the last progress window */
-        double acc;        /* train accuracy, same window, % */
-        double sps;        /* samples per second, same window */
-        double lr;         /* learning rate of the last step */
-        double test_acc;   /* last evaluation, %; NaN before any */
-        double test_loss;  /* last evaluation; NaN before any */
-        uint64_t evals;    /* evaluations done */
-        uint64_t params;   /* model size in floats */
-        uint64_t resumed_from; /* step the run started at */
-        int running;           /* 1 while the thread runs */
-        int stop_reason;       /* enum node_stop_reason, 0 while running */
+        uint64_t step;          /* optimizer steps taken */
+        uint32_t epoch;         /* full passes over the shard finished */
+        uint64_t samples;       /* training samples processed this run */
+        uint64_t extra_batches; /* trained while waiting (--fill-batches) */
+        double loss;            /* mean over the last progress window */
+        double acc;             /* train accuracy, same window, % */
+        double sps;             /* samples per second, same window */
+        double lr;              /* learning rate of the last step */
+        double test_acc;        /* last evaluation, %; NaN before any */
+        double test_loss;       /* last evaluation; NaN before any */
+        uint64_t evals;         /* evaluations done */
+        uint64_t params;        /* model size in floats */
+        uint64_t resumed_from;  /* step the run started at */
+        int running;            /* 1 while the thread runs */
+        int stop_reason;        /* enum node_stop_reason, 0 while running */
 };
 
 /* Load the data, build the model and optimizer, and resume from the
@@ -114,6 +100,10 @@ int node_trainer_create(const struct node_options *o,
                         struct node_evlog *ev, struct node_trainer **out,
                         char *err, size_t errlen);
 
+/* Join a cluster: exchange through the box h (which must outlive the
+ * run). Before node_trainer_start; without it the node trains alone. */
+void node_trainer_attach(struct node_trainer *t, struct node_handoff *h);
+
 /* Start the training thread. 0 or a negative errno. */
 int node_trainer_start(struct node_trainer *t);
 
@@ -121,14 +111,15 @@ int node_trainer_start(struct node_trainer *t);
  * negative code (message via node_trainer_error()). */
 int node_trainer_run(struct node_trainer *t);
 
-/* From a hook, on the training thread, while it would otherwise wait:
- * train one more batch at the current parameters and add its gradient to
- * the next step's (which then averages over every batch it took). 0, or a
+/* Training thread (the exchange plan said TRAIN_MORE): train one more
+ * batch at the current parameters and add its gradient to the next
+ * step's (which then averages over every batch it took). 0, or a
  * negative NN_E* code (no buffer: the trainer was made without
  * --fill-batches). */
 int node_trainer_extra_batch(struct node_trainer *t);
 
-/* Ask the run to stop after the current step (any thread). */
+/* Ask the run to stop after the current step; a wait in the exchange
+ * returns at once (any thread). */
 void node_trainer_stop(struct node_trainer *t);
 
 /* Wait for the training thread; returns what node_trainer_run returned. */
@@ -147,17 +138,9 @@ const char *node_trainer_error(const struct node_trainer *t);
 const char *node_trainer_reason_name(int reason);
 
 /* Encode the current state (params, optimizer state, step) in the
- * checkpoint byte format into a new malloc'd buffer. Training thread only
- * (i.e. from a hook). 0, NN_ENOMEM or NN_EINVAL. */
+ * checkpoint byte format into a new malloc'd buffer. Training thread only.
+ * 0, NN_ENOMEM or NN_EINVAL. */
 int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len);
-
-/* Non-zero once node_trainer_stop() was called (any thread): hooks that
- * wait check it so a signal is never held up by a wait. */
-int node_trainer_stopping(struct node_trainer *t);
-
-/* Record how many peers were alive at start, for the "start" event
- * (training thread, from the initial_state hook). */
-void node_trainer_set_peers(struct node_trainer *t, uint32_t peers);
 
 /* The model (training thread only), e.g. for its spec and sizes. */
 struct nn_model *node_trainer_model(struct node_trainer *t);

@@ -1,11 +1,15 @@
 /*
- * test_fill.c - extra batches trained while a node waits (--fill-batches,
- * node_trainer_extra_batch): the next step's gradient is the
- * sample-weighted mean over its own batch and the extra ones, recomputed
- * here independently from the same shard order and parameters; the
- * counters; --epochs still means the schedule's number of steps; a trainer
- * made without --fill-batches refuses. Needs Fashion-MNIST (exit 77 if it
- * is not installed).
+ * test_fill.c - extra batches trained while a node waits (--fill-batches):
+ * a real trainer attached to a real hand-off box, with this test in the
+ * loop thread's place (it takes what the trainer posts, answers the join
+ * with "no state", and never delivers a slice, so every averaging round
+ * past the lag waits). The plan then says TRAIN_MORE twice per step; the
+ * next step's gradient is the sample-weighted mean over its own batch and
+ * the extra ones, recomputed here independently from the same shard order
+ * and parameters; the counters; --epochs still means the schedule's number
+ * of steps; no extra batch after the last step; a trainer made without
+ * --fill-batches refuses. Needs Fashion-MNIST (exit 77 if it is not
+ * installed).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -20,50 +24,48 @@
 #include <cmocka.h>
 
 #include "data.h"
+#include "handoff.h"
 #include "nn.h"
 #include "options.h"
 #include "trainer.h"
 
 static const char *data_dir = "/usr/share/datasets/fashion-mnist";
 
-/* What the hooks saw. */
+/* What the loop's side saw. */
 struct seen {
-        int extra_rc[2];
-        int extra_calls;
-        float *grads;  /* gradient handed to the exchange of step 1 */
-        float *params; /* parameters at that point */
+        struct node_handoff *h;
+        float *grads;  /* the gradient posted at step 2 */
+        float *params; /* our slice of step 2 (P = 1: every parameter) */
         size_t n;
+        int state_asked;
 };
 
-static void hook_after(void *ctx, struct node_trainer *t, uint64_t step,
-                       float *params, size_t n)
+/* The box's wake-up: do at once what the loop thread would do. */
+static void take(void *ctx)
 {
         struct seen *s = ctx;
+        struct node_handoff_work w;
 
-        (void)params;
-        (void)n;
-        if (step == 1 && s->extra_calls == 0) {
-                s->extra_rc[0] = node_trainer_extra_batch(t);
-                s->extra_rc[1] = node_trainer_extra_batch(t);
-                s->extra_calls = 2;
+        node_handoff_take(s->h, &w);
+        if (w.grad && w.grad_step == 2 && !s->grads) {
+                s->grads = malloc(s->n * sizeof(float));
+                assert_non_null(s->grads);
+                memcpy(s->grads, w.grad, s->n * sizeof(float));
         }
-}
-
-static void hook_exchange(void *ctx, struct node_trainer *t, uint64_t step,
-                          float *grads, size_t n)
-{
-        struct seen *s = ctx;
-
-        if (step != 1 || s->grads)
-                return;
-        s->n = n;
-        s->grads = malloc(n * sizeof(float));
-        s->params = malloc(n * sizeof(float));
-        assert_non_null(s->grads);
-        assert_non_null(s->params);
-        memcpy(s->grads, grads, n * sizeof(float));
-        memcpy(s->params, nn_model_params(node_trainer_model(t)),
-               n * sizeof(float));
+        for (int i = 0; i < w.nslices; i++) {
+                if (w.slice_step[i] == 2 && !s->params) {
+                        s->params = malloc(s->n * sizeof(float));
+                        assert_non_null(s->params);
+                        memcpy(s->params, node_handoff_slot(s->h, w.slot[i]),
+                               s->n * sizeof(float));
+                }
+                node_handoff_slot_done(s->h, w.slot[i]);
+        }
+        free(w.state);
+        if (w.want_state) {
+                s->state_asked++;
+                node_handoff_no_state(s->h); /* no one is ahead of us */
+        }
 }
 
 static void parse(struct node_options *o, const char *fill)
@@ -99,9 +101,10 @@ static void add_grad(struct nn_model *m, struct nn_batcher *b, float *x,
 static void test_fill_gradient(void **state)
 {
         struct node_options o;
-        struct node_trainer_hooks h = {0};
         struct node_trainer *t = NULL;
         struct node_train_stats st;
+        struct node_handoff_cfg hc = {0};
+        struct node_handoff_stats hs;
         struct seen s = {0};
         struct nn_dataset all = {0}, shard = {0}; /* shard: a view */
         struct nn_batcher b;
@@ -110,31 +113,49 @@ static void test_fill_gradient(void **state)
         float *x, *want;
         uint8_t *y;
         double maxdiff = 0, maxg = 0;
+        uint64_t samples = 0;
 
         (void)state;
         parse(&o, "2");
-        h.after_step = hook_after;
-        h.exchange = hook_exchange;
-        h.ctx = &s;
         assert_int_equal(
-            node_trainer_create(&o, &h, NULL, &t, err, sizeof(err)), 0);
+            node_trainer_create(&o, NULL, NULL, &t, err, sizeof(err)), 0);
+        s.n = nn_model_nparams(node_trainer_model(t));
+        /* averaging every step, one round of slack, the whole model as the
+         * slice; gradients posted too, so the test sees the folded one */
+        hc.plan.nparams = s.n;
+        hc.plan.avg_every = 1;
+        hc.plan.avg_lag = 1;
+        hc.plan.parts = 1;
+        hc.plan.staleness = 16;
+        hc.plan.fill_batches = 2;
+        hc.plan.wait_ms = 1;
+        hc.plan.grads = 1;
+        hc.avg_weight = 0.5f;
+        hc.wake_loop = take;
+        hc.ctx = &s;
+        assert_int_equal(node_handoff_create(&s.h, &hc), 0);
+        node_handoff_set_members(s.h, 2, UINT64_MAX);
+        node_trainer_attach(t, s.h);
         assert_int_equal(node_trainer_run(t), 0);
         node_trainer_stats(t, &st);
-        assert_int_equal(s.extra_calls, 2);
-        assert_int_equal(s.extra_rc[0], 0);
-        assert_int_equal(s.extra_rc[1], 0);
+        node_handoff_stats(s.h, &hs);
+        assert_int_equal(s.state_asked, 1);
         assert_non_null(s.grads);
-        assert_int_equal(st.extra_batches, 2);
-        /* 600 samples / 20 = 30 steps: the extra batches do not shorten
-         * the epoch budget; they count as samples: 29 full batches, the
-         * 10 extra samples and a last batch of the 10 left make exactly
-         * one pass (590 if the extra ones were not counted) */
+        assert_non_null(s.params);
+        /* 600 samples / 20 = 30 steps whatever the extra batches take */
         assert_int_equal(st.step, 30);
         assert_int_equal(st.stop_reason, NODE_STOP_EPOCHS);
-        assert_int_equal(st.samples, 600);
+        /* the lag bound (t > R*K = 1) applies after steps 2..30; at 2..29
+         * two extra batches, then a 1 ms wait that times out; after the
+         * last step neither (nothing would fold them in) */
+        assert_int_equal(st.extra_batches, 2 * 28);
+        assert_int_equal(hs.waits, 29);
+        assert_int_equal(hs.wait_timeouts, 28);
+        assert_int_equal(hs.params_busy, 0);
+        assert_int_equal(hs.params_received, 0);
 
-        /* the same order: step 0 (20), the two extra batches (5 + 5), then
-         * step 1's own batch (20) */
+        /* the same order: steps 0 and 1 (20 each), the two extra batches
+         * after step 2 (5 + 5), then step 2's own batch (20) */
         assert_int_equal(
             nn_dataset_load_dir(data_dir, 1, &all, err, sizeof(err)), 0);
         assert_int_equal(nn_dataset_shard(&all, 0, 100, &shard), 0);
@@ -142,7 +163,6 @@ static void test_fill_gradient(void **state)
         assert_int_equal(
             nn_model_create(node_trainer_spec(t), 1, 28, 28, 7, &m), 0);
         assert_int_equal(nn_model_reserve(m, 20), 0);
-        assert_int_equal(nn_model_nparams(m), s.n);
         memcpy(nn_model_params(m), s.params, s.n * sizeof(float));
         x = malloc(20 * nn_dataset_sample_size(&shard) * sizeof(float));
         y = malloc(20);
@@ -150,6 +170,7 @@ static void test_fill_gradient(void **state)
         assert_non_null(x);
         assert_non_null(y);
         assert_non_null(want);
+        assert_int_equal(nn_batcher_next(&b, x, y, 20), 20);
         assert_int_equal(nn_batcher_next(&b, x, y, 20), 20);
         add_grad(m, &b, x, y, 5, want, s.n);
         add_grad(m, &b, x, y, 5, want, s.n);
@@ -163,6 +184,20 @@ static void test_fill_gradient(void **state)
         }
         assert_true(maxg > 1e-3); /* a real gradient, not zeros */
         assert_true(maxdiff <= 1e-5 * (1.0 + maxg));
+
+        /* every sample the trainer counted, replayed on a fresh batcher:
+         * batch 20 at steps 0..29, extra 5 + 5 after steps 2..29 (a batch
+         * may come short at the end of a pass) */
+        nn_batcher_free(&b);
+        assert_int_equal(nn_batcher_init(&b, &shard, 7), 0);
+        for (int k = 0; k < 30; k++) {
+                if (k >= 2) {
+                        samples += (uint64_t)nn_batcher_next(&b, x, y, 5);
+                        samples += (uint64_t)nn_batcher_next(&b, x, y, 5);
+                }
+                samples += (uint64_t)nn_batcher_next(&b, x, y, 20);
+        }
+        assert_int_equal(st.samples, samples);
         free(x);
         free(y);
         free(want);
@@ -170,6 +205,7 @@ static void test_fill_gradient(void **state)
         nn_batcher_free(&b);
         nn_dataset_free(&all);
         node_trainer_free(t);
+        node_handoff_free(s.h);
         free(s.grads);
         free(s.params);
 }

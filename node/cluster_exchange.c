@@ -1,0 +1,302 @@
+/*
+ * cluster_exchange.c - the exchange, loop side: what the trainer posted in
+ * the hand-off box is encoded here and sent to the step's partner; what
+ * peers send is decoded here and delivered to the box, where the trainer
+ * merges it when the exchange plan (gossip/plan.h) says so.
+ *
+ * Gradients go through the payload codec with error feedback (the codec
+ * keeps what it did not send, so the encoder is loop-owned and stateful);
+ * parameter slices are encoded statelessly, slice by slice. The training
+ * thread's per-step cost stays one copy: all encoding, decoding and
+ * sending happens on the loop, and never under the box's lock.
+ *
+ * Loop thread only.
+ */
+#include "cluster_private.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evlog.h"
+
+static int codec_id(int opt)
+{
+        switch (opt) {
+        case NODE_CODEC_FP16:
+                return GOSSIP_CODEC_FP16;
+        case NODE_CODEC_INT8:
+                return GOSSIP_CODEC_INT8;
+        case NODE_CODEC_TOPK:
+                return GOSSIP_CODEC_TOPK;
+        default:
+                return GOSSIP_CODEC_FP32;
+        }
+}
+
+/* The plan's settings from the options. */
+static void plan_cfg(const struct node_cluster *c, uint32_t parts,
+                     struct gossip_plan_cfg *p)
+{
+        const struct node_options *o = c->o;
+
+        memset(p, 0, sizeof(*p));
+        p->nparams = c->nparams;
+        p->avg_every = o->avg_every;
+        p->avg_lag = o->avg_lag;
+        p->parts = parts;
+        p->staleness = o->staleness;
+        p->fill_batches = o->fill_batches;
+        p->wait_ms = o->wait_ms;
+        p->grads = o->codec != NODE_CODEC_NONE;
+}
+
+static int open_codecs(struct node_cluster *c, char *err, size_t errlen)
+{
+        struct gossip_codec_cfg cc = {0}, pc = {0};
+        int rc;
+
+        cc.id = codec_id(c->o->codec);
+        cc.n = c->nparams;
+        cc.parts = c->o->partitions;
+        cc.k = c->o->topk;
+        /* fp16/int8 rounding error goes back into the next gradient; fp32
+         * is exact (top-k and partitions always keep a residual) */
+        cc.error_feedback =
+            c->o->codec == NODE_CODEC_FP16 || c->o->codec == NODE_CODEC_INT8;
+        rc = gossip_codec_init(&c->enc, &cc);
+        if (rc) {
+                snprintf(err, errlen, "--codec/--partitions: %s",
+                         gossip_strerror(rc));
+                return rc;
+        }
+        pc.id = codec_id(c->o->params_codec);
+        pc.n = c->nparams;
+        pc.parts = c->o->params_parts;
+        rc = gossip_codec_init(&c->penc, &pc);
+        if (rc) {
+                snprintf(err, errlen, "--params-codec/--params-parts: %s",
+                         gossip_strerror(rc));
+                return rc;
+        }
+        /* parameters are encoded slice by slice, statelessly */
+        gossip_codec_free(&c->penc);
+        c->grad_cap = gossip_codec_max_size(&c->enc);
+        c->params_cap = gossip_codec_max_size(&c->penc);
+        return 0;
+}
+
+/* The trainer posted something (any thread). */
+static void wake_loop(void *async)
+{
+        uv_async_send(async);
+}
+
+int node_cluster__exchange_open(struct node_cluster *c, char *err,
+                                size_t errlen)
+{
+        struct node_handoff_cfg hc = {0};
+        int rc;
+
+        rc = open_codecs(c, err, errlen);
+        if (rc)
+                return rc;
+        plan_cfg(c, c->penc.cfg.parts, &hc.plan);
+        hc.avg_weight = c->o->avg_weight;
+        hc.wake_loop = wake_loop;
+        hc.ctx = &c->async;
+        rc = node_handoff_create(&c->h, &hc);
+        if (rc) {
+                snprintf(err, errlen, "exchange: %s",
+                         rc == -EINVAL ? "--avg-lag does not fit the ring"
+                                       : "out of memory");
+                return rc;
+        }
+        c->grad_buf = malloc(c->grad_cap);
+        c->params_buf = malloc(c->params_cap);
+        c->scratch = malloc(c->nparams * sizeof(float));
+        c->view_cap = c->npeers + 1;
+        c->view = calloc(c->view_cap, GOSSIP_KEY_BYTES);
+        if (!c->grad_buf || !c->params_buf || !c->scratch || !c->view) {
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void node_cluster__exchange_free(struct node_cluster *c)
+{
+        gossip_codec_free(&c->enc);
+        gossip_codec_free(&c->penc);
+        free(c->grad_buf);
+        free(c->params_buf);
+        free(c->scratch);
+}
+
+struct node_cluster_peer_grads *node_cluster__peer_grads(struct node_cluster *c,
+                                                         const uint8_t *key)
+{
+        for (size_t i = 0; i < c->npg; i++)
+                if (memcmp(c->pg[i].key, key, GOSSIP_KEY_BYTES) == 0)
+                        return &c->pg[i];
+        if (c->npg == NODE_CLUSTER_PEER_STATS)
+                return NULL;
+        memset(&c->pg[c->npg], 0, sizeof(c->pg[0]));
+        memcpy(c->pg[c->npg].key, key, GOSSIP_KEY_BYTES);
+        return &c->pg[c->npg++];
+}
+
+void node_cluster__publish_members(struct node_cluster *c)
+{
+        uint64_t min = UINT64_MAX;
+        size_t n = 0;
+        struct gossip_member_info *mi;
+
+        /* the slowest live peer matters only to the gradient bound */
+        if (c->o->wait_ms && c->o->codec != NODE_CODEC_NONE) {
+                mi = node_cluster__members(c, &n);
+                for (size_t i = 1; mi && i < n; i++) /* [0] is ourselves */
+                        if (mi[i].state == GOSSIP_ALIVE && mi[i].step < min)
+                                min = mi[i].step;
+                free(mi);
+        }
+        node_handoff_set_members(c->h, gossip_alive_count(c->g), min);
+}
+
+/* ---- sending what the trainer posted ------------------------------------- */
+
+static void send_gradient(struct node_cluster *c, const float *g, uint64_t step)
+{
+        uint8_t key[GOSSIP_KEY_BYTES];
+        size_t len = 0;
+        int rc;
+
+        if (gossip_codec_encode(&c->enc, step, g, c->nparams, c->grad_buf,
+                                c->grad_cap, &len)) {
+                c->grads_send_fail++;
+                return;
+        }
+        if (node_cluster__partner(c, step, key)) {
+                c->grads_no_partner++;
+                return;
+        }
+        rc = gossip_send_app(c->g, key, GOSSIP_APP_GRADIENT, step, c->grad_buf,
+                             len);
+        if (rc)
+                c->grads_send_fail++;
+        else
+                c->grads_sent++;
+}
+
+/* Encode our slice of step's round from its ring slot, give the slot
+ * back, and send the slice to the round's partner. */
+static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
+{
+        const struct gossip_plan_cfg *p = node_handoff_plan(c->h);
+        uint8_t key[GOSSIP_KEY_BYTES];
+        size_t lo, count, len = 0;
+        uint32_t part = gossip_plan_slice(p, step, &lo, &count);
+        int rc;
+
+        rc = gossip_codec_encode_part(&c->penc, part,
+                                      node_handoff_slot(c->h, slot), count,
+                                      c->params_buf, c->params_cap, &len);
+        node_handoff_slot_done(c->h, slot);
+        if (rc == 0)
+                rc = node_cluster__partner(c, step, key);
+        if (rc == 0)
+                rc = gossip_send_app(c->g, key, GOSSIP_APP_PARAMS, step,
+                                     c->params_buf, len);
+        if (rc == 0)
+                c->params_sent++;
+        node_log(NODE_LOG_DEBUG, "parameters of step %llu sent: %s",
+                 (unsigned long long)step, gossip_strerror(rc));
+}
+
+void node_cluster__on_async(uv_async_t *a)
+{
+        struct node_cluster *c = a->data;
+        struct node_handoff_work w;
+
+        if (c->closing)
+                return;
+        node_handoff_take(c->h, &w);
+        gossip_set_step(c->g, w.local_step);
+        if (w.reset_encoder)
+                gossip_codec_reset(&c->enc);
+        if (w.grad)
+                send_gradient(c, w.grad, w.grad_step);
+        for (int i = 0; i < w.nslices; i++)
+                send_params(c, w.slice_step[i], w.slot[i]);
+        if (w.state) {
+                node_cluster__send_state(c, w.state, w.state_len, w.local_step);
+                free(w.state);
+        }
+        if (w.want_state)
+                node_cluster__request_state(c, w.local_step);
+        node_cluster__arm(c);
+}
+
+/* ---- receiving ------------------------------------------------------------
+ */
+
+void node_cluster__on_gradient(struct node_cluster *c,
+                               const struct gossip_member_info *from,
+                               uint64_t step, const void *p, size_t len)
+{
+        struct node_cluster_peer_grads *pg =
+            node_cluster__peer_grads(c, from->key);
+        struct gossip_codec_info info;
+        int rc, late = 0;
+
+        rc = gossip_codec_decode(p, len, c->nparams, c->scratch, &info);
+        if (rc) {
+                c->decode_errors++;
+                if (pg)
+                        pg->dropped++;
+                return;
+        }
+        rc = node_handoff_offer_gradient(c->h, from->key, step, info.lo,
+                                         c->scratch, info.count, &late);
+        if (pg) {
+                if (rc)
+                        pg->dropped++;
+                else if (late)
+                        pg->late++;
+                else
+                        pg->merged++;
+        }
+        if (c->o->wait_ms && c->o->codec != NODE_CODEC_NONE)
+                node_cluster__publish_members(c);
+}
+
+void node_cluster__on_params(struct node_cluster *c, uint64_t step,
+                             const void *p, size_t len)
+{
+        struct gossip_codec_info info = {0};
+        size_t cap = node_handoff_slice_cap(c->h);
+
+        /* decoded outside the lock into the loop's spare slice, which the
+         * box then swaps into its inbox: the trainer never waits for a
+         * decode or a copy */
+        if (gossip_codec_peek(p, len, c->nparams, &info) || info.count == 0 ||
+            info.id == GOSSIP_CODEC_TOPK || info.count > cap ||
+            gossip_codec_decode(p, len, c->nparams,
+                                node_handoff_inbox_spare(c->h), &info)) {
+                if (info.count > cap && !c->warned_parts) {
+                        /* a peer with fewer --params-parts than ours */
+                        node_log(NODE_LOG_WARN,
+                                 "a parameter slice of %zu values is larger "
+                                 "than ours (%zu): peers must use the same "
+                                 "--params-parts; such slices are dropped",
+                                 info.count, cap);
+                        c->warned_parts = 1;
+                }
+                c->decode_errors++;
+                return;
+        }
+        node_log(NODE_LOG_DEBUG, "parameters of step %llu arrived",
+                 (unsigned long long)step);
+        node_handoff_deliver_params(c->h, step, info.lo, info.count);
+}

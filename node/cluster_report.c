@@ -1,0 +1,400 @@
+/*
+ * cluster_report.c - what the cluster tells people: the control-socket
+ * replies (members, stats, join, force-leave; docs/control.md), the
+ * Prometheus metric families, and the exchange's summary line at leave.
+ *
+ * Loop thread only. Counters come from their owners: the protocol core,
+ * the transport, the hand-off box (a consistent copy under its lock) and
+ * the trainer (node_trainer_stats, thread-safe).
+ */
+#include "cluster_private.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evlog.h"
+#include "keys.h"
+#include "metrics.h"
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+        size_t n = strlen(s);
+
+        msgpack_pack_str(pk, n);
+        msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_kstr(msgpack_packer *pk, const char *k, const char *v)
+{
+        pack_str(pk, k);
+        pack_str(pk, v);
+}
+
+static void pack_ku64(msgpack_packer *pk, const char *k, uint64_t v)
+{
+        pack_str(pk, k);
+        msgpack_pack_uint64(pk, v);
+}
+
+static void pack_kdbl(msgpack_packer *pk, const char *k, double v)
+{
+        pack_str(pk, k);
+        if (isfinite(v))
+                msgpack_pack_double(pk, v);
+        else
+                msgpack_pack_nil(pk);
+}
+
+static void pack_rejects(msgpack_packer *pk, const uint64_t *r)
+{
+        size_t n = 0;
+
+        for (int i = 1; i < GOSSIP_REJECT_SLOTS; i++)
+                n += r[i] != 0 && gossip_reject_name(-i);
+        pack_str(pk, "rejects");
+        msgpack_pack_map(pk, n);
+        for (int i = 1; i < GOSSIP_REJECT_SLOTS; i++)
+                if (r[i] && gossip_reject_name(-i))
+                        pack_ku64(pk, gossip_reject_name(-i), r[i]);
+}
+
+static void pack_member(struct node_cluster *c, msgpack_packer *pk,
+                        const struct gossip_member_info *m, int self)
+{
+        char a[NODE_ADDR_STR_SIZE] = "", k[NODE_KEY_PK_B64_SIZE];
+        uint64_t now = node_net_now_ms(c->net);
+
+        node_addr_format(&m->addr, a, sizeof(a));
+        node_key_pk_to_base64(m->key, k);
+        msgpack_pack_map(pk, 9);
+        pack_kstr(pk, "name", m->name);
+        pack_kstr(pk, "addr", a);
+        pack_kstr(pk, "key", k);
+        pack_str(pk, "self");
+        self ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+        pack_kstr(pk, "state", gossip_state_name(m->state));
+        pack_ku64(pk, "incarnation", m->incarnation);
+        pack_kdbl(pk, "rtt_ms", m->rtt_ms ? (double)m->rtt_ms : NAN);
+        pack_ku64(pk, "step", m->step);
+        pack_str(pk, "last_heard_ms");
+        if (self || !m->last_heard_ms || m->last_heard_ms > now)
+                msgpack_pack_nil(pk);
+        else
+                msgpack_pack_uint64(pk, now - m->last_heard_ms);
+}
+
+static int ctl_members(struct node_cluster *c, msgpack_packer *pk)
+{
+        size_t n;
+        struct gossip_member_info *mi = node_cluster__members(c, &n);
+
+        if (!mi)
+                return -ENOMEM;
+        msgpack_pack_array(pk, n);
+        for (size_t i = 0; i < n; i++)
+                pack_member(c, pk, &mi[i], i == 0);
+        free(mi);
+        return 0;
+}
+
+static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
+                            const struct gossip_member_info *m)
+{
+        char a[NODE_ADDR_STR_SIZE] = "", k[NODE_KEY_PK_B64_SIZE];
+        struct node_cluster_peer_grads *pg =
+            node_cluster__peer_grads(c, m->key);
+        struct node_net_peer_stats ps[64];
+        size_t nps = node_net_peer_stats(c->net, ps, 64);
+        uint64_t queued = 0, dropped = 0;
+
+        if (nps > 64)
+                nps = 64;
+        for (size_t i = 0; i < nps; i++)
+                if (node_net_addr_equal(&ps[i].addr, &m->addr)) {
+                        queued = ps[i].queued_bytes;
+                        dropped = ps[i].frames_dropped;
+                }
+        node_addr_format(&m->addr, a, sizeof(a));
+        node_key_pk_to_base64(m->key, k);
+        msgpack_pack_map(pk, 14);
+        pack_kstr(pk, "name", m->name);
+        pack_kstr(pk, "addr", a);
+        pack_kstr(pk, "key", k);
+        pack_kstr(pk, "state", gossip_state_name(m->state));
+        pack_ku64(pk, "bytes_in", m->bytes_in);
+        pack_ku64(pk, "bytes_out", m->bytes_out);
+        pack_ku64(pk, "msgs_in", m->msgs_in);
+        pack_ku64(pk, "msgs_out", m->msgs_out);
+        pack_ku64(pk, "grads_merged", pg ? pg->merged : 0);
+        pack_ku64(pk, "grads_late", pg ? pg->late : 0);
+        pack_ku64(pk, "grads_dropped", pg ? pg->dropped : 0);
+        pack_rejects(pk, m->rejects);
+        pack_ku64(pk, "queued_bytes", queued);
+        pack_ku64(pk, "frames_dropped", dropped);
+}
+
+static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
+                     msgpack_packer *pk)
+{
+        struct gossip_stats gs;
+        struct node_net_stats ns;
+        struct gossip_merge_stats ms;
+        struct node_handoff_stats hs;
+        struct node_train_stats ts;
+        char k[NODE_KEY_PK_B64_SIZE];
+        size_t n, alive = 0, suspect = 0;
+        struct gossip_member_info *mi = node_cluster__members(c, &n);
+
+        if (!mi)
+                return -ENOMEM;
+        gossip_stats_get(c->g, &gs);
+        node_net_stats(c->net, &ns);
+        node_handoff_stats(c->h, &hs);
+        ms = hs.merge;
+        node_trainer_stats(t, &ts);
+        for (size_t i = 0; i < n; i++) {
+                alive += mi[i].state == GOSSIP_ALIVE;
+                suspect += mi[i].state == GOSSIP_SUSPECT;
+        }
+        node_key_pk_to_base64(c->pk, k);
+        msgpack_pack_map(pk, 2);
+        pack_str(pk, "node");
+        msgpack_pack_map(pk, 19);
+        pack_kstr(pk, "name", c->name);
+        pack_kstr(pk, "key", k);
+        pack_kdbl(pk, "uptime_s",
+                  (double)(node_cluster__unix_ms() - c->start_ms) / 1000.0);
+        pack_ku64(pk, "step", ts.step);
+        pack_ku64(pk, "epoch", ts.epoch);
+        pack_kdbl(pk, "loss", ts.loss);
+        pack_kdbl(pk, "accuracy", ts.acc / 100.0);
+        pack_kdbl(pk, "samples_per_s", ts.sps);
+        pack_ku64(pk, "members_alive", alive);
+        pack_ku64(pk, "members_suspect", suspect);
+        pack_ku64(pk, "bytes_in", gs.bytes_in);
+        pack_ku64(pk, "bytes_out", gs.bytes_out);
+        pack_ku64(pk, "msgs_in", gs.msgs_in);
+        pack_ku64(pk, "msgs_out", gs.msgs_out);
+        pack_ku64(pk, "grads_merged", ms.merged - ms.late);
+        pack_ku64(pk, "grads_late", ms.late);
+        pack_ku64(pk, "grads_dropped",
+                  ms.offers - ms.accepted + (ms.accepted - ms.merged));
+        pack_rejects(pk, gs.rejects);
+        pack_str(pk, "net");
+        msgpack_pack_map(pk, 6);
+        pack_ku64(pk, "frames_dropped", ns.frames_dropped);
+        pack_ku64(pk, "oversize", ns.oversize);
+        pack_ku64(pk, "connects", ns.connects);
+        pack_ku64(pk, "connect_failures", ns.connect_failures);
+        pack_ku64(pk, "stalls", ns.stalls);
+        pack_ku64(pk, "dgram_oversize", ns.dgram_oversize);
+        pack_str(pk, "peers");
+        msgpack_pack_array(pk, n ? n - 1 : 0);
+        for (size_t i = 1; i < n; i++)
+                pack_peer_stats(c, pk, &mi[i]);
+        free(mi);
+        return 0;
+}
+
+/* The string value of key in map args, or NULL. */
+static const char *arg_str(const msgpack_object *args, const char *key,
+                           char *buf, size_t len)
+{
+        if (!args || args->type != MSGPACK_OBJECT_MAP)
+                return NULL;
+        for (uint32_t i = 0; i < args->via.map.size; i++) {
+                const msgpack_object_kv *kv = &args->via.map.ptr[i];
+                if (kv->key.type != MSGPACK_OBJECT_STR ||
+                    kv->key.via.str.size != strlen(key) ||
+                    memcmp(kv->key.via.str.ptr, key, strlen(key)) != 0)
+                        continue;
+                if (kv->val.type != MSGPACK_OBJECT_STR ||
+                    kv->val.via.str.size >= len)
+                        return NULL;
+                memcpy(buf, kv->val.via.str.ptr, kv->val.via.str.size);
+                buf[kv->val.via.str.size] = '\0';
+                return buf;
+        }
+        return NULL;
+}
+
+static int ctl_join(struct node_cluster *c, const msgpack_object *args,
+                    msgpack_packer *pk, char *err, size_t errlen)
+{
+        char buf[256];
+        const char *s = arg_str(args, "addr", buf, sizeof(buf));
+        struct gossip_addr a;
+        int rc;
+
+        if (!s || node_addr_parse(s, &a, 1) != 0) {
+                snprintf(err, errlen, "bad address: %s", s ? s : "(none)");
+                return -EINVAL;
+        }
+        rc = gossip_join(c->g, &a);
+        node_cluster__arm(c);
+        msgpack_pack_map(pk, 2);
+        pack_str(pk, "joined");
+        rc == 0 ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+        pack_ku64(pk, "alive", gossip_alive_count(c->g));
+        return 0;
+}
+
+/* force-leave {"name": N} or {"key": base64}: declare a gone member left
+ * on this node's behalf (docs/control.md). */
+static int ctl_force_leave(struct node_cluster *c, const msgpack_object *args,
+                           msgpack_packer *pk, char *err, size_t errlen)
+{
+        char nbuf[GOSSIP_NAME_MAX + 1], kbuf[NODE_KEY_PK_B64_SIZE];
+        const char *name = arg_str(args, "name", nbuf, sizeof(nbuf));
+        const char *key = arg_str(args, "key", kbuf, sizeof(kbuf));
+        struct gossip_member_info *mi, found;
+        uint8_t pk_bin[GOSSIP_KEY_BYTES];
+        size_t n = 0;
+        int hit = 0;
+
+        if (key && node_key_pk_from_base64(key, strlen(key), pk_bin) != 0) {
+                snprintf(err, errlen, "bad key: %s", key);
+                return -EINVAL;
+        }
+        if (!name && !key) {
+                snprintf(err, errlen, "force-leave needs a name or a key");
+                return -EINVAL;
+        }
+        mi = node_cluster__members(c, &n);
+        for (size_t i = 0; mi && i < n && !hit; i++) {
+                if (key ? memcmp(mi[i].key, pk_bin, GOSSIP_KEY_BYTES) == 0
+                        : strcmp(mi[i].name, name) == 0) {
+                        found = mi[i];
+                        hit = 1;
+                }
+        }
+        free(mi);
+        if (!hit) {
+                snprintf(err, errlen, "no such member: %s", key ? key : name);
+                return -ENOENT;
+        }
+        if (memcmp(found.key, c->pk, GOSSIP_KEY_BYTES) == 0) {
+                snprintf(err, errlen, "cannot force-leave self");
+                return -EINVAL;
+        }
+        if (gossip_force_leave(c->g, found.key) != 0 &&
+            found.state != GOSSIP_LEFT) {
+                snprintf(err, errlen, "force-leave %s failed", found.name);
+                return -EINVAL;
+        }
+        node_cluster__arm(c);
+        msgpack_pack_map(pk, 2);
+        pack_kstr(pk, "name", found.name);
+        pack_kstr(pk, "state", "left");
+        return 0;
+}
+
+int node_cluster_ctl(struct node_cluster *c, struct node_trainer *t,
+                     const char *cmd, const msgpack_object *args,
+                     msgpack_packer *pk, char *err, size_t errlen)
+{
+        if (strcmp(cmd, "members") == 0)
+                return ctl_members(c, pk);
+        if (strcmp(cmd, "stats") == 0)
+                return ctl_stats(c, t, pk);
+        if (strcmp(cmd, "join") == 0)
+                return ctl_join(c, args, pk, err, errlen);
+        if (strcmp(cmd, "force-leave") == 0)
+                return ctl_force_leave(c, args, pk, err, errlen);
+        snprintf(err, errlen, "unknown command: %s", cmd);
+        return -ENOTSUP;
+}
+
+void node_cluster_metrics(struct node_cluster *c, struct node_trainer *t,
+                          struct node_metrics_buf *b)
+{
+        struct gossip_stats gs;
+        struct node_net_stats ns;
+        struct node_handoff_stats hs;
+        const struct gossip_merge_stats *ms = &hs.merge;
+
+        gossip_stats_get(c->g, &gs);
+        node_net_stats(c->net, &ns);
+        node_handoff_stats(c->h, &hs);
+        node_metrics_gauge(b, "members_alive",
+                           "Members (ourselves included) alive or suspect",
+                           (double)gossip_alive_count(c->g));
+        node_metrics_counter(b, "gossip_bytes_in_total",
+                             "Bytes of verified protocol messages received",
+                             gs.bytes_in);
+        node_metrics_counter(b, "gossip_bytes_out_total",
+                             "Bytes of protocol messages sent", gs.bytes_out);
+        node_metrics_counter(b, "gossip_msgs_in_total",
+                             "Protocol messages received", gs.msgs_in);
+        node_metrics_counter(b, "gossip_msgs_out_total",
+                             "Protocol messages sent", gs.msgs_out);
+        node_metrics_counter(b, "gossip_suspects_total", "Suspicions raised",
+                             gs.suspects_raised);
+        node_metrics_counter(b, "gossip_deaths_total", "Members declared dead",
+                             gs.deaths_declared);
+        node_metrics_counter(b, "grads_sent_total",
+                             "Gradients sent to a partner", c->grads_sent);
+        node_metrics_counter(b, "grads_send_failures_total",
+                             "Gradients the protocol refused to send",
+                             c->grads_send_fail);
+        node_metrics_counter(b, "grads_merged_total",
+                             "Received gradients merged", ms->merged);
+        node_metrics_counter(b, "grads_late_total",
+                             "Gradients merged although late (within S)",
+                             ms->late);
+        node_metrics_counter(b, "grads_stale_total",
+                             "Gradients dropped as too stale",
+                             ms->dropped_stale + ms->dropped_future);
+        node_metrics_counter(b, "params_averaged_total",
+                             "Parameter sets averaged in", hs.params_applied);
+        node_metrics_counter(b, "state_transfers_sent_total",
+                             "Model states sent to joining peers",
+                             c->states_sent);
+        node_metrics_counter(b, "net_frames_dropped_total",
+                             "Stream frames dropped by the transport",
+                             ns.frames_dropped);
+        node_metrics_counter(b, "net_connect_failures_total",
+                             "Outgoing TCP connects that failed",
+                             ns.connect_failures);
+}
+
+void node_cluster__log_summary(struct node_cluster *c)
+{
+        struct node_handoff_stats hs;
+        const struct gossip_merge_stats *ms = &hs.merge;
+
+        node_handoff_stats(c->h, &hs);
+        if (hs.waits)
+                node_log(NODE_LOG_INFO,
+                         "averaging waits: %llu, %llu timed out, %.3f s "
+                         "blocked in all",
+                         (unsigned long long)hs.waits,
+                         (unsigned long long)hs.wait_timeouts, hs.wait_s);
+        node_log(
+            NODE_LOG_INFO,
+            "exchange: %llu gradients sent (%llu without a partner, "
+            "%llu refused); received %llu: %llu merged (%llu late), "
+            "dropped %llu stale, %llu ahead, %llu other; parameters "
+            "sent %llu (%llu skipped busy), averaged %llu (%llu against "
+            "our copy of the same step) of %llu received (%llu too old, "
+            "%llu replaced by a newer one); %llu states sent",
+            (unsigned long long)c->grads_sent,
+            (unsigned long long)c->grads_no_partner,
+            (unsigned long long)c->grads_send_fail,
+            (unsigned long long)ms->offers, (unsigned long long)ms->merged,
+            (unsigned long long)ms->late, (unsigned long long)ms->dropped_stale,
+            (unsigned long long)ms->dropped_future,
+            (unsigned long long)(ms->dropped_shape + ms->dropped_nonfinite +
+                                 ms->dropped_dup + ms->dropped_full),
+            (unsigned long long)c->params_sent,
+            (unsigned long long)hs.params_busy,
+            (unsigned long long)hs.params_applied,
+            (unsigned long long)hs.params_delta,
+            (unsigned long long)hs.params_received,
+            (unsigned long long)hs.params_stale,
+            (unsigned long long)hs.params_replaced,
+            (unsigned long long)c->states_sent);
+}
