@@ -21,7 +21,10 @@ no_sync estimate) over the real step time.
 
 Usage: /usr/bin/python3 tests/bench/cluster/bench_cluster.py --build build
        [--nodes 2,4] [--target 88] [--repeat R] [--variant LABEL:ARGS ...]
-       [-- extra gossipnode args]
+       [--build-variant LABEL:DIR ...] [-- extra gossipnode args]
+
+--build-variant runs the same gossip clusters with the binaries of another
+build directory (e.g. the code before a change), interleaved with ours.
 Prints a table and one JSON line per configuration.
 """
 import argparse
@@ -67,7 +70,8 @@ def node_result(evs, target):
     return reached, eff, last["test_acc"], last["step"], msps
 
 
-def run_gossip(args, n, extra):
+def run_gossip(args, n, extra, build=None):
+    build = build or args.build
     work = tempfile.mkdtemp(prefix=f"gn-bench{n}-")
     # Every node trains its whole schedule; the time to target is read from
     # its evaluations. (With --target-acc each node would stop and leave at
@@ -79,13 +83,13 @@ def run_gossip(args, n, extra):
     t0 = time.time()
     if n == 1:
         ev = os.path.join(work, "events.jsonl")
-        cmd = [os.path.join(args.build, "node", "gossipnode"), "--event-log", ev,
+        cmd = [os.path.join(build, "node", "gossipnode"), "--event-log", ev,
                "--log-level", "warn", "--name", "single"] + common
         subprocess.run(cmd, check=True)
         logs = [ev]
     else:
-        cmd = [os.path.join(args.build, "tools", "gossip-cluster"), "--nodes", str(n),
-               "--build", args.build, "--workdir", work, "--quiet", "--"] + common
+        cmd = [os.path.join(build, "tools", "gossip-cluster"), "--nodes", str(n),
+               "--build", build, "--workdir", work, "--quiet", "--"] + common
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         logs = [os.path.join(work, f"node{i}", "events.jsonl") for i in range(n)]
     wall = time.time() - t0
@@ -187,6 +191,10 @@ def main():
                     metavar="LABEL:ARGS",
                     help="also run the gossip clusters with these extra "
                          "gossipnode arguments, e.g. 'no-wait:--wait-ms 0'")
+    ap.add_argument("--build-variant", action="append", default=[],
+                    metavar="LABEL:DIR",
+                    help="also run the gossip clusters (same arguments) "
+                         "with the binaries of build directory DIR")
     ap.add_argument("--stop-at-target", action="store_true",
                     help="gossip nodes stop (and leave) at their own first "
                          "evaluation at the target, as a user would run them")
@@ -199,10 +207,13 @@ def main():
     ap.add_argument("extra", nargs="*", help="extra gossipnode arguments (after --)")
     args = ap.parse_args()
     ns = [int(x) for x in args.nodes.split(",")]
-    variants = [("", args.extra)]
+    variants = [("", args.extra, None)]
     for v in args.variant:
         label, _, vargs = v.partition(":")
-        variants.append((label, args.extra + vargs.split()))
+        variants.append((label, args.extra + vargs.split(), None))
+    for v in args.build_variant:
+        label, _, vdir = v.partition(":")
+        variants.append((label, args.extra, vdir))
     rows = []
 
     def add(r, label=""):  # each row as soon as it is there
@@ -216,8 +227,8 @@ def main():
         if not args.no_torch:
             add(run_torch(args, 1))
         for n in ns:
-            for label, extra in variants:
-                add(run_gossip(args, n, extra), label)
+            for label, extra, build in variants:
+                add(run_gossip(args, n, extra, build), label)
             if not args.no_isolated:
                 add(run_gossip(args, n, args.extra + ISOLATED), "isolated")
             if not args.no_torch:
@@ -258,7 +269,7 @@ def main():
               + " ".join(fmt(r["seconds_to_target"]) for r in rs))
     for n in ns:
         d = med.get(("pytorch-ddp-gloo", n))
-        for label, _ in variants:
+        for label, _, _ in variants:
             name = "gossipnode" + (f"[{label}]" if label else "")
             g = med.get((name, n))
             if g and d:
