@@ -25,7 +25,8 @@ endif()
 # serial is the default: at batch 100 one BLIS thread is as fast as the
 # threaded builds at 1 thread, and 2 BLIS threads on a busy 2-core host
 # collapsed to 1-10% of that speed (spinning barriers; docs/nn.md has the
-# numbers).  nn_threads_set() then has no effect.  "system" takes whatever
+# numbers).  --threads N (nn_threads_set) splits a batch across N threads
+# of our own, each calling this serial BLIS.  "system" takes whatever
 # the alternatives point to.  A missing variant falls back to "system".
 set(GN_BLIS_VARIANT "serial" CACHE STRING
     "BLIS threading build: serial, pthread, openmp or system")

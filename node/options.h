@@ -109,7 +109,8 @@ struct node_options {
         int lr_schedule; /* enum node_opt_sched */
         uint32_t warmup; /* steps of linear warm-up */
         uint64_t seed;
-        uint32_t threads; /* BLIS threads; 1 is deterministic */
+        uint32_t threads; /* training threads per batch (nn_threads_set), each
+                             with serial BLIS; 1 is deterministic */
         /* stop criteria: 0 means "not set"; whichever comes first stops */
         uint32_t epochs;
         uint64_t steps;

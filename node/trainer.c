@@ -725,8 +725,8 @@ static int train_step(struct node_trainer *t, struct window *pw,
         return 0;
 }
 
-/* Which stop criterion (if any) holds after a step; epoch_end says the
- * step finished a pass over the shard. */
+/* Which stop criterion (if any) holds after a step; evaluated says the
+ * step was just evaluated (the target accuracy is checked only then). */
 static int stop_due(struct node_trainer *t, int evaluated)
 {
         const struct node_options *o = t->o;
