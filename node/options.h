@@ -31,7 +31,7 @@
  * received gradients, S = 16 merged 75%, at the same final accuracy. */
 #define NODE_OPT_STALENESS_DEFAULT 16
 /* Model averaging period in steps. Measured (4 nodes on 2 cores, MLP,
- * lr 0.1, docs/cluster-tuning.md): one fp16 slice of 1/4 of the model
+ * lr 0.1, docs/history/cluster-tuning.md): one fp16 slice of 1/4 of the model
  * with the partner every step, no gradients, reached 87.8-88.1% after 1500
  * steps at 7.0 ms/step, against 87.5% at 12-13 ms/step for fp32 gradients
  * every step plus fp32 parameters every 10 steps. */
@@ -40,7 +40,7 @@
 /* Bounded wait (ms) for the averaging slice of --avg-lag rounds back: keeps the
  * replicas in step (averaging is only as good as it is fresh). 4 nodes: no wait
  * never reached 88% in 1500 steps (87.6%); 2 ms reached it in 7.7-8.4 s; 4-5 ms
- * and 20 ms were slower (waiting out scheduling jitter). docs/cluster-tuning.md
+ * and 20 ms were slower (waiting out scheduling jitter). docs/history/cluster-tuning.md
  * has the runs. */
 #define NODE_OPT_WAIT_MS_DEFAULT 2
 /* With --wait-ms, the trainer at step s waits for the slice of round
@@ -48,7 +48,7 @@
  * 1: 88% in 8.4 s (20-30% of the waits timed out); lag 2: 7.7 s; lag 3:
  * 8.1 s. With --fill-batches 8: lag 2 7.4-7.5 s at 6.1 ms/step, lag 3
  * 7.3-7.4 s at 5.7 ms/step (a third of the extra batches); lag 4 7.7-8.5 s
- * (staler averages). docs/cluster-tuning.md #42-#43. */
+ * (staler averages). docs/history/cluster-tuning.md #42-#43. */
 #define NODE_OPT_AVG_LAG_DEFAULT 3
 #define NODE_OPT_AVG_LAG_MAX     6 /* below NODE_CLUSTER_PARAMS_RING */
 /* While the averaging slice is missing, compute up to this many extra
