@@ -18,6 +18,11 @@
  *
  * The counters read by other threads live under stats_lock; everything
  * else belongs to the training thread while it runs.
+ *
+ * Over 800 lines on purpose: it is one thread's whole life (set-up, the
+ * step with both exchange points, evaluation, checkpoints, stop), and a
+ * newcomer reads a step top to bottom here; the policy it obeys is in
+ * gossip/plan.c and the box in node/handoff.c.
  */
 #define _GNU_SOURCE 1 /* RUSAGE_THREAD */
 #include "trainer.h"

@@ -57,6 +57,12 @@ test)
         do_build "$build-asan" -DGN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
         (cd "$build-asan" && ASAN_OPTIONS=detect_leaks=1 \
                 ctest --output-on-failure -j 2 -L 'unit|sim' --timeout 900)
+        echo "setup: ThreadSanitizer build, node unit tests and a 3-node cluster"
+        do_build "$build-tsan" -DGN_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+        (cd "$build-tsan/tests/node" &&
+                TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+                ctest --output-on-failure -j 2 -L unit --timeout 900)
+        bash tests/node/tsan_cluster.sh "$build-tsan"
         ;;
 cluster)
         install_missing
