@@ -202,6 +202,8 @@ def main():
                     help="skip the N-node runs without any exchange that "
                          "give the throughput efficiency")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--no-single", action="store_true",
+                    help="skip the 1-node gossipnode run")
     ap.add_argument("--torch-timeout", type=float, default=300,
                     help="seconds before a PyTorch run counts as hung")
     ap.add_argument("extra", nargs="*", help="extra gossipnode arguments (after --)")
@@ -223,7 +225,8 @@ def main():
         print(json.dumps(r), file=sys.stderr, flush=True)
 
     for rep in range(args.repeat):
-        add(run_gossip(args, 1, args.extra))
+        if not args.no_single:
+            add(run_gossip(args, 1, args.extra))
         if not args.no_torch:
             add(run_torch(args, 1))
         for n in ns:
