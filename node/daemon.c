@@ -346,8 +346,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
  * same CPU share. Measured, 4 nodes on 2 cores without waits: compute
  * efficiency 87-88% -> 94-96%. With waits it is not used: a partner's
  * slice then leaves up to a tick later, more 2 ms waits time out, and
- * fewer runs reached 88% (docs/history/cluster-tuning.md #20, #25). The trainer's
- * thread was created before this call and keeps SCHED_OTHER. */
+ * fewer runs reached 88% (docs/history/cluster-tuning.md #20, #25). The
+ * trainer's thread was created before this call and keeps SCHED_OTHER. */
 static void loop_thread_batch(void)
 {
         struct sched_param sp;

@@ -40,8 +40,8 @@
 /* Bounded wait (ms) for the averaging slice of --avg-lag rounds back: keeps the
  * replicas in step (averaging is only as good as it is fresh). 4 nodes: no wait
  * never reached 88% in 1500 steps (87.6%); 2 ms reached it in 7.7-8.4 s; 4-5 ms
- * and 20 ms were slower (waiting out scheduling jitter). docs/history/cluster-tuning.md
- * has the runs. */
+ * and 20 ms were slower (waiting out scheduling jitter).
+ * docs/history/cluster-tuning.md has the runs. */
 #define NODE_OPT_WAIT_MS_DEFAULT 2
 /* With --wait-ms, the trainer at step s waits for the slice of round
  * s - LAG * K. Measured, 4 nodes on 2 cores: with a plain 2 ms wait, lag
