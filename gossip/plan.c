@@ -68,8 +68,8 @@ void gossip_plan_admit(const struct gossip_plan_cfg *c,
         /* extra batches first, and only while averaging is what we wait
          * for: they cost nothing of the --wait-ms budget, which starts
          * when the node would otherwise idle */
-        if (v->phase == GOSSIP_PLAN_PARAMS && w->extra < c->fill_batches &&
-            w->since_us == UINT64_MAX) {
+        if (v->phase == GOSSIP_PLAN_PARAMS && !v->last_step &&
+            w->extra < c->fill_batches && w->since_us == UINT64_MAX) {
                 w->extra++;
                 d->action = GOSSIP_PLAN_TRAIN_MORE;
                 return;

@@ -26,7 +26,8 @@
  *     bound = K > 0, >1 member alive, --wait-ms > 0, t > R*K;
  *     satisfied when a slice of step >= t - R*K has arrived.
  *   satisfied, bound off or stopping  -> READY
- *   PARAMS phase, extra < --fill-batches -> TRAIN_MORE (one extra batch)
+ *   PARAMS phase, extra < --fill-batches, not the last step
+ *                                      -> TRAIN_MORE (one extra batch)
  *   now < deadline (first WAIT + --wait-ms) -> WAIT until the deadline
  *   (times in microseconds: --wait-ms is short, 2 ms by default)
  *   otherwise                          -> READY, timed out
@@ -87,6 +88,8 @@ struct gossip_plan_view {
         size_t grads_pending;   /* peer gradients waiting to be merged */
         uint64_t now_us;        /* any monotonic clock, in microseconds */
         int stopping;           /* the run is ending: never hold it up */
+        int last_step;          /* no step follows: extra batches could
+                                   not be folded into one (a wait may) */
 };
 
 /* One wait, owned by its asker: start it with gossip_plan_wait_begin()

@@ -244,7 +244,7 @@ void node_handoff_ask_begin(struct node_handoff_ask *a)
 }
 
 int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
-                       int stopping, struct node_handoff_ask *a)
+                       int stopping, int last_step, struct node_handoff_ask *a)
 {
         struct gossip_plan_view v = {0};
         int bound_before = a->w.bound;
@@ -259,6 +259,7 @@ int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
         v.grads_pending = h->merge.npending;
         v.now_us = mono_us();
         v.stopping = stopping || h->stopped;
+        v.last_step = last_step;
         gossip_plan_admit(&h->cfg.plan, &v, &a->w, &a->d);
         a->gen = h->gen;
         if (phase == GOSSIP_PLAN_PARAMS) {

@@ -101,10 +101,10 @@ void node_handoff_post_gradient(struct node_handoff *h, uint64_t step,
 void node_handoff_ask_begin(struct node_handoff_ask *a);
 
 /* Ask the plan (gossip_plan_admit on a copy of the box); returns the
- * action. stopping: the run ends after this step. Counts waits and
- * timeouts of the PARAMS bound. */
+ * action. stopping: the run was asked to stop; last_step: no step follows
+ * this one. Counts waits and timeouts of the PARAMS bound. */
 int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
-                       int stopping, struct node_handoff_ask *a);
+                       int stopping, int last_step, struct node_handoff_ask *a);
 
 /* After a WAIT answer: block until the box changes (an arrival, a member
  * change, a snapshot request, a stop) or the deadline passes. */

@@ -646,7 +646,7 @@ static void exchange_admit(struct node_trainer *t, int phase, int last)
         for (;;) {
                 exchange_snapshot(t);
                 switch (node_handoff_admit(t->box, phase, t->step,
-                                           last || atomic_load(&t->stop_flag),
+                                           atomic_load(&t->stop_flag), last,
                                            &a)) {
                 case GOSSIP_PLAN_READY:
                         return;
@@ -709,8 +709,8 @@ static int train_step(struct node_trainer *t, struct window *pw,
                 float *params = nn_model_params(t->model);
 
                 node_handoff_post_params(t->box, t->step, params, t->nparams);
-                /* no extra batch or wait after the last step: nothing
-                 * would fold them in */
+                /* no extra batch after the last step: no step would
+                 * fold it in (the wait for the partners' slices stays) */
                 exchange_admit(t, GOSSIP_PLAN_PARAMS,
                                stop_due(t, 0) != NODE_STOP_NONE);
                 node_handoff_average(t->box, t->step, params, t->nparams);

@@ -147,10 +147,10 @@ static void test_fill_gradient(void **state)
         assert_int_equal(st.stop_reason, NODE_STOP_EPOCHS);
         /* the lag bound (t > R*K = 1) applies after steps 2..30; at 2..29
          * two extra batches, then a 1 ms wait that times out; after the
-         * last step neither (nothing would fold them in) */
+         * last step only the wait (no step would fold an extra batch) */
         assert_int_equal(st.extra_batches, 2 * 28);
         assert_int_equal(hs.waits, 29);
-        assert_int_equal(hs.wait_timeouts, 28);
+        assert_int_equal(hs.wait_timeouts, 29);
         assert_int_equal(hs.params_busy, 0);
         assert_int_equal(hs.params_received, 0);
 
