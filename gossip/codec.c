@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "gn_endian.h"
 
 /* ---- little-endian helpers ---- */
 
@@ -26,29 +27,6 @@
 #else
 #define HOST_LE 0
 #endif
-
-static void put16(uint8_t *p, uint16_t v)
-{
-        p[0] = (uint8_t)v;
-        p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-        for (int i = 0; i < 4; i++)
-                p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-        return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-               (uint32_t)p[3] << 24;
-}
 
 static uint32_t f2u(float f)
 {
@@ -244,12 +222,12 @@ static void put_header(uint8_t *p, const struct gossip_codec *c, uint32_t part,
 {
         p[0] = GOSSIP_CODEC_VERSION;
         p[1] = (uint8_t)c->cfg.id;
-        put16(p + 2, (uint16_t)part);
-        put16(p + 4, (uint16_t)c->cfg.parts);
-        put16(p + 6, 0);
-        put32(p + 8, (uint32_t)c->cfg.n);
-        put32(p + 12, (uint32_t)count);
-        put32(p + 16, param);
+        gn_le16_put(p + 2, (uint16_t)part);
+        gn_le16_put(p + 4, (uint16_t)c->cfg.parts);
+        gn_le16_put(p + 6, 0);
+        gn_le32_put(p + 8, (uint32_t)c->cfg.n);
+        gn_le32_put(p + 12, (uint32_t)count);
+        gn_le32_put(p + 16, param);
 }
 
 /* The encoders below write x[0..count) and, when res is not NULL (it then
@@ -261,7 +239,7 @@ static void enc_fp32(uint8_t *p, float *res, const float *x, size_t count)
                 memcpy(p, x, 4 * count); /* already the wire layout */
         else
                 for (size_t i = 0; i < count; i++)
-                        put32(p + 4 * i, f2u(x[i]));
+                        gn_le32_put(p + 4 * i, f2u(x[i]));
         if (res)
                 memset(res, 0, count * sizeof(float));
 }
@@ -359,7 +337,7 @@ static void enc_fp16(uint8_t *p, float *res, const float *x, size_t count)
                         memcpy(p + 2 * i0, h, 2 * m);
                 else
                         for (size_t i = 0; i < m; i++)
-                                put16(p + 2 * (i0 + i), h[i]);
+                                gn_le16_put(p + 2 * (i0 + i), h[i]);
                 if (!res)
                         continue;
                 if (m == FP16_CHUNK)
@@ -401,7 +379,7 @@ static void enc_int8(uint8_t *p, float *res, const float *x, size_t count,
                  * that moves a rounding tie at most, the error stays
                  * scale/2 plus float rounding. */
                 inv = scale > 0.0f ? 1.0f / scale : 0.0f;
-                put32(p + 4 * b, f2u(scale));
+                gn_le32_put(p + 4 * b, f2u(scale));
                 for (size_t i = lo; i < hi; i++) {
                         float v = x[i], r = round_even(v * inv);
 
@@ -469,8 +447,8 @@ static void enc_topk(uint8_t *p, float *res, const float *x, size_t count,
                 if (u > t || (u == t && ties > 0)) {
                         if (u == t)
                                 ties--;
-                        put32(p + 8 * j, (uint32_t)i);
-                        put32(p + 8 * j + 4, f2u(x[i]));
+                        gn_le32_put(p + 8 * j, (uint32_t)i);
+                        gn_le32_put(p + 8 * j + 4, f2u(x[i]));
                         if (res)
                                 res[i] = 0.0f;
                         j++;
@@ -626,12 +604,12 @@ int gossip_codec_peek(const void *buf, size_t len, size_t n_model,
                 return GOSSIP_ESHORT;
         if (p[0] != GOSSIP_CODEC_VERSION)
                 return GOSSIP_EVERSION;
-        part = get16(p + 2);
-        parts = get16(p + 4);
-        model = get32(p + 8);
-        count = get32(p + 12);
-        param = get32(p + 16);
-        if (!gossip_codec_name(p[1]) || get16(p + 6) != 0)
+        part = gn_le16_get(p + 2);
+        parts = gn_le16_get(p + 4);
+        model = gn_le32_get(p + 8);
+        count = gn_le32_get(p + 12);
+        param = gn_le32_get(p + 16);
+        if (!gossip_codec_name(p[1]) || gn_le16_get(p + 6) != 0)
                 return GOSSIP_EDECODE;
         if (model != n_model)
                 return GOSSIP_EMISMATCH;
@@ -665,7 +643,7 @@ static int dec_fp32(const uint8_t *p, float *out, size_t count)
                 memcpy(out, p, 4 * count);
         else
                 for (size_t i = 0; i < count; i++)
-                        out[i] = u2f(get32(p + 4 * i));
+                        out[i] = u2f(gn_le32_get(p + 4 * i));
         for (size_t i = 0; i < count; i++)
                 if (!isfinite(out[i]))
                         return GOSSIP_ENONFINITE;
@@ -683,7 +661,7 @@ static int dec_fp16(const uint8_t *p, float *out, size_t count)
                         memcpy(h, p + 2 * i0, 2 * m);
                 else
                         for (size_t i = 0; i < m; i++)
-                                h[i] = get16(p + 2 * (i0 + i));
+                                h[i] = gn_le16_get(p + 2 * (i0 + i));
                 if (m == FP16_CHUNK) {
                         if (chunk_nonfinite(h))
                                 return GOSSIP_ENONFINITE;
@@ -705,7 +683,7 @@ static int dec_int8(const uint8_t *p, float *out, size_t count, uint32_t block)
         const uint8_t *q = p + 4 * nblocks;
 
         for (size_t b = 0; b < nblocks; b++) {
-                float scale = u2f(get32(p + 4 * b));
+                float scale = u2f(gn_le32_get(p + 4 * b));
                 size_t lo = b * block;
                 size_t hi = lo + block < count ? lo + block : count;
 
@@ -728,10 +706,11 @@ static int dec_topk(const uint8_t *p, float *out, size_t count, uint32_t k)
 {
         memset(out, 0, count * sizeof(float));
         for (size_t j = 0; j < k; j++) {
-                uint32_t idx = get32(p + 8 * j);
-                float v = u2f(get32(p + 8 * j + 4));
+                uint32_t idx = gn_le32_get(p + 8 * j);
+                float v = u2f(gn_le32_get(p + 8 * j + 4));
 
-                if (idx >= count || (j > 0 && idx <= get32(p + 8 * (j - 1))))
+                if (idx >= count ||
+                    (j > 0 && idx <= gn_le32_get(p + 8 * (j - 1))))
                         return GOSSIP_EDECODE;
                 if (!isfinite(v))
                         return GOSSIP_ENONFINITE;

@@ -26,6 +26,7 @@
 
 #include <sodium.h>
 
+#include "gn_endian.h"
 #include "wire_private.h"
 
 _Static_assert(GOSSIP_WIRE_REPLAY_WINDOW == 128,
@@ -72,12 +73,9 @@ struct gossip_replay {
 uint64_t gossip_key_id(const uint8_t pk[GOSSIP_KEY_BYTES])
 {
         uint8_t h[crypto_generichash_BYTES];
-        uint64_t id = 0;
 
         crypto_generichash(h, sizeof(h), pk, GOSSIP_KEY_BYTES, NULL, 0);
-        for (int i = 0; i < 8; i++)
-                id = id << 8 | h[i];
-        return id;
+        return gn_be_get(h, 8);
 }
 
 /* Index of the first entry with id >= key in a sorted array of structs

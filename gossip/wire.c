@@ -24,6 +24,7 @@
 #include <msgpack.h>
 #include <sodium.h>
 
+#include "gn_endian.h"
 #include "wire_private.h"
 
 /* Prefix layout: offsets of each field (all integers big-endian). */
@@ -158,21 +159,6 @@ static size_t trailer_len(uint8_t flags)
         return flags & FLAG_MAC ? GOSSIP_WIRE_TAG_BYTES : GOSSIP_SIG_BYTES;
 }
 
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-        for (int i = n - 1; i >= 0; i--, v >>= 8)
-                p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be(const uint8_t *p, int n)
-{
-        uint64_t v = 0;
-
-        for (int i = 0; i < n; i++)
-                v = v << 8 | p[i];
-        return v;
-}
-
 /* ---- encoding ---------------------------------------------------------- */
 
 /* A bounded msgpack sink; p == NULL only counts. */
@@ -206,7 +192,7 @@ static int pack_addr(msgpack_packer *pk, const struct gossip_addr *a)
         if (!a->family)
                 return msgpack_pack_nil(pk);
         memcpy(b, a->addr, n);
-        put_be(b + n, a->port, 2);
+        gn_be_put(b + n, a->port, 2);
         return msgpack_pack_bin_with_body(pk, b, n + 2);
 }
 
@@ -426,11 +412,11 @@ static void put_prefix(uint8_t *b, const struct gossip_msg *m, uint8_t flags,
         b[OFF_KIND] = m->kind;
         b[OFF_FLAGS] = flags;
         memset(b + OFF_RESERVED, 0, 3);
-        put_be(b + OFF_KEY_ID, key_id, 8);
-        put_be(b + OFF_INC, m->incarnation, 8);
-        put_be(b + OFF_SEQ, m->seq, 8);
-        put_be(b + OFF_STEP, m->step, 8);
-        put_be(b + OFF_BODY_LEN, body_len, 4);
+        gn_be_put(b + OFF_KEY_ID, key_id, 8);
+        gn_be_put(b + OFF_INC, m->incarnation, 8);
+        gn_be_put(b + OFF_SEQ, m->seq, 8);
+        gn_be_put(b + OFF_STEP, m->step, 8);
+        gn_be_put(b + OFF_BODY_LEN, body_len, 4);
 }
 
 int gossip_wire_encode(const struct gossip_msg *m,
@@ -561,7 +547,7 @@ static int walk_obj(struct walk *w, int depth)
                                                     : 4;
                 if ((size_t)(w->end - w->p) < (size_t)lb)
                         return -1;
-                n = get_be(w->p, lb);
+                n = gn_be_get(w->p, lb);
                 w->p += lb;
                 return walk_skip(w, n);
         }
@@ -571,7 +557,7 @@ static int walk_obj(struct walk *w, int depth)
                 int lb = t == 0xc7 ? 1 : t == 0xc8 ? 2 : 4;
                 if ((size_t)(w->end - w->p) < (size_t)lb)
                         return -1;
-                n = get_be(w->p, lb);
+                n = gn_be_get(w->p, lb);
                 w->p += lb;
                 return walk_skip(w, n + 1);
         }
@@ -582,7 +568,7 @@ static int walk_obj(struct walk *w, int depth)
                 int lb = (t == 0xdc || t == 0xde) ? 2 : 4;
                 if ((size_t)(w->end - w->p) < (size_t)lb)
                         return -1;
-                n = get_be(w->p, lb);
+                n = gn_be_get(w->p, lb);
                 w->p += lb;
                 return walk_items(w, t >= 0xde ? 2 * n : n, depth);
         }
@@ -647,7 +633,7 @@ static int get_addr(const msgpack_object *o, struct gossip_addr *a,
                 return -1;
         a->family = n == ADDR4_BYTES ? 4 : 6;
         memcpy(a->addr, p, n - 2);
-        a->port = (uint16_t)get_be(p + n - 2, 2);
+        a->port = (uint16_t)gn_be_get(p + n - 2, 2);
         return 0;
 }
 
@@ -852,7 +838,7 @@ static int check_prefix(const uint8_t *b, size_t len, size_t max,
         if ((b[OFF_FLAGS] & ~FLAGS_KNOWN) || b[OFF_RESERVED] ||
             b[OFF_RESERVED + 1] || b[OFF_RESERVED + 2])
                 return GOSSIP_EDECODE;
-        *body_len = get_be(b + OFF_BODY_LEN, 4);
+        *body_len = gn_be_get(b + OFF_BODY_LEN, 4);
         if (overhead + *body_len > len)
                 return GOSSIP_ESHORT;
         if (overhead + *body_len < len)
@@ -890,10 +876,10 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
         m->updates_cap = upd_cap;
         m->kind = b[OFF_KIND];
         m->channel = (uint8_t)channel;
-        m->key_id = get_be(b + OFF_KEY_ID, 8);
-        m->incarnation = get_be(b + OFF_INC, 8);
-        m->seq = get_be(b + OFF_SEQ, 8);
-        m->step = get_be(b + OFF_STEP, 8);
+        m->key_id = gn_be_get(b + OFF_KEY_ID, 8);
+        m->incarnation = gn_be_get(b + OFF_INC, 8);
+        m->seq = gn_be_get(b + OFF_SEQ, 8);
+        m->step = gn_be_get(b + OFF_STEP, 8);
 
         pk = gossip_keyring_find(kr, m->key_id);
         if (!pk)
@@ -955,7 +941,7 @@ int gossip_wire_peek_sender(const void *buf, size_t len, uint64_t *key_id,
         if (b[OFF_MAGIC] != MAGIC0 || b[OFF_MAGIC + 1] != MAGIC1)
                 return GOSSIP_EDECODE;
         if (key_id)
-                *key_id = get_be(b + OFF_KEY_ID, 8);
+                *key_id = gn_be_get(b + OFF_KEY_ID, 8);
         if (kind)
                 *kind = b[OFF_KIND];
         return 0;
@@ -969,14 +955,14 @@ void gossip_wire_stats_count(struct gossip_wire_stats *st, int err)
 
 void gossip_wire_stream_put_len(uint8_t hdr[4], uint32_t frame_len)
 {
-        put_be(hdr, frame_len, 4);
+        gn_be_put(hdr, frame_len, 4);
 }
 
 int gossip_wire_stream_get_len(const uint8_t hdr[4],
                                const struct gossip_wire_limits *lim,
                                uint32_t *frame_len)
 {
-        uint32_t n = (uint32_t)get_be(hdr, 4);
+        uint32_t n = (uint32_t)gn_be_get(hdr, 4);
 
         if (n > channel_max(lim, GOSSIP_CH_STREAM))
                 return GOSSIP_ETOOBIG;

@@ -13,12 +13,13 @@
  * one process must not save to the same path at once.
  */
 #include "checkpoint.h"
+#include "gn_endian.h"
+#include "gn_errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,31 +39,6 @@ _Static_assert(NN_CKPT_DIGEST_SIZE >= crypto_generichash_BYTES_MIN &&
                "digest size must be a valid BLAKE2b output length");
 _Static_assert(sizeof(float) == 4, "fp32 floats are assumed");
 
-static void put32(uint8_t *p, uint32_t v)
-{
-        p[0] = (uint8_t)v;
-        p[1] = (uint8_t)(v >> 8);
-        p[2] = (uint8_t)(v >> 16);
-        p[3] = (uint8_t)(v >> 24);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-        put32(p, (uint32_t)v);
-        put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-               (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-        return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 /* Floats as little-endian fp32, whatever the host order. */
 static void put_floats(uint8_t *p, const float *f, uint64_t n)
 {
@@ -71,7 +47,7 @@ static void put_floats(uint8_t *p, const float *f, uint64_t n)
 
         for (i = 0; i < n; i++) {
                 memcpy(&u, &f[i], 4);
-                put32(p + 4 * i, u);
+                gn_le32_put(p + 4 * i, u);
         }
 }
 
@@ -81,7 +57,7 @@ static void get_floats(float *f, const uint8_t *p, uint64_t n)
         uint32_t u;
 
         for (i = 0; i < n; i++) {
-                u = get32(p + 4 * i);
+                u = gn_le32_get(p + 4 * i);
                 memcpy(&f[i], &u, 4);
         }
 }
@@ -145,16 +121,16 @@ int nn_checkpoint_encode(const struct nn_checkpoint *ck, void *buf, size_t cap,
             first_nonfinite(ck->opt, ck->n_opt) != ck->n_opt)
                 return NN_EINVAL;
         sl = strlen(ck->spec);
-        put32(p, CKPT_MAGIC);
-        put32(p + 4, NN_CKPT_VERSION);
-        put64(p + 8, total);
-        put64(p + 16, ck->step);
-        put64(p + 24, ck->epoch);
-        put64(p + 32, ck->seed);
-        put32(p + 40, (uint32_t)sl);
-        put32(p + 44, ck->meta_len);
-        put64(p + 48, ck->n_params);
-        put64(p + 56, ck->n_opt);
+        gn_le32_put(p, CKPT_MAGIC);
+        gn_le32_put(p + 4, NN_CKPT_VERSION);
+        gn_le64_put(p + 8, total);
+        gn_le64_put(p + 16, ck->step);
+        gn_le64_put(p + 24, ck->epoch);
+        gn_le64_put(p + 32, ck->seed);
+        gn_le32_put(p + 40, (uint32_t)sl);
+        gn_le32_put(p + 44, ck->meta_len);
+        gn_le64_put(p + 48, ck->n_params);
+        gn_le64_put(p + 56, ck->n_opt);
         p += NN_CKPT_HEADER_SIZE;
         memcpy(p, ck->spec, sl);
         p += sl;
@@ -178,36 +154,35 @@ static int check_header(const uint8_t *p, size_t len, const char *name,
         uint64_t want;
 
         if (len < NN_CKPT_HEADER_SIZE) {
-                nn__seterr(err, errlen,
-                           "%s: truncated: %zu bytes, the header alone is %d",
-                           name, len, NN_CKPT_HEADER_SIZE);
+                gn_seterr(err, errlen,
+                          "%s: truncated: %zu bytes, the header alone is %d",
+                          name, len, NN_CKPT_HEADER_SIZE);
                 return NN_EFORMAT;
         }
-        if (get32(p) != CKPT_MAGIC) {
-                nn__seterr(err, errlen,
-                           "%s: not a gossipnode checkpoint (magic %02x %02x "
-                           "%02x %02x, want \"GNCK\")",
-                           name, p[0], p[1], p[2], p[3]);
+        if (gn_le32_get(p) != CKPT_MAGIC) {
+                gn_seterr(err, errlen,
+                          "%s: not a gossipnode checkpoint (magic %02x %02x "
+                          "%02x %02x, want \"GNCK\")",
+                          name, p[0], p[1], p[2], p[3]);
                 return NN_EFORMAT;
         }
-        if (get32(p + 4) != NN_CKPT_VERSION) {
-                nn__seterr(err, errlen,
-                           "%s: checkpoint format version %u, this build reads "
-                           "version %d",
-                           name, get32(p + 4), NN_CKPT_VERSION);
+        if (gn_le32_get(p + 4) != NN_CKPT_VERSION) {
+                gn_seterr(err, errlen,
+                          "%s: checkpoint format version %u, this build reads "
+                          "version %d",
+                          name, gn_le32_get(p + 4), NN_CKPT_VERSION);
                 return NN_EFORMAT;
         }
-        want = total_size(get32(p + 40), get32(p + 44), get64(p + 48),
-                          get64(p + 56));
-        if (want == 0 || want != get64(p + 8)) {
-                nn__seterr(
-                    err, errlen,
-                    "%s: corrupt header: sizes (spec %u, meta %u, %llu + "
-                    "%llu floats) do not add up to the stated %llu bytes",
-                    name, get32(p + 40), get32(p + 44),
-                    (unsigned long long)get64(p + 48),
-                    (unsigned long long)get64(p + 56),
-                    (unsigned long long)get64(p + 8));
+        want = total_size(gn_le32_get(p + 40), gn_le32_get(p + 44),
+                          gn_le64_get(p + 48), gn_le64_get(p + 56));
+        if (want == 0 || want != gn_le64_get(p + 8)) {
+                gn_seterr(err, errlen,
+                          "%s: corrupt header: sizes (spec %u, meta %u, %llu + "
+                          "%llu floats) do not add up to the stated %llu bytes",
+                          name, gn_le32_get(p + 40), gn_le32_get(p + 44),
+                          (unsigned long long)gn_le64_get(p + 48),
+                          (unsigned long long)gn_le64_get(p + 56),
+                          (unsigned long long)gn_le64_get(p + 8));
                 return NN_EFORMAT;
         }
         *total = want;
@@ -225,19 +200,18 @@ int nn_checkpoint_peek_size(const void *buf, size_t len, uint64_t *total)
 static int copy_out(const uint8_t *p, struct nn_checkpoint *ck,
                     const char *name, char *err, size_t errlen)
 {
-        uint32_t sl = get32(p + 40);
+        uint32_t sl = gn_le32_get(p + 40);
         const uint8_t *q = p + NN_CKPT_HEADER_SIZE;
         uint64_t bad;
 
-        ck->step = get64(p + 16);
-        ck->epoch = get64(p + 24);
-        ck->seed = get64(p + 32);
-        ck->meta_len = get32(p + 44);
-        ck->n_params = get64(p + 48);
-        ck->n_opt = get64(p + 56);
+        ck->step = gn_le64_get(p + 16);
+        ck->epoch = gn_le64_get(p + 24);
+        ck->seed = gn_le64_get(p + 32);
+        ck->meta_len = gn_le32_get(p + 44);
+        ck->n_params = gn_le64_get(p + 48);
+        ck->n_opt = gn_le64_get(p + 56);
         if (memchr(q, 0, sl) != NULL) {
-                nn__seterr(err, errlen, "%s: model spec holds a NUL byte",
-                           name);
+                gn_seterr(err, errlen, "%s: model spec holds a NUL byte", name);
                 return NN_EFORMAT;
         }
         ck->spec = malloc(sl + 1);
@@ -245,7 +219,7 @@ static int copy_out(const uint8_t *p, struct nn_checkpoint *ck,
         ck->params = malloc(ck->n_params ? 4 * ck->n_params : 1);
         ck->opt = malloc(ck->n_opt ? 4 * ck->n_opt : 1);
         if (!ck->spec || !ck->meta || !ck->params || !ck->opt) {
-                nn__seterr(err, errlen, "%s: out of memory", name);
+                gn_seterr(err, errlen, "%s: out of memory", name);
                 return NN_ENOMEM;
         }
         memcpy(ck->spec, q, sl);
@@ -258,15 +232,14 @@ static int copy_out(const uint8_t *p, struct nn_checkpoint *ck,
         get_floats(ck->opt, q, ck->n_opt);
         bad = first_nonfinite(ck->params, ck->n_params);
         if (bad != ck->n_params) {
-                nn__seterr(err, errlen, "%s: parameter %llu is not finite",
-                           name, (unsigned long long)bad);
+                gn_seterr(err, errlen, "%s: parameter %llu is not finite", name,
+                          (unsigned long long)bad);
                 return NN_EFORMAT;
         }
         bad = first_nonfinite(ck->opt, ck->n_opt);
         if (bad != ck->n_opt) {
-                nn__seterr(err, errlen,
-                           "%s: optimizer state %llu is not finite", name,
-                           (unsigned long long)bad);
+                gn_seterr(err, errlen, "%s: optimizer state %llu is not finite",
+                          name, (unsigned long long)bad);
                 return NN_EFORMAT;
         }
         return 0;
@@ -290,31 +263,31 @@ int nn_checkpoint_decode(const void *buf, size_t len, uint64_t max_floats,
         if (rc != 0)
                 return rc;
         if (len != total) {
-                nn__seterr(err, errlen,
-                           len < total
-                               ? "%s: truncated: header says %llu bytes, "
-                                 "have %zu"
-                               : "%s: header says %llu bytes, have %zu "
-                                 "(trailing garbage)",
-                           name, (unsigned long long)total, len);
+                gn_seterr(err, errlen,
+                          len < total
+                              ? "%s: truncated: header says %llu bytes, "
+                                "have %zu"
+                              : "%s: header says %llu bytes, have %zu "
+                                "(trailing garbage)",
+                          name, (unsigned long long)total, len);
                 return NN_EFORMAT;
         }
-        nf = get64(p + 48) + get64(p + 56);
+        nf = gn_le64_get(p + 48) + gn_le64_get(p + 56);
         if (max_floats != 0 && nf > max_floats) {
-                nn__seterr(err, errlen,
-                           "%s: %llu floats, more than the limit of %llu", name,
-                           (unsigned long long)nf,
-                           (unsigned long long)max_floats);
+                gn_seterr(err, errlen,
+                          "%s: %llu floats, more than the limit of %llu", name,
+                          (unsigned long long)nf,
+                          (unsigned long long)max_floats);
                 return NN_EFORMAT;
         }
         if (digest(d, p, len - NN_CKPT_DIGEST_SIZE) != 0) {
-                nn__seterr(err, errlen, "%s: cannot compute BLAKE2b", name);
+                gn_seterr(err, errlen, "%s: cannot compute BLAKE2b", name);
                 return NN_EIO;
         }
         if (sodium_memcmp(d, p + len - NN_CKPT_DIGEST_SIZE,
                           NN_CKPT_DIGEST_SIZE) != 0) {
-                nn__seterr(err, errlen,
-                           "%s: checksum mismatch: the file is corrupt", name);
+                gn_seterr(err, errlen,
+                          "%s: checksum mismatch: the file is corrupt", name);
                 return NN_ECHECKSUM;
         }
         rc = copy_out(p, out, name, err, errlen);
@@ -330,24 +303,24 @@ int nn_checkpoint_check(const struct nn_checkpoint *ck, const char *spec,
         if (name == NULL)
                 name = "checkpoint";
         if (spec != NULL && strcmp(spec, ck->spec) != 0) {
-                nn__seterr(err, errlen,
-                           "%s: checkpoint is for model '%s', not '%s'", name,
-                           ck->spec, spec);
+                gn_seterr(err, errlen,
+                          "%s: checkpoint is for model '%s', not '%s'", name,
+                          ck->spec, spec);
                 return NN_EMISMATCH;
         }
         if (n_params != UINT64_MAX && n_params != ck->n_params) {
-                nn__seterr(err, errlen,
-                           "%s: checkpoint has %llu parameters, the model %llu",
-                           name, (unsigned long long)ck->n_params,
-                           (unsigned long long)n_params);
+                gn_seterr(err, errlen,
+                          "%s: checkpoint has %llu parameters, the model %llu",
+                          name, (unsigned long long)ck->n_params,
+                          (unsigned long long)n_params);
                 return NN_EMISMATCH;
         }
         if (n_opt != UINT64_MAX && n_opt != ck->n_opt) {
-                nn__seterr(err, errlen,
-                           "%s: checkpoint has %llu optimizer floats, the "
-                           "optimizer %llu",
-                           name, (unsigned long long)ck->n_opt,
-                           (unsigned long long)n_opt);
+                gn_seterr(err, errlen,
+                          "%s: checkpoint has %llu optimizer floats, the "
+                          "optimizer %llu",
+                          name, (unsigned long long)ck->n_opt,
+                          (unsigned long long)n_opt);
                 return NN_EMISMATCH;
         }
         return 0;
@@ -386,19 +359,19 @@ static int write_tmp(const char *tmp, const uint8_t *buf, size_t len, char *err,
         int rc = 0;
 
         if (f == NULL) {
-                nn__seterr(err, errlen, "%s: cannot create: %s", tmp,
-                           strerror(errno));
+                gn_seterr(err, errlen, "%s: cannot create: %s", tmp,
+                          strerror(errno));
                 return NN_EIO;
         }
         if (fwrite(buf, 1, len, f) != len || fflush(f) != 0 ||
             fsync(fileno(f)) != 0) {
-                nn__seterr(err, errlen, "%s: cannot write: %s", tmp,
-                           strerror(errno));
+                gn_seterr(err, errlen, "%s: cannot write: %s", tmp,
+                          strerror(errno));
                 rc = NN_EIO;
         }
         if (fclose(f) != 0 && rc == 0) {
-                nn__seterr(err, errlen, "%s: cannot close: %s", tmp,
-                           strerror(errno));
+                gn_seterr(err, errlen, "%s: cannot close: %s", tmp,
+                          strerror(errno));
                 rc = NN_EIO;
         }
         return rc;
@@ -413,31 +386,30 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
         int n, rc, made = 0;
 
         if (path == NULL || ck == NULL) {
-                nn__seterr(err, errlen, "nn_checkpoint_save: no path");
+                gn_seterr(err, errlen, "nn_checkpoint_save: no path");
                 return NN_EINVAL;
         }
         total = nn_checkpoint_encoded_size(ck);
         n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
         if (total == 0 || n < 0 || (size_t)n >= sizeof(tmp)) {
-                nn__seterr(
-                    err, errlen,
-                    "%s: refusing to save: spec, metadata or path out of "
-                    "bounds",
-                    path);
+                gn_seterr(err, errlen,
+                          "%s: refusing to save: spec, metadata or path out of "
+                          "bounds",
+                          path);
                 return NN_EINVAL;
         }
         buf = malloc(total);
         if (buf == NULL) {
-                nn__seterr(err, errlen, "%s: out of memory for %zu bytes", path,
-                           total);
+                gn_seterr(err, errlen, "%s: out of memory for %zu bytes", path,
+                          total);
                 return NN_ENOMEM;
         }
         rc = nn_checkpoint_encode(ck, buf, total, &len);
         if (rc != 0) {
-                nn__seterr(err, errlen,
-                           "%s: refusing to save: a parameter or optimizer "
-                           "float is not finite",
-                           path);
+                gn_seterr(err, errlen,
+                          "%s: refusing to save: a parameter or optimizer "
+                          "float is not finite",
+                          path);
                 goto out;
         }
         made = 1;
@@ -445,17 +417,17 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
         if (rc != 0)
                 goto out;
         if (rename(tmp, path) != 0) {
-                nn__seterr(err, errlen, "%s: cannot rename %s over it: %s",
-                           path, tmp, strerror(errno));
+                gn_seterr(err, errlen, "%s: cannot rename %s over it: %s", path,
+                          tmp, strerror(errno));
                 rc = NN_EIO;
                 goto out;
         }
         made = 0;
         n = sync_dir(path);
         if (n != 0) {
-                nn__seterr(err, errlen,
-                           "%s: saved, but fsync of its directory failed: %s",
-                           path, strerror(-n));
+                gn_seterr(err, errlen,
+                          "%s: saved, but fsync of its directory failed: %s",
+                          path, strerror(-n));
                 rc = NN_EIO;
         }
 out:
@@ -477,8 +449,8 @@ static int read_file(FILE *f, const char *path, uint8_t **out, size_t *len,
 
         *out = NULL;
         if (fstat(fileno(f), &st) != 0) {
-                nn__seterr(err, errlen, "%s: cannot stat: %s", path,
-                           strerror(errno));
+                gn_seterr(err, errlen, "%s: cannot stat: %s", path,
+                          strerror(errno));
                 return NN_EIO;
         }
         got = fread(h, 1, sizeof(h), f);
@@ -486,27 +458,27 @@ static int read_file(FILE *f, const char *path, uint8_t **out, size_t *len,
         if (rc != 0)
                 return rc;
         if ((uint64_t)st.st_size != total) {
-                nn__seterr(err, errlen,
-                           (uint64_t)st.st_size < total
-                               ? "%s: truncated: header says %llu bytes, "
-                                 "file holds %lld"
-                               : "%s: header says %llu bytes, file holds "
-                                 "%lld (trailing garbage)",
-                           path, (unsigned long long)total,
-                           (long long)st.st_size);
+                gn_seterr(err, errlen,
+                          (uint64_t)st.st_size < total
+                              ? "%s: truncated: header says %llu bytes, "
+                                "file holds %lld"
+                              : "%s: header says %llu bytes, file holds "
+                                "%lld (trailing garbage)",
+                          path, (unsigned long long)total,
+                          (long long)st.st_size);
                 return NN_EFORMAT;
         }
         *out = malloc((size_t)total);
         if (*out == NULL) {
-                nn__seterr(err, errlen, "%s: out of memory", path);
+                gn_seterr(err, errlen, "%s: out of memory", path);
                 return NN_ENOMEM;
         }
         memcpy(*out, h, sizeof(h));
         got += fread(*out + sizeof(h), 1, (size_t)total - sizeof(h), f);
         *len = got;
         if (ferror(f)) {
-                nn__seterr(err, errlen, "%s: read error: %s", path,
-                           strerror(errno));
+                gn_seterr(err, errlen, "%s: read error: %s", path,
+                          strerror(errno));
                 return NN_EIO;
         }
         return 0;
@@ -522,13 +494,13 @@ int nn_checkpoint_load(const char *path, struct nn_checkpoint *out, char *err,
 
         memset(out, 0, sizeof(*out));
         if (path == NULL) {
-                nn__seterr(err, errlen, "nn_checkpoint_load: no path");
+                gn_seterr(err, errlen, "nn_checkpoint_load: no path");
                 return NN_EINVAL;
         }
         f = fopen(path, "rb");
         if (f == NULL) {
-                nn__seterr(err, errlen, "%s: cannot open: %s", path,
-                           strerror(errno));
+                gn_seterr(err, errlen, "%s: cannot open: %s", path,
+                          strerror(errno));
                 return NN_EIO;
         }
         rc = read_file(f, path, &buf, &len, err, errlen);

@@ -11,10 +11,11 @@
  * only, integer arithmetic only, so every machine draws the same order.
  */
 #include "data.h"
+#include "gn_endian.h"
+#include "gn_errbuf.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +39,6 @@ enum {
         NN_DATA_CIFAR_RECORD = 1 + 3 * 32 * 32,
         NN_DATA_CLASSES = 10, /* MNIST, Fashion-MNIST and CIFAR-10 */
 };
-
-static uint32_t be32(const uint8_t *p)
-{
-        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-               (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
 
 size_t nn_dataset_sample_size(const struct nn_dataset *ds)
 {
@@ -90,8 +85,8 @@ static int gz_open(const char *path, gzFile *f, char *err, size_t errlen)
         errno = 0;
         *f = gzopen(path, "rb");
         if (*f == NULL) {
-                nn__seterr(err, errlen, "%s: cannot open: %s", path,
-                           errno ? strerror(errno) : "out of memory");
+                gn_seterr(err, errlen, "%s: cannot open: %s", path,
+                          errno ? strerror(errno) : "out of memory");
                 return errno ? NN_EIO : NN_ENOMEM;
         }
         gzbuffer(*f, NN_DATA_GZ_BUFFER);
@@ -166,17 +161,17 @@ static int idx_open(const char *path, uint8_t *h, size_t hlen, uint32_t magic,
                 return rc;
         r = gz_read_full(*f, h, hlen);
         if (r < 0) {
-                nn__seterr(err, errlen, "%s: read error: %s", path, gz_why(*f));
+                gn_seterr(err, errlen, "%s: read error: %s", path, gz_why(*f));
                 rc = NN_EIO;
         } else if (r < (long long)hlen) {
-                nn__seterr(err, errlen,
-                           "%s: truncated: %lld of %zu IDX header bytes%s%s",
-                           path, r, hlen, *gz_why(*f) ? ": " : "", gz_why(*f));
+                gn_seterr(err, errlen,
+                          "%s: truncated: %lld of %zu IDX header bytes%s%s",
+                          path, r, hlen, *gz_why(*f) ? ": " : "", gz_why(*f));
                 rc = NN_EFORMAT;
-        } else if (be32(h) != magic) {
-                nn__seterr(err, errlen,
-                           "%s: not an IDX %s file: magic 0x%08x, want 0x%08x",
-                           path, what, be32(h), magic);
+        } else if (gn_be32_get(h) != magic) {
+                gn_seterr(err, errlen,
+                          "%s: not an IDX %s file: magic 0x%08x, want 0x%08x",
+                          path, what, gn_be32_get(h), magic);
                 rc = NN_EFORMAT;
         }
         if (rc != 0) {
@@ -198,14 +193,14 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
                       errlen);
         if (rc != 0)
                 return rc;
-        ds->n = be32(h + 4);
-        ds->rows = be32(h + 8);
-        ds->cols = be32(h + 12);
+        ds->n = gn_be32_get(h + 4);
+        ds->rows = gn_be32_get(h + 8);
+        ds->cols = gn_be32_get(h + 12);
         ds->channels = 1;
         if (ds->n == 0 || ds->n > NN_DATA_MAX_N || ds->rows == 0 ||
             ds->cols == 0 ||
             (uint64_t)ds->rows * ds->cols > NN_DATA_MAX_SAMPLE_BYTES) {
-                nn__seterr(
+                gn_seterr(
                     err, errlen,
                     "%s: absurd header: %u images of %ux%u (limits: 1..%d "
                     "images, rows*cols <= %d)",
@@ -217,25 +212,24 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
         want = (size_t)ds->n * ds->rows * ds->cols;
         rc = read_body(f, want, &ds->images, &got, &extra);
         if (rc == NN_EFORMAT && extra)
-                nn__seterr(err, errlen,
-                           "%s: header says %u images of %ux%u, but more bytes "
-                           "follow them",
-                           path, ds->n, ds->rows, ds->cols);
+                gn_seterr(err, errlen,
+                          "%s: header says %u images of %ux%u, but more bytes "
+                          "follow them",
+                          path, ds->n, ds->rows, ds->cols);
         else if (rc == NN_EFORMAT)
-                nn__seterr(
-                    err, errlen,
-                    "%s: truncated: header says %u images of %ux%u, file "
-                    "holds %zu bytes of pixel data%s%s",
-                    path, ds->n, ds->rows, ds->cols, got,
-                    *gz_why(f) ? ": " : "", gz_why(f));
+                gn_seterr(err, errlen,
+                          "%s: truncated: header says %u images of %ux%u, file "
+                          "holds %zu bytes of pixel data%s%s",
+                          path, ds->n, ds->rows, ds->cols, got,
+                          *gz_why(f) ? ": " : "", gz_why(f));
         else if (rc == NN_EIO)
-                nn__seterr(err, errlen,
-                           "%s: read error after %zu bytes of pixel "
-                           "data: %s",
-                           path, got, gz_why(f));
+                gn_seterr(err, errlen,
+                          "%s: read error after %zu bytes of pixel "
+                          "data: %s",
+                          path, got, gz_why(f));
         else if (rc == NN_ENOMEM)
-                nn__seterr(err, errlen, "%s: out of memory for %zu bytes", path,
-                           want);
+                gn_seterr(err, errlen, "%s: out of memory for %zu bytes", path,
+                          want);
 out:
         gzclose(f);
         return rc;
@@ -254,29 +248,28 @@ static int idx_labels(const char *path, const char *images_path,
                       errlen);
         if (rc != 0)
                 return rc;
-        n = be32(h + 4);
+        n = gn_be32_get(h + 4);
         if (n != ds->n) {
-                nn__seterr(err, errlen, "%s: %u labels, but %s holds %u images",
-                           path, n, images_path, ds->n);
+                gn_seterr(err, errlen, "%s: %u labels, but %s holds %u images",
+                          path, n, images_path, ds->n);
                 rc = NN_EFORMAT;
                 goto out;
         }
         rc = read_body(f, n, &ds->labels, &got, &extra);
         if (rc == NN_EFORMAT && extra)
-                nn__seterr(err, errlen,
-                           "%s: header says %u labels, but more bytes follow",
-                           path, n);
+                gn_seterr(err, errlen,
+                          "%s: header says %u labels, but more bytes follow",
+                          path, n);
         else if (rc == NN_EFORMAT)
-                nn__seterr(
-                    err, errlen,
-                    "%s: truncated: header says %u labels, file holds %zu"
-                    "%s%s",
-                    path, n, got, *gz_why(f) ? ": " : "", gz_why(f));
+                gn_seterr(err, errlen,
+                          "%s: truncated: header says %u labels, file holds %zu"
+                          "%s%s",
+                          path, n, got, *gz_why(f) ? ": " : "", gz_why(f));
         else if (rc == NN_EIO)
-                nn__seterr(err, errlen, "%s: read error after %zu labels: %s",
-                           path, got, gz_why(f));
+                gn_seterr(err, errlen, "%s: read error after %zu labels: %s",
+                          path, got, gz_why(f));
         else if (rc == NN_ENOMEM)
-                nn__seterr(err, errlen, "%s: out of memory", path);
+                gn_seterr(err, errlen, "%s: out of memory", path);
 out:
         gzclose(f);
         return rc;
@@ -301,7 +294,7 @@ int nn_dataset_load_idx(const char *images_path, const char *labels_path,
 
         memset(out, 0, sizeof(*out));
         if (images_path == NULL || labels_path == NULL) {
-                nn__seterr(err, errlen, "nn_dataset_load_idx: no path given");
+                gn_seterr(err, errlen, "nn_dataset_load_idx: no path given");
                 return NN_EINVAL;
         }
         out->owns = 1;
@@ -332,36 +325,34 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
         for (;;) {
                 r = gz_read_full(f, rec, sizeof(rec));
                 if (r < 0) {
-                        nn__seterr(err, errlen,
-                                   "%s: read error after %u records: %s", path,
-                                   ds->n - start, gz_why(f));
+                        gn_seterr(err, errlen,
+                                  "%s: read error after %u records: %s", path,
+                                  ds->n - start, gz_why(f));
                         rc = NN_EIO;
                         goto out;
                 }
                 if (r == 0)
                         break;
                 if (r < (long long)sizeof(rec)) {
-                        nn__seterr(
-                            err, errlen,
-                            "%s: truncated: %u whole records of %d bytes "
-                            "and %lld bytes of another%s%s",
-                            path, ds->n - start, NN_DATA_CIFAR_RECORD, r,
-                            *gz_why(f) ? ": " : "", gz_why(f));
+                        gn_seterr(err, errlen,
+                                  "%s: truncated: %u whole records of %d bytes "
+                                  "and %lld bytes of another%s%s",
+                                  path, ds->n - start, NN_DATA_CIFAR_RECORD, r,
+                                  *gz_why(f) ? ": " : "", gz_why(f));
                         rc = NN_EFORMAT;
                         goto out;
                 }
                 if (rec[0] >= NN_DATA_CLASSES) {
-                        nn__seterr(
-                            err, errlen,
-                            "%s: record %u has label %u, CIFAR-10 has %d "
-                            "classes",
-                            path, ds->n - start, rec[0], NN_DATA_CLASSES);
+                        gn_seterr(err, errlen,
+                                  "%s: record %u has label %u, CIFAR-10 has %d "
+                                  "classes",
+                                  path, ds->n - start, rec[0], NN_DATA_CLASSES);
                         rc = NN_EFORMAT;
                         goto out;
                 }
                 if (ds->n >= NN_DATA_MAX_N) {
-                        nn__seterr(err, errlen, "%s: more than %d records",
-                                   path, NN_DATA_MAX_N);
+                        gn_seterr(err, errlen, "%s: more than %d records", path,
+                                  NN_DATA_MAX_N);
                         rc = NN_EFORMAT;
                         goto out;
                 }
@@ -374,8 +365,8 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
                                 ds->images = im;
                         lb = im ? realloc(ds->labels, nc) : NULL;
                         if (lb == NULL) {
-                                nn__seterr(err, errlen, "%s: out of memory",
-                                           path);
+                                gn_seterr(err, errlen, "%s: out of memory",
+                                          path);
                                 rc = NN_ENOMEM;
                                 goto out;
                         }
@@ -387,8 +378,8 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
                 ds->n++;
         }
         if (ds->n == start) {
-                nn__seterr(err, errlen, "%s: holds no CIFAR-10 records%s%s",
-                           path, *gz_why(f) ? ": " : "", gz_why(f));
+                gn_seterr(err, errlen, "%s: holds no CIFAR-10 records%s%s",
+                          path, *gz_why(f) ? ": " : "", gz_why(f));
                 rc = NN_EFORMAT;
         }
 out:
@@ -404,8 +395,7 @@ int nn_dataset_load_cifar(const char *const *paths, int npaths,
 
         memset(out, 0, sizeof(*out));
         if (paths == NULL || npaths <= 0) {
-                nn__seterr(err, errlen,
-                           "nn_dataset_load_cifar: no files given");
+                gn_seterr(err, errlen, "nn_dataset_load_cifar: no files given");
                 return NN_EINVAL;
         }
         out->owns = 1;
@@ -477,17 +467,17 @@ int nn_dataset_load_dir(const char *dir, int train, struct nn_dataset *out,
 
         memset(out, 0, sizeof(*out));
         if (dir == NULL) {
-                nn__seterr(err, errlen, "nn_dataset_load_dir: no directory");
+                gn_seterr(err, errlen, "nn_dataset_load_dir: no directory");
                 return NN_EINVAL;
         }
         snprintf(stem, sizeof(stem), "%s-images-idx3-ubyte", pre);
         if (find_idx(img, sizeof(img), dir, stem)) {
                 snprintf(stem, sizeof(stem), "%s-labels-idx1-ubyte", pre);
                 if (!find_idx(lbl, sizeof(lbl), dir, stem)) {
-                        nn__seterr(err, errlen,
-                                   "%s/%s[.gz]: cannot open: missing (images "
-                                   "are in %s)",
-                                   dir, stem, img);
+                        gn_seterr(err, errlen,
+                                  "%s/%s[.gz]: cannot open: missing (images "
+                                  "are in %s)",
+                                  dir, stem, img);
                         return NN_EIO;
                 }
                 return nn_dataset_load_idx(img, lbl, out, err, errlen);
@@ -500,11 +490,10 @@ int nn_dataset_load_dir(const char *dir, int train, struct nn_dataset *out,
                 if (rc <= 0)
                         return rc;
         }
-        nn__seterr(
-            err, errlen,
-            "%s: no data set found (looked for %s-images-idx3-ubyte[.gz] "
-            "and %s)",
-            dir, pre, train ? "data_batch_N.bin" : "test_batch.bin");
+        gn_seterr(err, errlen,
+                  "%s: no data set found (looked for %s-images-idx3-ubyte[.gz] "
+                  "and %s)",
+                  dir, pre, train ? "data_batch_N.bin" : "test_batch.bin");
         return NN_EIO;
 }
 

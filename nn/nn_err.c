@@ -1,9 +1,6 @@
 /* nn_err.c - names for the engine's error codes. */
 #include "nn_err.h"
 
-#include <stdarg.h>
-#include <stdio.h>
-
 const char *nn_strerror(int err)
 {
         switch (err) {
@@ -23,15 +20,4 @@ const char *nn_strerror(int err)
                 return "does not match the model";
         }
         return "unknown error";
-}
-
-void nn__seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (err == NULL || errlen == 0)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
 }

@@ -22,9 +22,4 @@ enum nn_err {
 
 const char *nn_strerror(int err);
 
-/* Internal: format one line into a caller's error buffer (NULL or 0 bytes:
- * nothing is written). */
-void nn__seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 #endif

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "gn_endian.h"
 #include "version.h"
 
 enum {
@@ -68,15 +69,6 @@ struct node_ctl {
 };
 
 /* ---- msgpack pre-check ---- */
-
-static int be_len(const uint8_t *p, size_t n, size_t *out)
-{
-        size_t v = 0;
-        for (size_t i = 0; i < n; i++)
-                v = v << 8 | p[i];
-        *out = v;
-        return 0;
-}
 
 /* How the size of an object with type byte 0xc0 + i is found: fix =
  * payload bytes after the type byte (-1: the unused byte 0xc1); len =
@@ -158,7 +150,7 @@ static int mp_head(const uint8_t *p, size_t avail, size_t *hdr, size_t *skip,
         }
         if (avail < 1 + lb)
                 return -1;
-        be_len(p + 1, lb, &n);
+        n = (size_t)gn_be_get(p + 1, (int)lb);
         *hdr = 1 + lb;
         if (f->arr)
                 *kids = n;
@@ -242,10 +234,7 @@ static void client__send(struct ctl_client *c, const void *buf, size_t len,
         }
         w->close_after = close_after;
         w->len = 4 + len;
-        w->bytes[0] = (uint8_t)(len >> 24);
-        w->bytes[1] = (uint8_t)(len >> 16);
-        w->bytes[2] = (uint8_t)(len >> 8);
-        w->bytes[3] = (uint8_t)len;
+        gn_be32_put(w->bytes, (uint32_t)len);
         memcpy(w->bytes + 4, buf, len);
         w->req.data = c;
         b = uv_buf_init((char *)w->bytes, (unsigned)w->len);
@@ -440,7 +429,7 @@ static void client__feed(struct ctl_client *c, const uint8_t *p, size_t n)
                         n -= k;
                         if (c->hdr_have < 4)
                                 return;
-                        be_len(c->hdr, 4, &c->want);
+                        c->want = gn_be32_get(c->hdr);
                         c->body_have = 0;
                         if (c->want == 0 || c->want > NODE_CTL_REQ_MAX) {
                                 c->ctl->st.bad_requests++;
@@ -683,11 +672,11 @@ static int read_all(int fd, void *buf, size_t len)
 
 int node_ctl_client_send(int fd, const void *req, size_t len)
 {
-        uint8_t hdr[4] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16),
-                          (uint8_t)(len >> 8), (uint8_t)len};
+        uint8_t hdr[4];
         int err;
         if (len > UINT32_MAX)
                 return -EMSGSIZE;
+        gn_be32_put(hdr, (uint32_t)len);
         err = write_all(fd, hdr, 4);
         return err ? err : write_all(fd, req, len);
 }
@@ -703,7 +692,7 @@ int node_ctl_client_recv(int fd, void **resp, size_t *resp_len)
         err = read_all(fd, hdr, 4);
         if (err)
                 return err;
-        be_len(hdr, 4, &len);
+        len = gn_be32_get(hdr);
         if (len > NODE_CTL_RESP_MAX)
                 return -EMSGSIZE;
         p = malloc(len ? len : 1);

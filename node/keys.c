@@ -9,12 +9,11 @@
  * through a mkstemp() temp file and rename(), so a crash never leaves a
  * half-written key where a good one was.
  */
-#include "errbuf.h"
+#include "gn_errbuf.h"
 #include "keys.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,12 +137,12 @@ static int write_new(const char *path, const char *text, size_t len, int force,
         if (fd < 0) {
                 rc = -errno;
                 if (rc == -EEXIST)
-                        node_seterr(err, errlen,
-                                    "%s: already exists (refusing to overwrite "
-                                    "a key; use --force)",
-                                    path);
+                        gn_seterr(err, errlen,
+                                  "%s: already exists (refusing to overwrite "
+                                  "a key; use --force)",
+                                  path);
                 else
-                        node_seterr(err, errlen, "%s: %s", path, strerror(-rc));
+                        gn_seterr(err, errlen, "%s: %s", path, strerror(-rc));
                 return rc;
         }
         /* umask may have narrowed the mode; make it exactly 0600. */
@@ -165,8 +164,8 @@ out:
                 close(fd);
         if (rc < 0) {
                 unlink(force ? tmp : path);
-                node_seterr(err, errlen, "%s: cannot write: %s", path,
-                            strerror(-rc));
+                gn_seterr(err, errlen, "%s: cannot write: %s", path,
+                          strerror(-rc));
         }
         return rc;
 }
@@ -202,26 +201,25 @@ static int read_private(const char *path, char *text, char *err, size_t errlen)
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
                 rc = -errno;
-                node_seterr(err, errlen, "%s: %s", path, strerror(-rc));
+                gn_seterr(err, errlen, "%s: %s", path, strerror(-rc));
                 return rc;
         }
         if (fstat(fd, &st) < 0) {
                 rc = -errno;
-                node_seterr(err, errlen, "%s: %s", path, strerror(-rc));
+                gn_seterr(err, errlen, "%s: %s", path, strerror(-rc));
                 goto out;
         }
         if (!S_ISREG(st.st_mode)) {
                 rc = -EINVAL;
-                node_seterr(err, errlen, "%s: not a regular file", path);
+                gn_seterr(err, errlen, "%s: not a regular file", path);
                 goto out;
         }
         if (st.st_mode & 0077) {
                 rc = -EACCES;
-                node_seterr(
-                    err, errlen,
-                    "%s: permissions %04o are too open (the key must not "
-                    "be accessible by group or others; chmod 600 %s)",
-                    path, (unsigned)(st.st_mode & 07777), path);
+                gn_seterr(err, errlen,
+                          "%s: permissions %04o are too open (the key must not "
+                          "be accessible by group or others; chmod 600 %s)",
+                          path, (unsigned)(st.st_mode & 07777), path);
                 goto out;
         }
         for (;;) {
@@ -230,7 +228,7 @@ static int read_private(const char *path, char *text, char *err, size_t errlen)
                         continue;
                 if (got < 0) {
                         rc = -errno;
-                        node_seterr(err, errlen, "%s: %s", path, strerror(-rc));
+                        gn_seterr(err, errlen, "%s: %s", path, strerror(-rc));
                         goto out;
                 }
                 if (got == 0)
@@ -238,8 +236,8 @@ static int read_private(const char *path, char *text, char *err, size_t errlen)
                 len += (size_t)got;
                 if (len == KEY_FILE_MAX - 1) {
                         rc = -EINVAL;
-                        node_seterr(err, errlen, "%s: too large for a key file",
-                                    path);
+                        gn_seterr(err, errlen, "%s: too large for a key file",
+                                  path);
                         goto out;
                 }
         }
@@ -289,26 +287,25 @@ static int decode_key(const char *path, const char *id, const char *b64,
             sodium_base642bin(sk, GOSSIP_SECRET_BYTES, b64, len, NULL, &got,
                               &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
             got != GOSSIP_SECRET_BYTES || end != b64 + len) {
-                node_seterr(err, errlen,
-                            "%s: bad secret key (expected %d base64 chars of a "
-                            "%d-byte key)",
-                            path, SK_B64_LEN, GOSSIP_SECRET_BYTES);
+                gn_seterr(err, errlen,
+                          "%s: bad secret key (expected %d base64 chars of a "
+                          "%d-byte key)",
+                          path, SK_B64_LEN, GOSSIP_SECRET_BYTES);
                 goto out;
         }
         crypto_sign_seed_keypair(seed_pk, chk_sk, sk);
         if (sodium_memcmp(seed_pk, sk + 32, GOSSIP_KEY_BYTES) != 0) {
-                node_seterr(err, errlen,
-                            "%s: corrupt key (public half does not match the "
-                            "secret seed)",
-                            path);
+                gn_seterr(err, errlen,
+                          "%s: corrupt key (public half does not match the "
+                          "secret seed)",
+                          path);
                 goto out;
         }
         node_key_id(seed_pk, want_id);
         if (strcmp(id, want_id) != 0) {
-                node_seterr(
-                    err, errlen,
-                    "%s: key id %s does not match the key (expected %s)", path,
-                    id, want_id);
+                gn_seterr(err, errlen,
+                          "%s: key id %s does not match the key (expected %s)",
+                          path, id, want_id);
                 goto out;
         }
         memcpy(pk, seed_pk, GOSSIP_KEY_BYTES);
@@ -328,7 +325,7 @@ int node_key_load(const char *path, uint8_t pk[GOSSIP_KEY_BYTES],
         memset(pk, 0, GOSSIP_KEY_BYTES);
         memset(sk, 0, GOSSIP_SECRET_BYTES);
         if (node_key_init() < 0) {
-                node_seterr(err, errlen, "%s: libsodium failed to start", path);
+                gn_seterr(err, errlen, "%s: libsodium failed to start", path);
                 return -EIO;
         }
         rc = read_private(path, text, err, errlen);
@@ -336,15 +333,15 @@ int node_key_load(const char *path, uint8_t pk[GOSSIP_KEY_BYTES],
                 goto out;
         rc = -EINVAL;
         if (split_key_line(text, &tag, &id, &b64) < 0) {
-                node_seterr(err, errlen,
-                            "%s: no key line (expected '%s <key id> <base64>')",
-                            path, NODE_KEY_TAG_SECRET);
+                gn_seterr(err, errlen,
+                          "%s: no key line (expected '%s <key id> <base64>')",
+                          path, NODE_KEY_TAG_SECRET);
                 goto out;
         }
         if (strcmp(tag, NODE_KEY_TAG_SECRET) != 0) {
-                node_seterr(err, errlen,
-                            "%s: unknown key type '%.40s' (expected '%s')",
-                            path, tag, NODE_KEY_TAG_SECRET);
+                gn_seterr(err, errlen,
+                          "%s: unknown key type '%.40s' (expected '%s')", path,
+                          tag, NODE_KEY_TAG_SECRET);
                 goto out;
         }
         rc = decode_key(path, id, b64, pk, sk, err, errlen);

@@ -22,6 +22,7 @@
  *    that points at them.
  */
 #include "net.h"
+#include "gn_endian.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -305,9 +306,7 @@ static int conn__feed(struct conn *c, const uint8_t *p, size_t n)
                         n -= k;
                         if (c->hdr_have < 4)
                                 break;
-                        c->want = (size_t)c->hdr[0] << 24 |
-                                  (size_t)c->hdr[1] << 16 |
-                                  (size_t)c->hdr[2] << 8 | c->hdr[3];
+                        c->want = gn_be32_get(c->hdr);
                         c->body_have = 0;
                         if (c->want == 0 || c->want > net->cfg.stream_max) {
                                 net->st.oversize++;
@@ -625,10 +624,7 @@ static int net__send_stream(struct node_net *net, const struct gossip_addr *to,
         memset(f, 0, sizeof(*f));
         f->size = 4 + len;
         f->dest = d;
-        f->bytes[0] = (uint8_t)(len >> 24);
-        f->bytes[1] = (uint8_t)(len >> 16);
-        f->bytes[2] = (uint8_t)(len >> 8);
-        f->bytes[3] = (uint8_t)len;
+        gn_be32_put(f->bytes, (uint32_t)len);
         memcpy(f->bytes + 4, buf, len);
         d->queued += f->size;
         d->st.queued_bytes = d->queued;

@@ -8,11 +8,11 @@
  * rephrased the same way, so that every error is exactly one line.
  */
 #include "options.h"
+#include "gn_errbuf.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,18 +260,6 @@ void node_options_default(struct node_options *o)
         o->progress_ms = NODE_OPT_PROGRESS_MS;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (err && errlen) {
-                va_start(ap, fmt);
-                vsnprintf(err, errlen, fmt, ap);
-                va_end(ap);
-        }
-        return -EINVAL;
-}
-
 /* Unsigned integer in [lo, hi], whole string. */
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
@@ -397,7 +385,8 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
         uint64_t u;
         int e;
 
-#define BAD(what) fail(err, errlen, "--%s: '%s' is not %s", name, v, what)
+#define BAD(what)                                                              \
+        gn_fail(err, errlen, -EINVAL, "--%s: '%s' is not %s", name, v, what)
         switch (c) {
         case OPT_PEERS:
                 o->peers_path = v;
@@ -577,7 +566,7 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                         return BAD("milliseconds in 10..3600000");
                 break;
         default:
-                return fail(err, errlen, "internal: option %d", c);
+                return gn_fail(err, errlen, -EINVAL, "internal: option %d", c);
         }
 #undef BAD
         return 0;
@@ -595,14 +584,15 @@ static const char *opt_name(int c)
 static int check_combination(struct node_options *o, char *err, size_t errlen)
 {
         if (o->peers_path && !o->key_path)
-                return fail(err, errlen, "--peers needs --key FILE");
+                return gn_fail(err, errlen, -EINVAL,
+                               "--peers needs --key FILE");
         if (o->checkpoint_every && !o->checkpoint_dir)
-                return fail(err, errlen,
-                            "--checkpoint-every needs --checkpoint-dir DIR");
+                return gn_fail(err, errlen, -EINVAL,
+                               "--checkpoint-every needs --checkpoint-dir DIR");
         if (o->fill_size > o->batch)
-                return fail(err, errlen,
-                            "--fill-size %u is larger than --batch %u",
-                            o->fill_size, o->batch);
+                return gn_fail(err, errlen, -EINVAL,
+                               "--fill-size %u is larger than --batch %u",
+                               o->fill_size, o->batch);
         if (isnan(o->lr))
                 o->lr = o->optimizer == NODE_OPTIM_ADAM ? NODE_OPT_LR_ADAM
                                                         : NODE_OPT_LR_SGD;
@@ -626,20 +616,20 @@ int node_options_parse(int argc, char **argv, struct node_options *o, char *err,
                 if (c == OPT_VERSION)
                         return NODE_OPT_VERSION;
                 if (c == ':')
-                        return fail(err, errlen, "%s: needs a value",
-                                    argv[optind - 1]);
+                        return gn_fail(err, errlen, -EINVAL,
+                                       "%s: needs a value", argv[optind - 1]);
                 if (c == '?')
-                        return fail(err, errlen,
-                                    "%s: unknown option (see --help)",
-                                    argv[optind - 1]);
+                        return gn_fail(err, errlen, -EINVAL,
+                                       "%s: unknown option (see --help)",
+                                       argv[optind - 1]);
                 rc =
                     apply(o, c, opt_name(c), optarg ? optarg : "", err, errlen);
                 if (rc)
                         return rc;
         }
         if (optind < argc)
-                return fail(err, errlen,
-                            "'%s': unexpected argument (see --help)",
-                            argv[optind]);
+                return gn_fail(err, errlen, -EINVAL,
+                               "'%s': unexpected argument (see --help)",
+                               argv[optind]);
         return check_combination(o, err, errlen);
 }

@@ -9,14 +9,13 @@
  * found with a quadratic scan: peers files list a few dozen devices, and
  * NODE_PEERS_MAX bounds the worst case.
  */
-#include "errbuf.h"
+#include "gn_errbuf.h"
 #include "peers.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,9 +207,9 @@ static int check_dup(struct parser *ps, const struct node_peer *p,
                         what = "address";
                 if (what == NULL)
                         continue;
-                node_seterr(ps->err, ps->errlen,
-                            "%s:%u: duplicate %s (already on line %u)",
-                            ps->fname, line, what, ps->lines[i]);
+                gn_seterr(ps->err, ps->errlen,
+                          "%s:%u: duplicate %s (already on line %u)", ps->fname,
+                          line, what, ps->lines[i]);
                 return -EINVAL;
         }
         return 0;
@@ -244,17 +243,16 @@ static int parse_addr_field(struct parser *ps, const char *tok,
         int rc = node_addr_parse(tok, &p->addr, 1);
 
         if (rc == -EHOSTUNREACH) {
-                node_seterr(ps->err, ps->errlen,
-                            "%s:%u: cannot resolve host in '%.64s'", ps->fname,
-                            line, tok);
+                gn_seterr(ps->err, ps->errlen,
+                          "%s:%u: cannot resolve host in '%.64s'", ps->fname,
+                          line, tok);
                 return -EINVAL;
         }
         if (rc < 0) {
-                node_seterr(
-                    ps->err, ps->errlen,
-                    "%s:%u: bad address '%.64s' (expected A.B.C.D:PORT, "
-                    "[IPv6]:PORT or HOST:PORT, port 1-65535)",
-                    ps->fname, line, tok);
+                gn_seterr(ps->err, ps->errlen,
+                          "%s:%u: bad address '%.64s' (expected A.B.C.D:PORT, "
+                          "[IPv6]:PORT or HOST:PORT, port 1-65535)",
+                          ps->fname, line, tok);
                 return -EINVAL;
         }
         node_addr_format(&p->addr, p->addr_str, sizeof(p->addr_str));
@@ -274,27 +272,25 @@ static int parse_line(struct parser *ps, char *s, unsigned line)
         if (nt == 0)
                 return 0;
         if (nt < 2 || nt > 3) {
-                node_seterr(
-                    ps->err, ps->errlen,
-                    "%s:%u: expected 'ADDR:PORT PUBKEY [NAME]', found %s "
-                    "fields",
-                    ps->fname, line, nt < 2 ? "1 of 2-3" : "more than 3");
+                gn_seterr(ps->err, ps->errlen,
+                          "%s:%u: expected 'ADDR:PORT PUBKEY [NAME]', found %s "
+                          "fields",
+                          ps->fname, line, nt < 2 ? "1 of 2-3" : "more than 3");
                 return -EINVAL;
         }
         memset(&p, 0, sizeof(p));
         /* the address last: it may need a (slow) name lookup */
         if (node_key_pk_from_base64(tok[1], strlen(tok[1]), p.pk) < 0) {
-                node_seterr(ps->err, ps->errlen,
-                            "%s:%u: bad public key (expected %d base64 chars)",
-                            ps->fname, line, NODE_KEY_PK_B64_LEN);
+                gn_seterr(ps->err, ps->errlen,
+                          "%s:%u: bad public key (expected %d base64 chars)",
+                          ps->fname, line, NODE_KEY_PK_B64_LEN);
                 return -EINVAL;
         }
         if (nt == 3 && !valid_name(tok[2])) {
-                node_seterr(
-                    ps->err, ps->errlen,
-                    "%s:%u: bad name '%.64s' (1-63 chars of A-Z a-z 0-9 "
-                    ". _ -)",
-                    ps->fname, line, tok[2]);
+                gn_seterr(ps->err, ps->errlen,
+                          "%s:%u: bad name '%.64s' (1-63 chars of A-Z a-z 0-9 "
+                          ". _ -)",
+                          ps->fname, line, tok[2]);
                 return -EINVAL;
         }
         if ((rc = parse_addr_field(ps, tok[0], &p, line)) < 0)
@@ -303,14 +299,13 @@ static int parse_line(struct parser *ps, char *s, unsigned line)
         if ((rc = check_dup(ps, &p, line)) < 0)
                 return rc;
         if (ps->n >= NODE_PEERS_MAX) {
-                node_seterr(ps->err, ps->errlen, "%s:%u: more than %d peers",
-                            ps->fname, line, NODE_PEERS_MAX);
+                gn_seterr(ps->err, ps->errlen, "%s:%u: more than %d peers",
+                          ps->fname, line, NODE_PEERS_MAX);
                 return -EINVAL;
         }
         rc = push(ps, &p, line);
         if (rc < 0)
-                node_seterr(ps->err, ps->errlen, "%s: out of memory",
-                            ps->fname);
+                gn_seterr(ps->err, ps->errlen, "%s: out of memory", ps->fname);
         return rc;
 }
 
@@ -330,8 +325,8 @@ int node_peers_parse(const char *text, size_t len, const char *fname,
         *out = NULL;
         *n = 0;
         if (len > NODE_PEERS_FILE_MAX) {
-                node_seterr(err, errlen, "%s: larger than %d bytes", ps.fname,
-                            NODE_PEERS_FILE_MAX);
+                gn_seterr(err, errlen, "%s: larger than %d bytes", ps.fname,
+                          NODE_PEERS_FILE_MAX);
                 return -EINVAL;
         }
         while (pos < len) {
@@ -339,9 +334,9 @@ int node_peers_parse(const char *text, size_t len, const char *fname,
                 size_t ll = nl ? (size_t)(nl - (text + pos)) : len - pos;
                 line++;
                 if (ll > LINE_MAX_LEN) {
-                        node_seterr(err, errlen,
-                                    "%s:%u: line longer than %d bytes",
-                                    ps.fname, line, LINE_MAX_LEN);
+                        gn_seterr(err, errlen,
+                                  "%s:%u: line longer than %d bytes", ps.fname,
+                                  line, LINE_MAX_LEN);
                         rc = -EINVAL;
                         goto out;
                 }
@@ -349,8 +344,8 @@ int node_peers_parse(const char *text, size_t len, const char *fname,
                 buf[ll] = '\0';
                 pos += ll + 1;
                 if (memchr(buf, '\0', ll) != NULL) {
-                        node_seterr(err, errlen, "%s:%u: NUL byte in line",
-                                    ps.fname, line);
+                        gn_seterr(err, errlen, "%s:%u: NUL byte in line",
+                                  ps.fname, line);
                         rc = -EINVAL;
                         goto out;
                 }
@@ -384,19 +379,19 @@ int node_peers_load(const char *path, struct node_peer **out, size_t *n,
         f = fopen(path, "rb");
         if (f == NULL) {
                 rc = -errno;
-                node_seterr(err, errlen, "%s: %s", path, strerror(errno));
+                gn_seterr(err, errlen, "%s: %s", path, strerror(errno));
                 return rc;
         }
         text = malloc(NODE_PEERS_FILE_MAX + 1);
         if (text == NULL) {
                 rc = -ENOMEM;
-                node_seterr(err, errlen, "%s: out of memory", path);
+                gn_seterr(err, errlen, "%s: out of memory", path);
                 goto out;
         }
         len = fread(text, 1, NODE_PEERS_FILE_MAX + 1, f);
         if (ferror(f)) {
                 rc = -EIO;
-                node_seterr(err, errlen, "%s: read error", path);
+                gn_seterr(err, errlen, "%s: read error", path);
                 goto out;
         }
         rc = node_peers_parse(text, len, path, out, n, err, errlen);

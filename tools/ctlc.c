@@ -8,11 +8,12 @@
  * is bounded by msgpack-c's unpacker (it refuses nesting beyond its stack).
  */
 #include "ctlc.h"
+#include "gn_endian.h"
+#include "gn_errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -21,17 +22,6 @@
 #include <unistd.h>
 
 #include <sodium.h>
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (err == NULL || errlen == 0)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-}
 
 int ctlc_connect(const char *path, int timeout_ms)
 {
@@ -128,10 +118,7 @@ static int send_request(int fd, const char *cmd, const char *const *keys,
                 rc = sb.data == NULL ? -ENOMEM : -EMSGSIZE;
                 goto out;
         }
-        hdr[0] = (uint8_t)(sb.size >> 24);
-        hdr[1] = (uint8_t)(sb.size >> 16);
-        hdr[2] = (uint8_t)(sb.size >> 8);
-        hdr[3] = (uint8_t)sb.size;
+        gn_be32_put(hdr, (uint32_t)sb.size);
         rc = send_all(fd, (const char *)hdr, 4);
         if (rc == 0)
                 rc = send_all(fd, sb.data, sb.size);
@@ -148,7 +135,7 @@ static int decode_envelope(struct ctlc_resp *r, char *err, size_t errlen)
         ok = ctlc_get(root, "ok");
         if (root->type != MSGPACK_OBJECT_MAP || ok == NULL ||
             ok->type != MSGPACK_OBJECT_BOOLEAN) {
-                set_err(err, errlen, "malformed response (no \"ok\" flag)");
+                gn_seterr(err, errlen, "malformed response (no \"ok\" flag)");
                 return -EBADMSG;
         }
         r->ok = ok->via.boolean;
@@ -178,14 +165,13 @@ int ctlc_call(int fd, const char *cmd, const char *const *keys,
         if (rc == 0)
                 rc = recv_all(fd, (char *)hdr, 4);
         if (rc < 0) {
-                set_err(err, errlen, "%s", strerror(-rc));
+                gn_seterr(err, errlen, "%s", strerror(-rc));
                 return rc;
         }
-        len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
-              (uint32_t)hdr[2] << 8 | hdr[3];
+        len = gn_be32_get(hdr);
         if (len == 0 || len > CTLC_RESP_MAX) {
-                set_err(err, errlen, "response length %u out of bounds",
-                        (unsigned)len);
+                gn_seterr(err, errlen, "response length %u out of bounds",
+                          (unsigned)len);
                 return -EMSGSIZE;
         }
         r->buf = malloc(len);
@@ -193,15 +179,15 @@ int ctlc_call(int fd, const char *cmd, const char *const *keys,
                 return -ENOMEM;
         rc = recv_all(fd, r->buf, len);
         if (rc < 0) {
-                set_err(err, errlen, "%s", strerror(-rc));
+                gn_seterr(err, errlen, "%s", strerror(-rc));
                 return rc;
         }
         if (msgpack_unpack_next(&r->unp, r->buf, len, &off) !=
                 MSGPACK_UNPACK_SUCCESS ||
             off != len) {
-                set_err(err, errlen,
-                        "malformed response (not one msgpack "
-                        "object)");
+                gn_seterr(err, errlen,
+                          "malformed response (not one msgpack "
+                          "object)");
                 return -EBADMSG;
         }
         return decode_envelope(r, err, errlen);

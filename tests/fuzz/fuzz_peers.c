@@ -2,7 +2,7 @@
  * fuzz_peers.c - libFuzzer target for the peers-file parser
  * (node/peers.c: node_peers_parse, node_addr_parse, node_addr_format).
  *
- * fuzz-libs: gn_node
+ * fuzz-libs: gn_ident
  *
  * The input is the text of a peers file. node_peers_parse() always resolves
  * host names (node_addr_parse(..., resolve=1) has no switch), so this file
@@ -10,8 +10,8 @@
  * deterministic in-memory fake: no DNS query ever leaves the process, and
  * the fuzzer still reaches the host-name branches (found, not found, IPv6
  * only, IPv6 before IPv4, two names on one address). Compiling peers.c here
- * also gives libFuzzer its coverage, which gn_node (not built with
- * -fsanitize=fuzzer-no-link) would not. gn_node's own peers.o is not pulled
+ * also gives libFuzzer its coverage, which gn_ident (not built with
+ * -fsanitize=fuzzer-no-link) would not. gn_ident's own peers.o is not pulled
  * in: every symbol it defines is defined here first.
  *
  * Oracles. Success: at most one entry per line and NODE_PEERS_MAX in all;

@@ -12,7 +12,7 @@ target_include_directories(gn_nodenet_t PUBLIC ${PROJECT_SOURCE_DIR}/node
                            ${PROJECT_SOURCE_DIR}/gossip)
 target_compile_definitions(gn_nodenet_t PRIVATE
                            GN_VERSION="${PROJECT_VERSION}")
-target_link_libraries(gn_nodenet_t PUBLIC gn::uv gn::msgpack Threads::Threads m)
+target_link_libraries(gn_nodenet_t PUBLIC gn_base gn::uv gn::msgpack Threads::Threads m)
 
 if(TARGET gn::cmocka)
   foreach(t net ctl metrics)
