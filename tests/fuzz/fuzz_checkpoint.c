@@ -21,28 +21,11 @@
 
 #include <sodium.h>
 
+#include "gn_endian.h"
 #include "checkpoint.h"
 #include "fuzz.h"
 
 enum { FUZZ_MAX_FLOATS = 1 << 16 };
-
-static void put32(uint8_t *p, uint32_t v)
-{
-        for (int i = 0; i < 4; i++)
-                p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-        for (int i = 0; i < 8; i++)
-                p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-               (uint32_t)p[3] << 24;
-}
 
 /* Header offsets as in docs/formats.md: total 8, spec/meta lengths 40/44,
  * parameter/optimizer counts 48/56, 64-byte header, 32-byte digest. */
@@ -51,19 +34,19 @@ static void make_consistent(uint8_t *b, size_t n)
         size_t room = n - 96, sl, ml, fl;
         uint64_t nf, no;
 
-        sl = get32(b + 40) % (room + 1);
-        ml = get32(b + 44) % (room - sl + 1);
+        sl = gn_le32_get(b + 40) % (room + 1);
+        ml = gn_le32_get(b + 44) % (room - sl + 1);
         fl = room - sl - ml;
         ml += fl % 4;
         nf = fl / 4;
-        no = nf ? get32(b + 56) % (nf + 1) : 0;
+        no = nf ? gn_le32_get(b + 56) % (nf + 1) : 0;
         memcpy(b, "GNCK", 4);
-        put32(b + 4, 1);
-        put64(b + 8, n);
-        put32(b + 40, (uint32_t)sl);
-        put32(b + 44, (uint32_t)ml);
-        put64(b + 48, nf - no);
-        put64(b + 56, no);
+        gn_le32_put(b + 4, 1);
+        gn_le64_put(b + 8, n);
+        gn_le32_put(b + 40, (uint32_t)sl);
+        gn_le32_put(b + 44, (uint32_t)ml);
+        gn_le64_put(b + 48, nf - no);
+        gn_le64_put(b + 56, no);
         crypto_generichash(b + n - 32, 32, b, n - 32, NULL, 0);
 }
 

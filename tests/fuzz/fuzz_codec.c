@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gn_endian.h"
 #include "codec.h"
 #include "fuzz.h"
 
@@ -93,9 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int rc;
 
         if (size >= 12) {
-                uint32_t hn = (uint32_t)data[8] | (uint32_t)data[9] << 8 |
-                              (uint32_t)data[10] << 16 |
-                              (uint32_t)data[11] << 24;
+                uint32_t hn = gn_le32_get(data + 8);
                 if (hn >= 1 && hn <= FUZZ_MODEL_MAX)
                         n = hn;
         }

@@ -30,6 +30,7 @@
  * NODE_CTL_ERR_MAX}; "echo" of a well-formed request gives back exactly
  * its args, "version" is answered ok; the counters add up.
  */
+#include "gn_endian.h"
 #include "../../node/ctl.c"
 
 #include <fcntl.h>
@@ -140,12 +141,6 @@ static void drain(int fd, struct outbuf *o)
         }
 }
 
-static uint32_t be32(const uint8_t *p)
-{
-        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-               (uint32_t)p[2] << 8 | p[3];
-}
-
 /* Pack o into sb (cleared first); returns sb->size. */
 static size_t repack(msgpack_sbuffer *sb, const msgpack_object *o)
 {
@@ -247,7 +242,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         /* Frames in the input, found independently of ctl.c. */
         while (size - off >= 4) {
-                uint32_t len = be32(data + off);
+                uint32_t len = gn_be32_get(data + off);
                 if (len == 0 || len > NODE_CTL_REQ_MAX) {
                         expected++; /* error, then the server hangs up */
                         limit = off + 4;
@@ -306,10 +301,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 uint32_t rlen;
 
                 GN_FUZZ_CHECK(out.n - roff >= 4);
-                rlen = be32(out.p + roff);
+                rlen = gn_be32_get(out.p + roff);
                 GN_FUZZ_CHECK(out.n - roff - 4 >= rlen);
                 if (size - off >= 4) {
-                        req_len = be32(data + off);
+                        req_len = gn_be32_get(data + off);
                         if (req_len > 0 && req_len <= NODE_CTL_REQ_MAX &&
                             size - off - 4 >= req_len)
                                 req = data + off + 4;
@@ -354,10 +349,7 @@ void gn_fuzz_seeds(gn_fuzz_add_fn add, void *ctx)
                 msgpack_pack_bin_body(&pk, "\x00\x01", 2);
                 pack_str(&pk, "ok");
                 msgpack_pack_true(&pk);
-                hdr[0] = (uint8_t)(req.size >> 24);
-                hdr[1] = (uint8_t)(req.size >> 16);
-                hdr[2] = (uint8_t)(req.size >> 8);
-                hdr[3] = (uint8_t)req.size;
+                gn_be32_put(hdr, (uint32_t)req.size);
                 msgpack_sbuffer_write(&stream, (const char *)hdr, 4);
                 msgpack_sbuffer_write(&stream, req.data, req.size);
                 add(ctx, (const uint8_t *)stream.data, stream.size);

@@ -29,6 +29,7 @@
 
 #include <zlib.h>
 
+#include "gn_endian.h"
 #include "data.h"
 #include "fuzz.h"
 
@@ -130,14 +131,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
 }
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-        p[0] = (uint8_t)(v >> 24);
-        p[1] = (uint8_t)(v >> 16);
-        p[2] = (uint8_t)(v >> 8);
-        p[3] = (uint8_t)v;
-}
-
 /* gzip-compress in[0..n) into out (cap bytes); the length, or 0. */
 static size_t gz(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
 {
@@ -167,14 +160,14 @@ void gn_fuzz_seeds(gn_fuzz_add_fn add, void *ctx)
         uint8_t img[IDX_IMAGES_HDR + 60], lab[IDX_LABELS_HDR + 3];
         size_t zi, zl;
 
-        put_be32(img, 0x00000803);
-        put_be32(img + 4, 3);
-        put_be32(img + 8, 4);
-        put_be32(img + 12, 5);
+        gn_be32_put(img, 0x00000803);
+        gn_be32_put(img + 4, 3);
+        gn_be32_put(img + 8, 4);
+        gn_be32_put(img + 12, 5);
         for (int i = 0; i < 60; i++)
                 img[IDX_IMAGES_HDR + i] = (uint8_t)(i * 7);
-        put_be32(lab, 0x00000801);
-        put_be32(lab + 4, 3);
+        gn_be32_put(lab, 0x00000801);
+        gn_be32_put(lab + 4, 3);
         lab[8] = 0;
         lab[9] = 9;
         lab[10] = 4;

@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "gn_endian.h"
 #include "codec.h"
 
 static uint64_t g_seed = 20261129;
@@ -53,24 +54,12 @@ static void fill(float *x, size_t n, uint64_t *s)
         }
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-               (uint32_t)p[3] << 24;
-}
-
-static void wr32(uint8_t *p, uint32_t v)
-{
-        for (int i = 0; i < 4; i++)
-                p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static void wrf(uint8_t *p, float f)
 {
         uint32_t u;
 
         memcpy(&u, &f, 4);
-        wr32(p, u);
+        gn_le32_put(p, u);
 }
 
 static uint32_t fbits(float f)
@@ -145,7 +134,7 @@ static void test_header_layout(void **state)
         codec(&c, GOSSIP_CODEC_TOPK, 1000, 1, 0, 5, 0);
         assert_int_equal(enc(&c, 0, g, buf, sizeof(buf)), 20 + 8 * 5);
         assert_int_equal(buf[1], 4);
-        assert_int_equal(rd32(buf + 16), 5);
+        assert_int_equal(gn_le32_get(buf + 16), 5);
         gossip_codec_free(&c);
         codec(&c, GOSSIP_CODEC_FP16, 1000, 1, 0, 0, 0);
         assert_int_equal(enc(&c, 0, g, buf, sizeof(buf)), 20 + 2000);
@@ -334,7 +323,7 @@ static void check_int8(size_t n, uint32_t block)
                 for (size_t i = lo; i < hi; i++)
                         maxabs = fmaxf(maxabs, fabsf(g[i]));
                 scale = maxabs / 127.0f;
-                assert_int_equal(rd32(buf + 20 + 4 * b), fbits(scale));
+                assert_int_equal(gn_le32_get(buf + 20 + 4 * b), fbits(scale));
                 for (size_t i = lo; i < hi; i++)
                         if (fabsf(out[i] - g[i]) > scale * (0.5f + 0x1p-16f))
                                 fail_msg("int8 n=%zu block=%u elem %zu: %a vs "
@@ -366,7 +355,7 @@ static void test_int8(void **state)
         codec(&c, GOSSIP_CODEC_INT8, 6, 1, 0, 0, 0);
         len = enc(&c, 0, g, buf, sizeof(buf));
         assert_int_equal(len, 20 + 4 + 6);
-        assert_int_equal(rd32(buf + 20), fbits(1.0f));
+        assert_int_equal(gn_le32_get(buf + 20), fbits(1.0f));
         for (int i = 0; i < 6; i++)
                 assert_int_equal((int8_t)buf[24 + i], want[i]);
         assert_int_equal(gossip_codec_decode(buf, len, 6, out, &info), 0);
@@ -453,7 +442,7 @@ static void test_topk_exact_k(void **state)
         codec(&c, GOSSIP_CODEC_TOPK, 50, 1, 0, 5, 0);
         len = enc(&c, 0, g, buf, sizeof(buf));
         for (uint32_t j = 0; j < 5; j++)
-                assert_int_equal(rd32(buf + 20 + 8 * j), j);
+                assert_int_equal(gn_le32_get(buf + 20 + 8 * j), j);
         gossip_codec_free(&c);
 }
 
@@ -745,9 +734,9 @@ static void test_garbage(void **state)
                         buf[3] = 0;
                         buf[4] = (uint8_t)parts;
                         buf[5] = buf[6] = buf[7] = 0;
-                        wr32(buf + 8, 64);
-                        wr32(buf + 12, (uint32_t)count);
-                        wr32(buf + 16, param);
+                        gn_le32_put(buf + 8, 64);
+                        gn_le32_put(buf + 12, (uint32_t)count);
+                        gn_le32_put(buf + 16, param);
                         len = 20 +
                               (id == GOSSIP_CODEC_FP32   ? 4 * count
                                : id == GOSSIP_CODEC_FP16 ? 2 * count
@@ -755,7 +744,8 @@ static void test_garbage(void **state)
                                    ? 4 * ((count + param - 1) / param) + count
                                    : 8 * (size_t)param);
                         if (id == GOSSIP_CODEC_TOPK && param >= 2)
-                                wr32(buf + 20, 0); /* often ordered then */
+                                gn_le32_put(buf + 20,
+                                            0); /* often ordered then */
                 }
                 rc = gossip_codec_decode(buf, len, 64, out, &info);
                 assert_true(rc <= 0);
@@ -790,14 +780,16 @@ static void test_header_rejects(void **state)
         MUTATE(mut[4] = 0, GOSSIP_EDECODE);  /* zero partitions */
         MUTATE(mut[4] = 65, GOSSIP_EDECODE); /* more parts than elements */
         MUTATE(mut[6] = 1, GOSSIP_EDECODE);  /* reserved */
-        MUTATE(wr32(mut + 8, 63), GOSSIP_EMISMATCH);
-        MUTATE(wr32(mut + 12, 63), GOSSIP_EMISMATCH);
-        MUTATE(wr32(mut + 16, 1), GOSSIP_EDECODE); /* fp32 has no param */
+        MUTATE(gn_le32_put(mut + 8, 63), GOSSIP_EMISMATCH);
+        MUTATE(gn_le32_put(mut + 12, 63), GOSSIP_EMISMATCH);
+        MUTATE(gn_le32_put(mut + 16, 1),
+               GOSSIP_EDECODE); /* fp32 has no param */
         MUTATE(wrf(mut + 20 + 4 * 9, NAN), GOSSIP_ENONFINITE);
         MUTATE(wrf(mut + 20 + 4 * 63, -INFINITY), GOSSIP_ENONFINITE);
         /* two partitions, index 1 with the count of partition 0 works only
          * if the counts match: 64/2 both 32, so this is a valid header */
-        MUTATE((mut[4] = 2, mut[2] = 1, wr32(mut + 12, 32)), GOSSIP_EDECODE);
+        MUTATE((mut[4] = 2, mut[2] = 1, gn_le32_put(mut + 12, 32)),
+               GOSSIP_EDECODE);
         assert_int_equal(gossip_codec_decode(mut, 20 + 4 * 32, 64, out, &info),
                          0);
         assert_int_equal(info.lo, 32);
@@ -811,17 +803,20 @@ static void test_header_rejects(void **state)
                GOSSIP_ENONFINITE);
         MUTATE(wrf(mut + 20, -1.0f), GOSSIP_EDECODE);
         MUTATE(mut[20 + 16 + 3] = 0x80, GOSSIP_EDECODE);
-        MUTATE(wr32(mut + 16, 0), GOSSIP_EDECODE);
-        MUTATE(wr32(mut + 16, 65537), GOSSIP_EDECODE);
+        MUTATE(gn_le32_put(mut + 16, 0), GOSSIP_EDECODE);
+        MUTATE(gn_le32_put(mut + 16, 65537), GOSSIP_EDECODE);
 
         /* top-k (k = 8): indices out of range, repeated, unordered; Inf */
         len = sample_payload(&samples[3], buf, sizeof(buf), &s);
-        MUTATE(wr32(mut + 20 + 8 * 7, 64), GOSSIP_EDECODE);
-        MUTATE(wr32(mut + 20 + 8 * 1, rd32(mut + 20)), GOSSIP_EDECODE);
-        MUTATE((wr32(mut + 20, 5), wr32(mut + 28, 4)), GOSSIP_EDECODE);
+        MUTATE(gn_le32_put(mut + 20 + 8 * 7, 64), GOSSIP_EDECODE);
+        MUTATE(gn_le32_put(mut + 20 + 8 * 1, gn_le32_get(mut + 20)),
+               GOSSIP_EDECODE);
+        MUTATE((gn_le32_put(mut + 20, 5), gn_le32_put(mut + 28, 4)),
+               GOSSIP_EDECODE);
         MUTATE(wrf(mut + 20 + 8 * 3 + 4, INFINITY), GOSSIP_ENONFINITE);
-        MUTATE(wr32(mut + 16, 65), GOSSIP_EDECODE); /* k > count */
-        MUTATE(wr32(mut + 16, 7), GOSSIP_EDECODE);  /* length then wrong */
+        MUTATE(gn_le32_put(mut + 16, 65), GOSSIP_EDECODE); /* k > count */
+        MUTATE(gn_le32_put(mut + 16, 7),
+               GOSSIP_EDECODE); /* length then wrong */
 #undef MUTATE
 }
 

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "gn_endian.h"
 #include "wire.h"
 #include "wire_private.h"
 
@@ -1080,9 +1081,7 @@ static void test_mac_roundtrip(void **state)
 
         for (size_t i = 0; i < 3; i++) {
                 size_t len = encode_mac(f, bulk[i], &m, f->buf, sizeof(f->buf));
-                uint32_t body_len = (uint32_t)f->buf[40] << 24 |
-                                    (uint32_t)f->buf[41] << 16 |
-                                    (uint32_t)f->buf[42] << 8 | f->buf[43];
+                uint32_t body_len = gn_be32_get(f->buf + 40);
 
                 assert_int_equal(f->buf[4], 0x06);
                 assert_int_equal(len, GOSSIP_WIRE_MAC_OVERHEAD + body_len);

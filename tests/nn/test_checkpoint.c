@@ -32,6 +32,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "gn_endian.h"
 #include "checkpoint.h"
 
 static uint64_t g_seed;
@@ -330,20 +331,15 @@ static void test_hostile(void **state)
         buf = encode(&ck, &len);
         {
                 uint64_t np = 1ull << 40, total = 64 + 3 + 4 * np + 32;
-                int i;
 
-                for (i = 0; i < 8; i++) {
-                        buf[48 + i] = (uint8_t)(np >> (8 * i));
-                        buf[8 + i] = (uint8_t)(total >> (8 * i));
-                }
+                gn_le64_put(buf + 48, np);
+                gn_le64_put(buf + 8, total);
                 assert_int_equal(decode(buf, len, &out), NN_EFORMAT);
                 assert_non_null(strstr(g_err, "truncated"));
                 np++;
                 total += 4;
-                for (i = 0; i < 8; i++) {
-                        buf[48 + i] = (uint8_t)(np >> (8 * i));
-                        buf[8 + i] = (uint8_t)(total >> (8 * i));
-                }
+                gn_le64_put(buf + 48, np);
+                gn_le64_put(buf + 8, total);
                 assert_int_equal(decode(buf, len, &out), NN_EFORMAT);
                 assert_non_null(strstr(g_err, "corrupt header"));
         }

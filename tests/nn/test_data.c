@@ -29,6 +29,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "gn_endian.h"
 #include "data.h"
 
 static uint64_t g_seed;
@@ -69,14 +70,6 @@ static void put_file(const char *path, const uint8_t *buf, size_t len, int gz)
         }
 }
 
-static void be32(uint8_t *p, uint32_t v)
-{
-        p[0] = (uint8_t)(v >> 24);
-        p[1] = (uint8_t)(v >> 16);
-        p[2] = (uint8_t)(v >> 8);
-        p[3] = (uint8_t)v;
-}
-
 /* An IDX image set of n samples rows x cols and its labels, in memory. */
 struct idx {
         uint32_t n, rows, cols;
@@ -100,12 +93,12 @@ static void idx_make(struct idx *x, uint32_t n, uint32_t rows, uint32_t cols,
         x->lbl = malloc(x->lbl_len);
         assert_non_null(x->img);
         assert_non_null(x->lbl);
-        be32(x->img, 0x803);
-        be32(x->img + 4, n);
-        be32(x->img + 8, rows);
-        be32(x->img + 12, cols);
-        be32(x->lbl, 0x801);
-        be32(x->lbl + 4, n);
+        gn_be32_put(x->img, 0x803);
+        gn_be32_put(x->img + 4, n);
+        gn_be32_put(x->img + 8, rows);
+        gn_be32_put(x->img + 12, cols);
+        gn_be32_put(x->lbl, 0x801);
+        gn_be32_put(x->lbl + 4, n);
         for (i = 16; i < x->img_len; i++)
                 x->img[i] = (uint8_t)rnd(&seed);
         for (i = 0; i < n; i++)
@@ -263,48 +256,48 @@ static void test_idx_bad_headers(void **state)
 
         /* Wrong magic: the two files swapped, and a random word. */
         expect_refused(lbl, img, NN_EFORMAT, lbl, "magic 0x00000801");
-        be32(x.img, 0xdeadbeef);
+        gn_be32_put(x.img, 0xdeadbeef);
         put_file(bad, x.img, x.img_len, 1);
         expect_refused(bad, lbl, NN_EFORMAT, bad, "magic 0xdeadbeef");
-        be32(x.img, 0x803);
-        be32(x.lbl, 0x803);
+        gn_be32_put(x.img, 0x803);
+        gn_be32_put(x.lbl, 0x803);
         put_file(bad, x.lbl, x.lbl_len, 0);
         expect_refused(img, bad, NN_EFORMAT, bad, "not an IDX label file");
-        be32(x.lbl, 0x801);
+        gn_be32_put(x.lbl, 0x801);
 
         /* Mismatched counts: 11 labels for 12 images. */
-        be32(x.lbl + 4, 11);
+        gn_be32_put(x.lbl + 4, 11);
         put_file(bad, x.lbl, x.lbl_len - 1, 0);
         expect_refused(img, bad, NN_EFORMAT, bad, "11 labels");
         expect_refused(img, bad, NN_EFORMAT, img, "12 images");
-        be32(x.lbl + 4, 12);
+        gn_be32_put(x.lbl + 4, 12);
 
         /* Absurd dims: refused before any allocation. */
-        be32(x.img + 4, 0x80000000u);
+        gn_be32_put(x.img + 4, 0x80000000u);
         put_file(bad, x.img, x.img_len, 0);
         expect_refused(bad, lbl, NN_EFORMAT, bad, "absurd");
-        be32(x.img + 4, 12);
-        be32(x.img + 8, 65536);
-        be32(x.img + 12, 65536);
+        gn_be32_put(x.img + 4, 12);
+        gn_be32_put(x.img + 8, 65536);
+        gn_be32_put(x.img + 12, 65536);
         put_file(bad, x.img, x.img_len, 0);
         expect_refused(bad, lbl, NN_EFORMAT, bad, "absurd");
-        be32(x.img + 4, 0);
-        be32(x.img + 8, 4);
-        be32(x.img + 12, 4);
+        gn_be32_put(x.img + 4, 0);
+        gn_be32_put(x.img + 8, 4);
+        gn_be32_put(x.img + 12, 4);
         put_file(bad, x.img, 16, 0);
         expect_refused(bad, lbl, NN_EFORMAT, bad, "absurd");
 
         /* In bounds but promising 10^14 bytes: no huge malloc, truncated. */
-        be32(x.img + 4, 100000000);
-        be32(x.img + 8, 1000);
-        be32(x.img + 12, 1000);
+        gn_be32_put(x.img + 4, 100000000);
+        gn_be32_put(x.img + 8, 1000);
+        gn_be32_put(x.img + 12, 1000);
         put_file(bad, x.img, x.img_len, 1);
         expect_refused(bad, lbl, NN_EFORMAT, bad,
                        "header says 100000000 images of 1000x1000, file "
                        "holds 192 bytes of pixel data");
-        be32(x.img + 4, 12);
-        be32(x.img + 8, 4);
-        be32(x.img + 12, 4);
+        gn_be32_put(x.img + 4, 12);
+        gn_be32_put(x.img + 8, 4);
+        gn_be32_put(x.img + 12, 4);
 
         /* Trailing bytes after the promised data. */
         {

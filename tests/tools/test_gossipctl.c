@@ -32,6 +32,7 @@
 #include <cmocka.h>
 #include <msgpack.h>
 
+#include "gn_endian.h"
 #include "ctlc.h"
 
 static const char *g_ctl_bin;
@@ -260,7 +261,7 @@ static int serve_one(int fd)
 
         if (read_n(fd, hdr, 4) < 0)
                 return -1;
-        len = (uint32_t)hdr[0] << 24 | hdr[1] << 16 | hdr[2] << 8 | hdr[3];
+        len = gn_be32_get(hdr);
         if (len == 0 || len > sizeof(buf) || read_n(fd, buf, len) < 0)
                 return -1;
         msgpack_unpacked_init(&u);
@@ -288,10 +289,7 @@ static int serve_one(int fd)
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
         respond(&pk, cmd, args);
         msgpack_unpacked_destroy(&u);
-        hdr[0] = (uint8_t)(sb.size >> 24);
-        hdr[1] = (uint8_t)(sb.size >> 16);
-        hdr[2] = (uint8_t)(sb.size >> 8);
-        hdr[3] = (uint8_t)sb.size;
+        gn_be32_put(hdr, (uint32_t)sb.size);
         int rc = (write(fd, hdr, 4) == 4 &&
                   write(fd, sb.data, sb.size) == (ssize_t)sb.size)
                      ? 0

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gn_endian.h"
 #include "net.h"
 
 enum {
@@ -105,20 +106,6 @@ static void on_signal(uv_signal_t *s, int signum)
         stop(s->data);
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-        p[0] = (uint8_t)(v >> 24);
-        p[1] = (uint8_t)(v >> 16);
-        p[2] = (uint8_t)(v >> 8);
-        p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-               (uint32_t)p[2] << 8 | p[3];
-}
-
 static void serve_frame(struct app *a, const uint8_t *p, size_t len, int ch)
 {
         if (len >= 5 && p[0] == 'P') {
@@ -130,9 +117,9 @@ static void serve_frame(struct app *a, const uint8_t *p, size_t len, int ch)
         } else if (len >= 1 && p[0] == 'B') {
                 uint8_t ack[13] = {'A'};
                 uint64_t n = len - 1;
-                put32(ack + 1, (uint32_t)(n >> 32));
-                put32(ack + 5, (uint32_t)n);
-                put32(ack + 9, fnv1a(p + 1, len - 1));
+                gn_be32_put(ack + 1, (uint32_t)(n >> 32));
+                gn_be32_put(ack + 5, (uint32_t)n);
+                gn_be32_put(ack + 9, fnv1a(p + 1, len - 1));
                 node_net_send(a->net, &a->peer, ack, sizeof(ack),
                               GOSSIP_CH_STREAM);
         }
@@ -142,7 +129,7 @@ static void client_frame(struct app *a, const uint8_t *p, size_t len, int ch)
 {
         uint64_t now = uv_now(&a->loop);
         if (len >= 5 && p[0] == 'E') {
-                uint32_t seq = get32(p + 1);
+                uint32_t seq = gn_be32_get(p + 1);
                 if (seq >= MAX_PINGS)
                         return;
                 uint8_t *seen =
@@ -160,8 +147,9 @@ static void client_frame(struct app *a, const uint8_t *p, size_t len, int ch)
                 if (now >= a->last3_from)
                         a->last3++;
         } else if (len == 13 && p[0] == 'A') {
-                a->acked_len = (uint64_t)get32(p + 1) << 32 | get32(p + 5);
-                a->acked_hash = get32(p + 9);
+                a->acked_len =
+                    (uint64_t)gn_be32_get(p + 1) << 32 | gn_be32_get(p + 5);
+                a->acked_hash = gn_be32_get(p + 9);
                 a->big_acked_at = now;
                 stop(a);
         }
@@ -180,7 +168,7 @@ static void on_frame(void *ctx, const struct gossip_addr *from, const void *buf,
 static void send_ping(struct app *a, uint32_t seq, int ch)
 {
         uint8_t p[PING_PAD] = {'P'};
-        put32(p + 1, seq);
+        gn_be32_put(p + 1, seq);
         node_net_send(a->net, &a->peer, p, sizeof(p), ch);
 }
 

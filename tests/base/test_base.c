@@ -1,0 +1,114 @@
+/*
+ * test_base.c - the header-only helpers of base/: byte order against
+ * literal byte vectors (the wire, checkpoint and codec tests read their
+ * fields through gn_endian.h, so its layout is pinned here, independently),
+ * and the error-buffer contract (NULL or zero length writes nothing, long
+ * lines are truncated and NUL-terminated, gn_fail returns its code).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gn_endian.h"
+#include "gn_errbuf.h"
+
+static void test_little_endian(void **state)
+{
+        static const uint8_t v16[2] = {0x34, 0x12};
+        static const uint8_t v32[4] = {0x78, 0x56, 0x34, 0x12};
+        static const uint8_t v64[8] = {0xef, 0xcd, 0xab, 0x89,
+                                       0x67, 0x45, 0x23, 0x01};
+        uint8_t b[9];
+
+        memset(b, 0xaa, sizeof(b));
+        gn_le16_put(b, 0x1234);
+        assert_memory_equal(b, v16, 2);
+        assert_int_equal(b[2], 0xaa);
+        assert_int_equal(gn_le16_get(v16), 0x1234);
+
+        memset(b, 0xaa, sizeof(b));
+        gn_le32_put(b, 0x12345678u);
+        assert_memory_equal(b, v32, 4);
+        assert_int_equal(b[4], 0xaa);
+        assert_int_equal(gn_le32_get(v32), 0x12345678u);
+
+        memset(b, 0xaa, sizeof(b));
+        gn_le64_put(b + 1, 0x0123456789abcdefull); /* unaligned */
+        assert_memory_equal(b + 1, v64, 8);
+        assert_int_equal(b[0], 0xaa);
+        assert_true(gn_le64_get(v64) == 0x0123456789abcdefull);
+
+        /* the top bit survives (no sign extension through int) */
+        gn_le32_put(b, 0xfffffffeu);
+        assert_int_equal(gn_le32_get(b), 0xfffffffeu);
+        gn_le16_put(b, 0xff80);
+        assert_int_equal(gn_le16_get(b), 0xff80);
+}
+
+static void test_big_endian(void **state)
+{
+        static const uint8_t v32[4] = {0x12, 0x34, 0x56, 0x78};
+        static const uint8_t v64[8] = {0x01, 0x23, 0x45, 0x67,
+                                       0x89, 0xab, 0xcd, 0xef};
+        uint8_t b[8];
+
+        memset(b, 0xaa, sizeof(b));
+        gn_be32_put(b, 0x12345678u);
+        assert_memory_equal(b, v32, 4);
+        assert_int_equal(b[4], 0xaa);
+        assert_int_equal(gn_be32_get(v32), 0x12345678u);
+
+        gn_be_put(b, 0x0123456789abcdefull, 8);
+        assert_memory_equal(b, v64, 8);
+        assert_true(gn_be_get(v64, 8) == 0x0123456789abcdefull);
+
+        /* n bytes: the low n of the value, most significant first */
+        memset(b, 0xaa, sizeof(b));
+        gn_be_put(b, 0xbeef1f90, 2);
+        assert_int_equal(b[0], 0x1f);
+        assert_int_equal(b[1], 0x90);
+        assert_int_equal(b[2], 0xaa);
+        assert_int_equal(gn_be_get(b, 2), 0x1f90);
+        assert_int_equal(gn_be_get(v64, 1), 0x01);
+        assert_int_equal(gn_be_get(v64, 0), 0);
+        gn_be32_put(b, 0xfffffffeu);
+        assert_int_equal(gn_be32_get(b), 0xfffffffeu);
+}
+
+static void test_errbuf(void **state)
+{
+        char err[8];
+
+        gn_seterr(NULL, 0, "%s", "nothing");
+        gn_seterr(NULL, 100, "%s", "nothing");
+        memset(err, 'x', sizeof(err));
+        gn_seterr(err, 0, "%s", "nothing");
+        assert_int_equal(err[0], 'x');
+
+        gn_seterr(err, sizeof(err), "%s:%d", "ab", 12);
+        assert_string_equal(err, "ab:12");
+        gn_seterr(err, sizeof(err), "%s", "0123456789");
+        assert_string_equal(err, "0123456"); /* truncated, terminated */
+
+        memset(err, 'x', sizeof(err));
+        assert_int_equal(gn_fail(err, sizeof(err), -EINVAL, "bad %c", 'v'),
+                         -EINVAL);
+        assert_string_equal(err, "bad v");
+        assert_int_equal(gn_fail(NULL, 0, -ENOENT, "x"), -ENOENT);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_little_endian),
+            cmocka_unit_test(test_big_endian),
+            cmocka_unit_test(test_errbuf),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
