@@ -18,6 +18,7 @@
 #include "ctl.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,13 +255,6 @@ static void ctl__write_done(uv_write_t *req, int status)
         free(w);
 }
 
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-        size_t n = strlen(s);
-        msgpack_pack_str(pk, n);
-        msgpack_pack_str_body(pk, s, n);
-}
-
 static void client__error(struct ctl_client *c, int close_after,
                           const char *fmt, ...)
 {
@@ -277,10 +271,10 @@ static void client__error(struct ctl_client *c, int close_after,
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
         msgpack_pack_map(&pk, 2);
-        pack_str(&pk, "ok");
+        node_ctl_pack_str(&pk, "ok");
         msgpack_pack_false(&pk);
-        pack_str(&pk, "error");
-        pack_str(&pk, msg);
+        node_ctl_pack_str(&pk, "error");
+        node_ctl_pack_str(&pk, msg);
         c->ctl->st.errors++;
         if (sb.data)
                 client__send(c, sb.data, sb.size, close_after);
@@ -309,9 +303,9 @@ static const msgpack_object *map_get(const msgpack_object *m, const char *k)
 static int pack_version(msgpack_packer *pk)
 {
         msgpack_pack_map(pk, 2);
-        pack_str(pk, "version");
-        pack_str(pk, node_version());
-        pack_str(pk, "protocol");
+        node_ctl_pack_str(pk, "version");
+        node_ctl_pack_str(pk, node_version());
+        node_ctl_pack_str(pk, "protocol");
         return msgpack_pack_int(pk, NODE_CTL_PROTOCOL);
 }
 
@@ -353,9 +347,9 @@ static void client__dispatch(struct ctl_client *c, const char *cmd,
         }
         msgpack_packer_init(&pk, &resp, msgpack_sbuffer_write);
         msgpack_pack_map(&pk, 2);
-        pack_str(&pk, "ok");
+        node_ctl_pack_str(&pk, "ok");
         msgpack_pack_true(&pk);
-        pack_str(&pk, "data");
+        node_ctl_pack_str(&pk, "data");
         msgpack_sbuffer_write(&resp, data.data, data.size);
         if (!resp.data || resp.size < data.size) {
                 client__error(c, 0, "%s: out of memory", cmd);
@@ -708,15 +702,54 @@ int node_ctl_client_recv(int fd, void **resp, size_t *resp_len)
         return 0;
 }
 
+/* ---- packing replies (handlers and this file) ---- */
+
+void node_ctl_pack_str(msgpack_packer *pk, const char *s)
+{
+        size_t n = strlen(s);
+        msgpack_pack_str(pk, n);
+        msgpack_pack_str_body(pk, s, n);
+}
+
+void node_ctl_pack_kstr(msgpack_packer *pk, const char *k, const char *v)
+{
+        node_ctl_pack_str(pk, k);
+        node_ctl_pack_str(pk, v);
+}
+
+void node_ctl_pack_ku64(msgpack_packer *pk, const char *k, uint64_t v)
+{
+        node_ctl_pack_str(pk, k);
+        msgpack_pack_uint64(pk, v);
+}
+
+void node_ctl_pack_kdbl(msgpack_packer *pk, const char *k, double v)
+{
+        node_ctl_pack_str(pk, k);
+        if (isfinite(v))
+                msgpack_pack_double(pk, v);
+        else
+                msgpack_pack_nil(pk);
+}
+
+void node_ctl_pack_kbool(msgpack_packer *pk, const char *k, int v)
+{
+        node_ctl_pack_str(pk, k);
+        if (v)
+                msgpack_pack_true(pk);
+        else
+                msgpack_pack_false(pk);
+}
+
 int node_ctl_pack_request(msgpack_sbuffer *sbuf, const char *cmd)
 {
         msgpack_packer pk;
         size_t before = sbuf->size;
         msgpack_packer_init(&pk, sbuf, msgpack_sbuffer_write);
         msgpack_pack_map(&pk, 2);
-        pack_str(&pk, "cmd");
-        pack_str(&pk, cmd);
-        pack_str(&pk, "args");
+        node_ctl_pack_str(&pk, "cmd");
+        node_ctl_pack_str(&pk, cmd);
+        node_ctl_pack_str(&pk, "args");
         msgpack_pack_map(&pk, 0);
         return sbuf->size > before ? 0 : -ENOMEM;
 }

@@ -106,6 +106,19 @@ int node_ctl_client_send(int fd, const void *req, size_t len);
  * NODE_CTL_RESP_MAX, -ECONNRESET on EOF, else 0 or -errno. */
 int node_ctl_client_recv(int fd, void **resp, size_t *resp_len);
 
+/* ---- packing replies ---- */
+
+/* One msgpack str of the NUL-terminated s. */
+void node_ctl_pack_str(msgpack_packer *pk, const char *s);
+
+/* One map entry with string key k (the caller packed the map header):
+ * a string, an unsigned integer, a double (nil when v is not finite, so a
+ * reply never carries NaN or Inf: docs/control.md), a boolean. */
+void node_ctl_pack_kstr(msgpack_packer *pk, const char *k, const char *v);
+void node_ctl_pack_ku64(msgpack_packer *pk, const char *k, uint64_t v);
+void node_ctl_pack_kdbl(msgpack_packer *pk, const char *k, double v);
+void node_ctl_pack_kbool(msgpack_packer *pk, const char *k, int v);
+
 /* Pack {"cmd": cmd, "args": {}} into sbuf (a convenience for simple
  * commands). 0 or -ENOMEM. */
 int node_ctl_pack_request(msgpack_sbuffer *sbuf, const char *cmd);

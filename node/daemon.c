@@ -16,7 +16,6 @@
 #include <sched.h>
 
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,50 +152,23 @@ static int start_signals(struct daemon *d)
 
 /* ---- control socket and metrics (loop thread) ---------------------------- */
 
-static void pack_kstr(msgpack_packer *pk, const char *k, const char *v)
-{
-        msgpack_pack_str(pk, strlen(k));
-        msgpack_pack_str_body(pk, k, strlen(k));
-        msgpack_pack_str(pk, strlen(v));
-        msgpack_pack_str_body(pk, v, strlen(v));
-}
-
-static void pack_kdbl(msgpack_packer *pk, const char *k, double v)
-{
-        msgpack_pack_str(pk, strlen(k));
-        msgpack_pack_str_body(pk, k, strlen(k));
-        if (isfinite(v))
-                msgpack_pack_double(pk, v);
-        else
-                msgpack_pack_nil(pk);
-}
-
-static void pack_ku64(msgpack_packer *pk, const char *k, uint64_t v)
-{
-        msgpack_pack_str(pk, strlen(k));
-        msgpack_pack_str_body(pk, k, strlen(k));
-        msgpack_pack_uint64(pk, v);
-}
-
 static void pack_train(struct daemon *d, msgpack_packer *pk)
 {
         struct node_train_stats st;
 
         node_trainer_stats(d->trainer, &st);
         msgpack_pack_map(pk, 11);
-        pack_ku64(pk, "step", st.step);
-        pack_ku64(pk, "epoch", st.epoch);
-        pack_ku64(pk, "samples", st.samples);
-        pack_ku64(pk, "extra_batches", st.extra_batches);
-        pack_kdbl(pk, "loss", st.loss);
-        pack_kdbl(pk, "train_acc", st.acc / 100.0);
-        pack_kdbl(pk, "test_acc", st.test_acc / 100.0);
-        pack_kdbl(pk, "samples_per_s", st.sps);
-        pack_kdbl(pk, "lr", st.lr);
-        pack_kstr(pk, "model", node_trainer_spec(d->trainer));
-        msgpack_pack_str(pk, 7);
-        msgpack_pack_str_body(pk, "running", 7);
-        st.running ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+        node_ctl_pack_ku64(pk, "step", st.step);
+        node_ctl_pack_ku64(pk, "epoch", st.epoch);
+        node_ctl_pack_ku64(pk, "samples", st.samples);
+        node_ctl_pack_ku64(pk, "extra_batches", st.extra_batches);
+        node_ctl_pack_kdbl(pk, "loss", st.loss);
+        node_ctl_pack_kdbl(pk, "train_acc", st.acc / 100.0);
+        node_ctl_pack_kdbl(pk, "test_acc", st.test_acc / 100.0);
+        node_ctl_pack_kdbl(pk, "samples_per_s", st.sps);
+        node_ctl_pack_kdbl(pk, "lr", st.lr);
+        node_ctl_pack_kstr(pk, "model", node_trainer_spec(d->trainer));
+        node_ctl_pack_kbool(pk, "running", st.running);
 }
 
 static int ctl_handler(void *ctx, const char *cmd, const msgpack_object *args,
@@ -210,9 +182,7 @@ static int ctl_handler(void *ctx, const char *cmd, const msgpack_object *args,
         }
         if (strcmp(cmd, "leave") == 0) {
                 msgpack_pack_map(data, 1);
-                msgpack_pack_str(data, 7);
-                msgpack_pack_str_body(data, "leaving", 7);
-                msgpack_pack_true(data);
+                node_ctl_pack_kbool(data, "leaving", 1);
                 begin_stop(d, "control: leave");
                 return 0;
         }

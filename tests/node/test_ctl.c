@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -684,6 +685,37 @@ static void test_too_many_clients(void **state)
         close_loop(&loop);
 }
 
+/* The reply helpers, byte for byte: one map of each kind of entry. */
+static void test_pack_helpers(void **state)
+{
+        static const uint8_t want[] = {
+            0x87,                                          /* map of 7 */
+            0xa1, 'k', 0xa2, 'h',  'i',                    /* "k": "hi" */
+            0xa1, 'u', 0xcf, 0,    0,    0, 1, 0, 0, 0, 2, /* "u": uint64 */
+            0xa1, 'd', 0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, /* "d": 1.5 */
+            0xa1, 'n', 0xc0,                               /* "n": NaN -> nil */
+            0xa1, 'i', 0xc0, /* "i": -Inf -> nil */
+            0xa1, 'b', 0xc3, /* "b": true */
+            0xa1, 'f', 0xc2, /* "f": false */
+        };
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 7);
+        node_ctl_pack_kstr(&pk, "k", "hi");
+        node_ctl_pack_ku64(&pk, "u", 0x100000002ull);
+        node_ctl_pack_kdbl(&pk, "d", 1.5);
+        node_ctl_pack_kdbl(&pk, "n", NAN);
+        node_ctl_pack_kdbl(&pk, "i", -INFINITY);
+        node_ctl_pack_kbool(&pk, "b", 7);
+        node_ctl_pack_kbool(&pk, "f", 0);
+        assert_int_equal(sb.size, sizeof(want));
+        assert_memory_equal(sb.data, want, sizeof(want));
+        msgpack_sbuffer_destroy(&sb);
+}
+
 int main(void)
 {
         const char *s = getenv("GN_SEED");
@@ -698,6 +730,7 @@ int main(void)
         }
         snprintf(g_path, sizeof(g_path), "%s/ctl.sock", g_dir);
         const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_pack_helpers),
             cmocka_unit_test(test_roundtrip),
             cmocka_unit_test(test_bad_requests),
             cmocka_unit_test(test_mutations),
