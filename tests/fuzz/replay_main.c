@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "test_rng.h"
+#include "test_seed.h"
 #include "fuzz.h"
 
 #pragma weak gn_fuzz_seeds
@@ -45,11 +47,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-        uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
+        return rng_next(&rng);
 }
 
 static size_t below(size_t n)
@@ -216,8 +214,7 @@ static int write_corpus(const struct corpus *c, const char *dir)
 int main(int argc, char **argv)
 {
         struct corpus c = {0};
-        const char *e = getenv("GN_SEED");
-        uint64_t seed = e ? strtoull(e, NULL, 0) : 1;
+        uint64_t seed;
         long iters = DEFAULT_ITERATIONS;
         uint8_t *b = malloc(MAX_INPUT);
         size_t n_seeds;
@@ -238,8 +235,9 @@ int main(int argc, char **argv)
                         add_path(&c, argv[i]);
         }
         n_seeds = c.n;
-        fprintf(stderr, "%s: GN_SEED=%llu, %zu corpus inputs, %ld more\n",
-                argv[0], (unsigned long long)seed, n_seeds, iters);
+        seed = gn_test_seed(argv[0], 1);
+        fprintf(stderr, "%s: %zu corpus inputs, %ld more\n", argv[0], n_seeds,
+                iters);
         rng = seed;
         for (size_t i = 0; i < n_seeds; i++)
                 run_one(c.v[i].p, c.v[i].n);

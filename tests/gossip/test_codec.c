@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "test_seed.h"
 #include "gn_endian.h"
 #include "codec.h"
 
@@ -879,7 +880,6 @@ static void test_encode_errors(void **state)
 
 int main(void)
 {
-        const char *env = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_header_layout),
             cmocka_unit_test(test_fp32_exact),
@@ -897,9 +897,6 @@ int main(void)
             cmocka_unit_test(test_encode_errors),
         };
 
-        if (env && *env)
-                g_seed = strtoull(env, NULL, 0);
-        printf("test_codec: seed %" PRIu64 " (replay: GN_SEED=%" PRIu64 ")\n",
-               g_seed, g_seed);
+        g_seed = gn_test_seed("test_codec", g_seed);
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,7 @@
 
 #include <cmocka.h>
 
+#include "test_seed.h"
 #include "merge.h"
 #include "schedule.h"
 
@@ -289,7 +290,6 @@ static void test_epochs_differ(void **state)
 
 int main(void)
 {
-        const char *env = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_dissemination),
             cmocka_unit_test(test_hypercube),
@@ -297,9 +297,6 @@ int main(void)
             cmocka_unit_test(test_epochs_differ),
         };
 
-        if (env && *env)
-                g_seed = strtoull(env, NULL, 0);
-        printf("test_dissem: seed %" PRIu64 " (replay: GN_SEED=%" PRIu64 ")\n",
-               g_seed, g_seed);
+        g_seed = gn_test_seed("test_dissem", g_seed);
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "test_seed.h"
 #include "merge.h"
 
 static uint64_t g_seed = 20261129;
@@ -316,7 +317,6 @@ static void test_average_due(void **state)
 
 int main(void)
 {
-        const char *env = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_init),
             cmocka_unit_test(test_staleness_bound),
@@ -328,9 +328,6 @@ int main(void)
             cmocka_unit_test(test_average_due),
         };
 
-        if (env && *env)
-                g_seed = strtoull(env, NULL, 0);
-        printf("test_merge: seed %" PRIu64 " (replay: GN_SEED=%" PRIu64 ")\n",
-               g_seed, g_seed);
+        g_seed = gn_test_seed("test_merge", g_seed);
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

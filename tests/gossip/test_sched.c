@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "test_seed.h"
 #include "schedule.h"
 
 static uint64_t g_seed = 20261129;
@@ -409,7 +410,6 @@ static void test_small_views(void **state)
 
 int main(void)
 {
-        const char *env = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_init_rejects),
             cmocka_unit_test(test_epoch_len),
@@ -420,9 +420,6 @@ int main(void)
             cmocka_unit_test(test_small_views),
         };
 
-        if (env && *env)
-                g_seed = strtoull(env, NULL, 0);
-        printf("test_sched: seed %" PRIu64 " (replay: GN_SEED=%" PRIu64 ")\n",
-               g_seed, g_seed);
+        g_seed = gn_test_seed("test_sched", g_seed);
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "test_seed.h"
 #include "gossip.h"
 #include "sim.h"
 #include "wire.h"
@@ -158,7 +159,7 @@ static uint64_t cold_start(struct sim *s)
 static void test_cold_start_64(void **state)
 {
         struct watch w;
-        uint64_t seed = sim_seed_from_env("cold_start_64", 1001);
+        uint64_t seed = gn_test_seed("cold_start_64", 1001);
         struct sim *s = mk(64, seed, 0.0, &w);
         uint64_t t;
         size_t i;
@@ -192,7 +193,7 @@ static void test_cold_start_64(void **state)
 static void test_crash_10pct(void **state)
 {
         struct watch w;
-        uint64_t seed = sim_seed_from_env("crash_10pct", 1002);
+        uint64_t seed = gn_test_seed("crash_10pct", 1002);
         struct sim *s = mk(64, seed, 0.0, &w);
         bool crashed[64] = {0}, alive[64];
         struct expect dead = {crashed, GOSSIP_DEAD, NULL};
@@ -241,7 +242,7 @@ static void test_crash_10pct(void **state)
 static void test_loss_no_false_dead(void **state)
 {
         struct watch w;
-        uint64_t seed = sim_seed_from_env("loss_no_false_dead", 1003);
+        uint64_t seed = gn_test_seed("loss_no_false_dead", 1003);
         struct sim *s = mk(64, seed, 0.0, &w);
         struct expect live = {NULL, GOSSIP_ALIVE, NULL};
         unsigned susp = 0, refutes = 0;
@@ -281,7 +282,7 @@ static void test_loss_no_false_dead(void **state)
 static void test_one_way_cut(void **state)
 {
         struct watch w;
-        uint64_t seed = sim_seed_from_env("one_way_cut", 1004);
+        uint64_t seed = gn_test_seed("one_way_cut", 1004);
         struct sim *s = mk(16, seed, 0.0, &w);
         struct expect live = {NULL, GOSSIP_ALIVE, NULL};
         size_t i;
@@ -309,7 +310,7 @@ static void test_one_way_cut(void **state)
 static void test_freeze_refute(void **state)
 {
         struct watch w;
-        uint64_t seed = sim_seed_from_env("freeze_refute", 1005);
+        uint64_t seed = gn_test_seed("freeze_refute", 1005);
         struct sim *s = mk(16, seed, 0.0, &w);
         bool subj[16] = {0};
         struct expect dead = {subj, GOSSIP_DEAD, NULL};
@@ -352,7 +353,7 @@ static void test_freeze_refute(void **state)
 static void test_leave(void **state)
 {
         struct watch w;
-        uint64_t seed = sim_seed_from_env("leave", 1006);
+        uint64_t seed = gn_test_seed("leave", 1006);
         struct sim *s = mk(32, seed, 0.0, &w);
         bool subj[32] = {0}, skip[32] = {0};
         struct expect left = {subj, GOSSIP_LEFT, skip};
@@ -388,7 +389,7 @@ static void test_leave(void **state)
 static void test_force_leave(void **state)
 {
         struct watch w;
-        uint64_t seed = sim_seed_from_env("force_leave", 1010);
+        uint64_t seed = gn_test_seed("force_leave", 1010);
         struct sim *s = mk(32, seed, 0.0, &w);
         bool subj[32] = {0}, skip[32] = {0};
         struct expect left = {subj, GOSSIP_LEFT, skip};
@@ -449,7 +450,7 @@ static void test_force_leave(void **state)
 static void test_partition_heal(void **state)
 {
         struct watch w;
-        uint64_t seed = sim_seed_from_env("partition_heal", 1007);
+        uint64_t seed = gn_test_seed("partition_heal", 1007);
         struct sim *s = mk(32, seed, 0.0, &w);
         int group[32];
         bool other[32];
@@ -492,7 +493,7 @@ static void test_partition_heal(void **state)
 static void test_restart(void **state)
 {
         struct watch w;
-        uint64_t seed = sim_seed_from_env("restart", 1008);
+        uint64_t seed = gn_test_seed("restart", 1008);
         struct sim *s = mk(16, seed, 0.0, &w);
         struct expect live = {NULL, GOSSIP_ALIVE, NULL};
         struct gossip_member_info mi;
@@ -528,7 +529,7 @@ static void test_restart(void **state)
 static void test_join_retry(void **state)
 {
         struct watch w;
-        uint64_t seed = sim_seed_from_env("join_retry", 1009);
+        uint64_t seed = gn_test_seed("join_retry", 1009);
         struct sim *s = mk(8, seed, 0.0, &w);
         struct expect live = {NULL, GOSSIP_ALIVE, NULL};
         int group[8] = {1, 1, 1, 1, 1, 1, 1, 2};

@@ -19,6 +19,8 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "test_rng.h"
+#include "test_seed.h"
 #include "gn_endian.h"
 #include "wire.h"
 #include "wire_private.h"
@@ -34,11 +36,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-        uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
+        return rng_next(&rng);
 }
 
 /* Seed i: bytes i*32 .. i*32+31 (the test-vector keys of protocol.md). */
@@ -53,10 +51,7 @@ static void seed_key(int i, uint8_t pk[32], uint8_t sk[64])
 
 static int group_setup(void **state)
 {
-        const char *e = getenv("GN_SEED");
-
-        seed = e ? strtoull(e, NULL, 0) : 20261129;
-        fprintf(stderr, "test_wire: GN_SEED=%llu\n", (unsigned long long)seed);
+        seed = gn_test_seed("test_wire", 20261129);
         if (sodium_init() < 0)
                 return -1;
         seed_key(0, pk_a, sk_a);

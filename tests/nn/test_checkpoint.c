@@ -32,21 +32,14 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "test_rng.h"
+#include "test_seed.h"
 #include "gn_endian.h"
 #include "checkpoint.h"
 
 static uint64_t g_seed;
 static char g_dir[] = "/tmp/gn-test-ckpt-XXXXXX";
 static char g_err[512];
-
-static uint64_t rnd(uint64_t *s)
-{
-        uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-}
 
 static void path_of(char *buf, size_t len, const char *name)
 {
@@ -62,9 +55,9 @@ static void own_make(struct nn_checkpoint *ck, const char *spec, uint64_t np,
 
         memset(ck, 0, sizeof(*ck));
         ck->spec = strdup(spec);
-        ck->step = rnd(&seed);
-        ck->epoch = rnd(&seed) % 1000;
-        ck->seed = rnd(&seed);
+        ck->step = rng_next(&seed);
+        ck->epoch = rng_next(&seed) % 1000;
+        ck->seed = rng_next(&seed);
         ck->n_params = np;
         ck->n_opt = no;
         ck->meta_len = ml;
@@ -76,15 +69,15 @@ static void own_make(struct nn_checkpoint *ck, const char *spec, uint64_t np,
         assert_non_null(ck->opt);
         for (i = 0; i < np; i++)
                 ck->params[i] =
-                    (float)((double)(int64_t)rnd(&seed) / 9.2e18 * 3.0);
+                    (float)((double)(int64_t)rng_next(&seed) / 9.2e18 * 3.0);
         if (np > 2) {
                 ck->params[0] = -0.0f;
                 ck->params[1] = 1e-40f; /* subnormal */
         }
         for (i = 0; i < no; i++)
-                ck->opt[i] = (float)(rnd(&seed) % 100000) * 1e-6f;
+                ck->opt[i] = (float)(rng_next(&seed) % 100000) * 1e-6f;
         for (i = 0; i < ml; i++)
-                ck->meta[i] = (uint8_t)rnd(&seed);
+                ck->meta[i] = (uint8_t)rng_next(&seed);
 }
 
 static void own_free(struct nn_checkpoint *ck)
@@ -605,11 +598,10 @@ int main(void)
             cmocka_unit_test(test_file_corrupt),
             cmocka_unit_test(test_failed_save_keeps_old),
         };
-        const char *s = getenv("GN_SEED");
         int rc;
 
-        g_seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ getpid();
-        printf("test_checkpoint: GN_SEED=%" PRIu64 "\n", g_seed);
+        g_seed =
+            gn_test_seed("test_checkpoint", (uint64_t)time(NULL) ^ getpid());
         if (sodium_init() < 0 || mkdtemp(g_dir) == NULL) {
                 perror("setup");
                 return 1;

@@ -29,21 +29,14 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "test_rng.h"
+#include "test_seed.h"
 #include "gn_endian.h"
 #include "data.h"
 
 static uint64_t g_seed;
 static char g_dir[] = "/tmp/gn-test-data-XXXXXX";
 static char g_err[512];
-
-static uint64_t rnd(uint64_t *s)
-{
-        uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-}
 
 static void path_of(char *buf, size_t len, const char *name)
 {
@@ -100,9 +93,9 @@ static void idx_make(struct idx *x, uint32_t n, uint32_t rows, uint32_t cols,
         gn_be32_put(x->lbl, 0x801);
         gn_be32_put(x->lbl + 4, n);
         for (i = 16; i < x->img_len; i++)
-                x->img[i] = (uint8_t)rnd(&seed);
+                x->img[i] = (uint8_t)rng_next(&seed);
         for (i = 0; i < n; i++)
-                x->lbl[8 + i] = (uint8_t)(rnd(&seed) % 10);
+                x->lbl[8 + i] = (uint8_t)(rng_next(&seed) % 10);
 }
 
 static void idx_free(struct idx *x)
@@ -345,7 +338,7 @@ static void test_idx_corrupt_gzip(void **state)
                 uint8_t keep;
 
                 /* Past the 10-byte gzip header, before the 8-byte trailer. */
-                at = 10 + (size_t)(rnd(&g_seed) % (len - 18));
+                at = 10 + (size_t)(rng_next(&g_seed) % (len - 18));
                 keep = buf[at];
                 buf[at] ^= (uint8_t)(1u << (k % 8));
                 put_file(img, buf, len, 0);
@@ -374,9 +367,9 @@ static uint8_t *cifar_make(uint32_t n, uint64_t seed)
 
         assert_non_null(b);
         for (i = 0; i < (size_t)n * 3073; i++)
-                b[i] = (uint8_t)rnd(&seed);
+                b[i] = (uint8_t)rng_next(&seed);
         for (i = 0; i < n; i++)
-                b[i * 3073] = (uint8_t)(rnd(&seed) % 10);
+                b[i * 3073] = (uint8_t)(rng_next(&seed) % 10);
         return b;
 }
 
@@ -890,11 +883,9 @@ int main(int argc, char **argv)
         const struct CMUnitTest slow[] = {
             cmocka_unit_test(test_fashion),
         };
-        const char *s = getenv("GN_SEED");
         int rc;
 
-        g_seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ getpid();
-        printf("test_data: GN_SEED=%" PRIu64 "\n", g_seed);
+        g_seed = gn_test_seed("test_data", (uint64_t)time(NULL) ^ getpid());
         if (argc > 1 && strcmp(argv[1], "--fashion") == 0) {
                 if (access(fashion_dir(), R_OK) != 0) {
                         printf("test_data: skipped: %s missing (install "

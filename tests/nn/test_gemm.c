@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "test_seed.h"
 #include "nn.h"
 #include "nn_layers.h"
 
@@ -203,7 +204,6 @@ static void test_images_to_float(void **state)
 
 int main(void)
 {
-        const char *e = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_known_values),
             cmocka_unit_test(test_all_transpositions_odd_shapes),
@@ -214,8 +214,7 @@ int main(void)
         };
         int rc;
 
-        seed = e ? strtoull(e, NULL, 0) : 20261129;
-        printf("test_gemm: GN_SEED=%llu\n", (unsigned long long)seed);
+        seed = gn_test_seed("test_gemm", 20261129);
         nn_lib_init();
         rc = cmocka_run_group_tests(tests, NULL, NULL);
         nn_lib_finalize();

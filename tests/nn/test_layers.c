@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "test_seed.h"
 #include "nn.h"
 #include "nn_layers.h"
 
@@ -487,7 +488,6 @@ static void test_prng(void **state)
 
 int main(void)
 {
-        const char *e = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_prng),
             cmocka_unit_test(test_dense),
@@ -503,8 +503,7 @@ int main(void)
         };
         int rc;
 
-        seed = e ? strtoull(e, NULL, 0) : 20261129;
-        printf("test_layers: GN_SEED=%llu\n", (unsigned long long)seed);
+        seed = gn_test_seed("test_layers", 20261129);
         nn_lib_init();
         rc = cmocka_run_group_tests(tests, NULL, NULL);
         nn_lib_finalize();

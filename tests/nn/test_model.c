@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "test_seed.h"
 #include "nn.h"
 #include "nn_layers.h"
 
@@ -571,7 +572,6 @@ static void test_threads_evaluate(void **state)
 
 int main(void)
 {
-        const char *e = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_spec_canonical),
             cmocka_unit_test(test_spec_rejected),
@@ -587,8 +587,7 @@ int main(void)
         };
         int rc;
 
-        seed = e ? strtoull(e, NULL, 0) : 20261129;
-        printf("test_model: GN_SEED=%llu\n", (unsigned long long)seed);
+        seed = gn_test_seed("test_model", 20261129);
         nn_lib_init();
         rc = cmocka_run_group_tests(tests, NULL, NULL);
         nn_lib_finalize();

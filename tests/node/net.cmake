@@ -27,6 +27,7 @@ endif()
 # Root only; the script exits 77 (skipped) with a message otherwise.
 add_executable(net_echo ${CMAKE_CURRENT_LIST_DIR}/netns/net_echo.c)
 target_link_libraries(net_echo PRIVATE gn_nodenet_t)
+target_include_directories(net_echo PRIVATE ${PROJECT_SOURCE_DIR}/tests/common)
 add_test(NAME netns_net
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/netns/netns_net.sh
                  $<TARGET_FILE:net_echo>)

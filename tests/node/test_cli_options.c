@@ -19,18 +19,12 @@
 
 #include <cmocka.h>
 
+#include "test_rng.h"
+#include "test_seed.h"
 #include "evlog.h"
 #include "options.h"
 
 static uint64_t g_seed;
-
-static uint64_t rnd(uint64_t *s)
-{
-        uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        return z ^ (z >> 31);
-}
 
 /* Parse a NULL-terminated list of arguments (argv[0] added). */
 static int parse(struct node_options *o, char *err, size_t errlen, ...)
@@ -306,10 +300,10 @@ static void test_fuzz(void **state)
         char err[256], *argv[12];
 
         for (int round = 0; round < 2000; round++) {
-                int argc = 1 + (int)(rnd(&s) % 10);
+                int argc = 1 + (int)(rng_next(&s) % 10);
                 argv[0] = "gossipnode";
                 for (int i = 1; i < argc; i++)
-                        argv[i] = (char *)words[rnd(&s) % nw];
+                        argv[i] = (char *)words[rng_next(&s) % nw];
                 argv[argc] = NULL;
                 err[0] = '\0';
                 int rc = node_options_parse(argc, argv, &o, err, sizeof(err));
@@ -394,7 +388,6 @@ static void test_evlog(void **state)
 
 int main(void)
 {
-        const char *env = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_defaults),
             cmocka_unit_test(test_values),
@@ -405,7 +398,6 @@ int main(void)
             cmocka_unit_test(test_evlog),
         };
 
-        g_seed = env ? strtoull(env, NULL, 0) : 0x5eed0001ULL;
-        printf("# GN_SEED=%llu\n", (unsigned long long)g_seed);
+        g_seed = gn_test_seed("test_cli_options", 0x5eed0001ULL);
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

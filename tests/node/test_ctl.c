@@ -33,6 +33,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "test_rng.h"
+#include "test_seed.h"
 #include "ctl.h"
 
 static uint64_t g_seed;
@@ -479,14 +481,6 @@ static void test_bad_requests(void **state)
 
 enum { MUTATIONS = 3000 };
 
-static uint64_t rnd(uint64_t *s)
-{
-        uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-}
-
 static void client_mutate(struct job *j)
 {
         static const uint8_t base[] = {
@@ -501,11 +495,11 @@ static void client_mutate(struct job *j)
         for (int i = 0; i < MUTATIONS && !j->failures; i++) {
                 size_t n = sizeof(base);
                 memcpy(buf, base, n);
-                int flips = 1 + (int)(rnd(&s) % 4);
+                int flips = 1 + (int)(rng_next(&s) % 4);
                 for (int k = 0; k < flips; k++)
-                        buf[rnd(&s) % n] = (uint8_t)rnd(&s);
-                if (rnd(&s) % 4 == 0)
-                        n = 1 + rnd(&s) % n; /* truncate */
+                        buf[rng_next(&s) % n] = (uint8_t)rng_next(&s);
+                if (rng_next(&s) % 4 == 0)
+                        n = 1 + rng_next(&s) % n; /* truncate */
                 CHECK(j, send_raw(fd, buf, n) == 0);
                 struct reply r;
                 int rc = recv_reply(fd, &r);
@@ -718,10 +712,8 @@ static void test_pack_helpers(void **state)
 
 int main(void)
 {
-        const char *s = getenv("GN_SEED");
         signal(SIGPIPE, SIG_IGN); /* as the daemon must: see net.h */
-        g_seed = s ? strtoull(s, NULL, 0) : 0x5eed0002ull;
-        printf("# test_ctl: GN_SEED=%llu\n", (unsigned long long)g_seed);
+        g_seed = gn_test_seed("test_ctl", 0x5eed0002ull);
         snprintf(g_dir, sizeof(g_dir), "/tmp/gn-ctl-%d-%llx", (int)getpid(),
                  (unsigned long long)(g_seed & 0xffff));
         if (mkdir(g_dir, 0700) != 0 && errno != EEXIST) {

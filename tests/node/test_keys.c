@@ -21,6 +21,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "test_seed.h"
 #include "keys.h"
 
 static uint64_t g_seed;
@@ -351,7 +352,6 @@ static int teardown(void **state)
 
 int main(void)
 {
-        const char *env = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_round_trip),
             cmocka_unit_test(test_format_on_disk),
@@ -366,7 +366,6 @@ int main(void)
 
         if (node_key_init() < 0)
                 return 1;
-        g_seed = env ? strtoull(env, NULL, 0) : 0x6b657973ULL;
-        printf("test_keys: GN_SEED=%" PRIu64 "\n", g_seed);
+        g_seed = gn_test_seed("test_keys", 0x6b657973ULL);
         return cmocka_run_group_tests(tests, setup, teardown);
 }

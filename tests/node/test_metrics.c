@@ -30,6 +30,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "test_seed.h"
 #include "metrics.h"
 
 static uint64_t g_seed;
@@ -436,10 +437,8 @@ static void test_port_in_use(void **state)
 
 int main(void)
 {
-        const char *s = getenv("GN_SEED");
         signal(SIGPIPE, SIG_IGN); /* as the daemon must: see net.h */
-        g_seed = s ? strtoull(s, NULL, 0) : 0x5eed0003ull;
-        printf("# test_metrics: GN_SEED=%llu\n", (unsigned long long)g_seed);
+        g_seed = gn_test_seed("test_metrics", 0x5eed0003ull);
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_writers_exact),
             cmocka_unit_test(test_writers_errors),

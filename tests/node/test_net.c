@@ -30,19 +30,13 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "test_rng.h"
+#include "test_seed.h"
 #include "net.h"
 
 #define WATCHDOG_MS 20000
 
 static uint64_t g_seed;
-
-static uint64_t rnd(uint64_t *s)
-{
-        uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-}
 
 static uint8_t *random_bytes(size_t n, uint64_t salt)
 {
@@ -50,7 +44,7 @@ static uint8_t *random_bytes(size_t n, uint64_t salt)
         uint8_t *p = malloc(n);
         assert_non_null(p);
         for (size_t i = 0; i < n; i++)
-                p[i] = (uint8_t)rnd(&s);
+                p[i] = (uint8_t)rng_next(&s);
         return p;
 }
 
@@ -681,10 +675,8 @@ static void test_ipv6_and_addrs(void **state)
 
 int main(void)
 {
-        const char *s = getenv("GN_SEED");
         signal(SIGPIPE, SIG_IGN); /* as the daemon must: see net.h */
-        g_seed = s ? strtoull(s, NULL, 0) : 0x5eed0001ull;
-        printf("# test_net: GN_SEED=%llu\n", (unsigned long long)g_seed);
+        g_seed = gn_test_seed("test_net", 0x5eed0001ull);
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_dgram_both_ways),
             cmocka_unit_test(test_stream_large_both_ways),

@@ -19,21 +19,14 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "test_rng.h"
+#include "test_seed.h"
 #include "keys.h"
 #include "peers.h"
 
 static uint64_t g_seed;
 static char g_key[8][NODE_KEY_PK_B64_SIZE];
 static uint8_t g_pk[8][32];
-
-/* splitmix64: the test's own PRNG, from the printed seed. */
-static uint64_t rnd(uint64_t *s)
-{
-        uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        return z ^ (z >> 31);
-}
 
 static void make_keys(void)
 {
@@ -42,7 +35,7 @@ static void make_keys(void)
 
         for (int i = 0; i < 8; i++) {
                 for (int j = 0; j < 4; j++) {
-                        uint64_t r = rnd(&s);
+                        uint64_t r = rng_next(&s);
                         memcpy(seed + 8 * j, &r, 8);
                 }
                 crypto_sign_seed_keypair(g_pk[i], sk, seed);
@@ -320,13 +313,15 @@ static void test_garbage(void **state)
                 if (iter % 2) {
                         len = strlen(good);
                         memcpy(text, good, len + 1);
-                        for (int k = 0; k < 1 + (int)(rnd(&s) % 4); k++)
-                                text[rnd(&s) % len] =
-                                    alphabet[rnd(&s) % (sizeof(alphabet) - 1)];
+                        for (int k = 0; k < 1 + (int)(rng_next(&s) % 4); k++)
+                                text[rng_next(&s) % len] =
+                                    alphabet[rng_next(&s) %
+                                             (sizeof(alphabet) - 1)];
                 } else {
-                        len = rnd(&s) % 200;
+                        len = rng_next(&s) % 200;
                         for (size_t k = 0; k < len; k++)
-                                text[k] = noise[rnd(&s) % (sizeof(noise) - 1)];
+                                text[k] =
+                                    noise[rng_next(&s) % (sizeof(noise) - 1)];
                         text[len] = '\0';
                 }
                 err[0] = '\0';
@@ -346,7 +341,6 @@ static void test_garbage(void **state)
 
 int main(void)
 {
-        const char *env = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_good_file),
             cmocka_unit_test(test_each_malformed_kind),
@@ -360,8 +354,7 @@ int main(void)
 
         if (node_key_init() < 0)
                 return 1;
-        g_seed = env ? strtoull(env, NULL, 0) : 0x70656572ULL;
-        printf("test_peers: GN_SEED=%" PRIu64 "\n", g_seed);
+        g_seed = gn_test_seed("test_peers", 0x70656572ULL);
         make_keys();
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

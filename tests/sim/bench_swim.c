@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "test_seed.h"
 #include "gossip.h"
 #include "sim.h"
 
@@ -109,7 +110,7 @@ int main(int argc, char **argv)
         int k, rc;
 
         o.n = n;
-        o.seed = sim_seed_from_env("bench_swim", 42);
+        o.seed = gn_test_seed("bench_swim", 42);
         o.delay_ms = 2;
         o.jitter_ms = 3;
         o.on_member = on_member;

@@ -11,6 +11,7 @@
  * the stream channel never reorders frames on a link (each frame is
  * delivered no earlier than the previous one on the same link).
  */
+#include "test_rng.h"
 #include "sim.h"
 
 #include <inttypes.h>
@@ -61,30 +62,9 @@ struct sim {
         struct sim_counters c;
 };
 
-static uint64_t splitmix64(uint64_t *x)
-{
-        uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-}
-
 static double sim_unit(struct sim *s)
 {
-        return (double)(splitmix64(&s->rng) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-uint64_t sim_seed_from_env(const char *what, uint64_t dflt)
-{
-        const char *e = getenv("GN_SEED");
-        uint64_t seed = dflt;
-
-        if (e && *e)
-                seed = strtoull(e, NULL, 0);
-        fprintf(stderr,
-                "%s: seed=%" PRIu64 " (replay with GN_SEED=%" PRIu64 ")\n",
-                what, seed, seed);
-        return seed;
+        return (double)(rng_next(&s->rng) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* ---- event heap ---- */
@@ -215,7 +195,7 @@ static int env_send(void *ctx, const struct gossip_addr *to, const void *buf,
                 if (s->loss[k] > 0 && sim_unit(s) < s->loss[k])
                         goto drop;
                 if (s->jitter[k])
-                        ev.t += splitmix64(&s->rng) % (s->jitter[k] + 1u);
+                        ev.t += rng_next(&s->rng) % (s->jitter[k] + 1u);
         } else {
                 if (ev.t < s->stream_last[k])
                         ev.t = s->stream_last[k];
@@ -271,7 +251,7 @@ static int node_boot(struct sim *s, size_t i)
         cfg.cb_ctx = s;
         env.send = env_send;
         env.now_ms = env_now;
-        env.seed = splitmix64(&x);
+        env.seed = rng_next(&x);
         env.ctx = nd;
         nd->boots++;
         nd->timer_at = UINT64_MAX;
@@ -318,7 +298,7 @@ int sim_create(const struct sim_opts *o, struct sim **out)
                 size_t b;
 
                 for (b = 0; b < sizeof(ks); b += 8) {
-                        uint64_t r = splitmix64(&x);
+                        uint64_t r = rng_next(&x);
                         memcpy(ks + b, &r, 8);
                 }
                 crypto_sign_seed_keypair(nd->pk, nd->sk, ks);

@@ -46,10 +46,6 @@ struct sim_opts {
         void *user; /* for the callbacks: sim_user() */
 };
 
-/* Seed from env GN_SEED if set (decimal or 0x hex), else dflt. Prints
- * "<what>: seed=<n> (replay with GN_SEED=<n>)" to stderr. */
-uint64_t sim_seed_from_env(const char *what, uint64_t dflt);
-
 /* Build the network and all n nodes (not joined to each other yet). */
 int sim_create(const struct sim_opts *o, struct sim **out);
 void sim_destroy(struct sim *s);

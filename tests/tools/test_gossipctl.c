@@ -32,6 +32,7 @@
 #include <cmocka.h>
 #include <msgpack.h>
 
+#include "test_seed.h"
 #include "gn_endian.h"
 #include "ctlc.h"
 
@@ -806,7 +807,6 @@ static int teardown(void **state)
 
 int main(int argc, char **argv)
 {
-        const char *env = getenv("GN_SEED");
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_members_text),
             cmocka_unit_test(test_members_json),
@@ -828,8 +828,7 @@ int main(int argc, char **argv)
                 return 1;
         }
         g_ctl_bin = argv[1];
-        g_seed = env ? strtoull(env, NULL, 0) : 0x63746cULL;
-        printf("test_gossipctl: GN_SEED=%" PRIu64 "\n", g_seed);
+        g_seed = gn_test_seed("test_gossipctl", 0x63746cULL);
         signal(SIGPIPE, SIG_IGN);
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_seed.h"
 #include "gn_endian.h"
 #include "net.h"
 
@@ -281,7 +282,6 @@ int main(int argc, char **argv)
 {
         static struct app a;
         struct node_net_config cfg = {0};
-        const char *seed = getenv("GN_SEED");
         int err, rc = 0;
         signal(SIGPIPE, SIG_IGN); /* see net.h */
         if (argc < 4)
@@ -298,7 +298,7 @@ int main(int argc, char **argv)
                     (strcmp(a.mode, "ping") == 0 && a.arg > MAX_PINGS))
                         return usage();
         }
-        cfg.seed = seed ? strtoull(seed, NULL, 0) : 1;
+        cfg.seed = gn_test_seed("net_echo", 1);
         cfg.stall_timeout_ms = env_u32("GN_STALL_MS");
         cfg.connect_timeout_ms = env_u32("GN_CONNECT_MS");
         cfg.backoff_max_ms = env_u32("GN_BACKOFF_MAX_MS");
