@@ -32,13 +32,14 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "test_tmpdir.h"
 #include "test_rng.h"
 #include "test_seed.h"
 #include "gn_endian.h"
 #include "checkpoint.h"
 
 static uint64_t g_seed;
-static char g_dir[] = "/tmp/gn-test-ckpt-XXXXXX";
+static char g_dir[64];
 static char g_err[512];
 
 static void path_of(char *buf, size_t len, const char *name)
@@ -567,25 +568,6 @@ static void test_failed_save_keeps_old(void **state)
 }
 
 /* Removes the flat test directory, whatever a failed test left in it. */
-static void remove_dir(const char *dir)
-{
-        char p[512];
-        struct dirent *de;
-        DIR *d = opendir(dir);
-
-        if (d == NULL)
-                return;
-        while ((de = readdir(d)) != NULL) {
-                if (strcmp(de->d_name, ".") == 0 ||
-                    strcmp(de->d_name, "..") == 0)
-                        continue;
-                snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-                unlink(p);
-        }
-        closedir(d);
-        rmdir(dir);
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -602,11 +584,12 @@ int main(void)
 
         g_seed =
             gn_test_seed("test_checkpoint", (uint64_t)time(NULL) ^ getpid());
-        if (sodium_init() < 0 || mkdtemp(g_dir) == NULL) {
+        if (sodium_init() < 0 ||
+            gn_test_tmpdir(g_dir, sizeof(g_dir), "ckpt") != 0) {
                 perror("setup");
                 return 1;
         }
         rc = cmocka_run_group_tests_name("checkpoint", tests, NULL, NULL);
-        remove_dir(g_dir);
+        gn_test_rmtree(g_dir);
         return rc;
 }

@@ -29,13 +29,14 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "test_tmpdir.h"
 #include "test_rng.h"
 #include "test_seed.h"
 #include "gn_endian.h"
 #include "data.h"
 
 static uint64_t g_seed;
-static char g_dir[] = "/tmp/gn-test-data-XXXXXX";
+static char g_dir[64];
 static char g_err[512];
 
 static void path_of(char *buf, size_t len, const char *name)
@@ -844,26 +845,6 @@ static void test_fashion(void **state)
         nn_dataset_free(&tr);
 }
 
-static void remove_dir(const char *dir)
-{
-        char p[512];
-        struct dirent *de;
-        DIR *d = opendir(dir);
-
-        if (d == NULL)
-                return;
-        while ((de = readdir(d)) != NULL) {
-                if (strcmp(de->d_name, ".") == 0 ||
-                    strcmp(de->d_name, "..") == 0)
-                        continue;
-                snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-                if (unlink(p) != 0)
-                        remove_dir(p);
-        }
-        closedir(d);
-        rmdir(dir);
-}
-
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -897,11 +878,11 @@ int main(int argc, char **argv)
                 return cmocka_run_group_tests_name("data_fashion", slow, NULL,
                                                    NULL);
         }
-        if (mkdtemp(g_dir) == NULL) {
+        if (gn_test_tmpdir(g_dir, sizeof(g_dir), "data") != 0) {
                 perror("mkdtemp");
                 return 1;
         }
         rc = cmocka_run_group_tests_name("data", tests, NULL, NULL);
-        remove_dir(g_dir);
+        gn_test_rmtree(g_dir);
         return rc;
 }

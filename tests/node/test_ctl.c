@@ -10,8 +10,8 @@
  * response or a closed connection and the server stays up; the socket file
  * is 0600, a live daemon's path is refused, a stale socket is replaced, a
  * regular file is never touched, and the file is removed on close; extra
- * clients over the bound are refused. GN_SEED (printed) names the socket
- * directory's suffix.
+ * clients over the bound are refused. GN_SEED (printed) drives the random
+ * mutations; the socket lives in a fresh directory (test_tmpdir.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,7 +23,6 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +32,15 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "test_uv.h"
+#include "test_tmpdir.h"
 #include "test_rng.h"
 #include "test_seed.h"
 #include "ctl.h"
 
 static uint64_t g_seed;
 static struct node_ctl *g_ctl; /* for the "quit" command */
-static char g_dir[128];
+static char g_dir[64];
 static char g_path[160];
 
 /* ---- the daemon side: a handler with a few commands ---- */
@@ -90,38 +91,21 @@ static int handler(void *ctx, const char *cmd, const msgpack_object *args,
 
 struct job {
         void (*fn)(struct job *);
-        uv_async_t done;
-        int finished;
         int failures; /* client-side checks that failed */
         char what[256];
 };
 
-static void job_done(uv_async_t *a)
-{
-        struct job *j = a->data;
-        j->finished = 1;
-        uv_close((uv_handle_t *)a, NULL);
-}
-
-static void *job_thread(void *arg)
+static void job_thread(void *arg)
 {
         struct job *j = arg;
         j->fn(j);
-        uv_async_send(&j->done);
-        return NULL;
 }
 
 static void run_job(uv_loop_t *loop, void (*fn)(struct job *), struct job *j)
 {
-        pthread_t t;
         memset(j, 0, sizeof(*j));
         j->fn = fn;
-        uv_async_init(loop, &j->done, job_done);
-        j->done.data = j;
-        assert_int_equal(pthread_create(&t, NULL, job_thread, j), 0);
-        while (!j->finished)
-                uv_run(loop, UV_RUN_ONCE);
-        pthread_join(t, NULL);
+        assert_int_equal(gn_test_loop_run_thread(loop, job_thread, j), 0);
         if (j->failures)
                 fail_msg("client: %s", j->what);
 }
@@ -301,12 +285,6 @@ static void client_roundtrip(struct job *j)
         close(fd);
 }
 
-static void close_loop(uv_loop_t *loop)
-{
-        uv_run(loop, UV_RUN_DEFAULT);
-        assert_int_equal(uv_loop_close(loop), 0);
-}
-
 static struct node_ctl *open_ctl(uv_loop_t *loop, int *calls)
 {
         struct node_ctl_config cfg = {
@@ -332,7 +310,7 @@ static void test_roundtrip(void **state)
         assert_int_equal(st.errors, 4);
         assert_int_equal(st.bad_requests, 0);
         node_ctl_close(ctl);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 /* ---- bad input ---- */
@@ -474,7 +452,7 @@ static void test_bad_requests(void **state)
         assert_int_equal(st.bad_requests, 12);
         assert_int_equal(st.requests, 2);
         node_ctl_close(ctl);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 /* ---- random mutations: every frame gets exactly one answer ---- */
@@ -528,7 +506,7 @@ static void test_mutations(void **state)
                (unsigned long long)st.requests, (unsigned long long)st.errors,
                (unsigned long long)st.bad_requests);
         node_ctl_close(ctl);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 /* ---- the socket file ---- */
@@ -593,7 +571,7 @@ static void test_socket_file(void **state)
         longp[sizeof(longp) - 1] = 0;
         cfg.path = longp;
         assert_int_equal(node_ctl_open(&ctl2, &loop, &cfg), -ENAMETOOLONG);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 /* ---- closing from inside a handler ---- */
@@ -642,7 +620,7 @@ static void test_close_from_handler(void **state)
         assert_int_equal(calls, 1); /* "members" never ran */
         assert_int_equal(lstat(g_path, &st), -1);
         g_ctl = NULL;
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 /* ---- too many clients ---- */
@@ -676,7 +654,7 @@ static void test_too_many_clients(void **state)
         assert_int_equal(st.clients, NODE_CTL_CLIENTS_MAX);
         assert_int_equal(st.clients_refused, 1);
         node_ctl_close(ctl);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 /* The reply helpers, byte for byte: one map of each kind of entry. */
@@ -714,10 +692,8 @@ int main(void)
 {
         signal(SIGPIPE, SIG_IGN); /* as the daemon must: see net.h */
         g_seed = gn_test_seed("test_ctl", 0x5eed0002ull);
-        snprintf(g_dir, sizeof(g_dir), "/tmp/gn-ctl-%d-%llx", (int)getpid(),
-                 (unsigned long long)(g_seed & 0xffff));
-        if (mkdir(g_dir, 0700) != 0 && errno != EEXIST) {
-                perror(g_dir);
+        if (gn_test_tmpdir(g_dir, sizeof(g_dir), "ctl-sock") != 0) {
+                perror("mkdtemp");
                 return 1;
         }
         snprintf(g_path, sizeof(g_path), "%s/ctl.sock", g_dir);
@@ -731,7 +707,6 @@ int main(void)
             cmocka_unit_test(test_close_from_handler),
         };
         int r = cmocka_run_group_tests(tests, NULL, NULL);
-        unlink(g_path);
-        rmdir(g_dir);
+        gn_test_rmtree(g_dir);
         return r;
 }

@@ -21,11 +21,12 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "test_tmpdir.h"
 #include "test_seed.h"
 #include "keys.h"
 
 static uint64_t g_seed;
-static char g_dir[] = "/tmp/gn-test-keys-XXXXXX";
+static char g_dir[64];
 
 /* A deterministic key pair number i from the run's seed. */
 static void seeded_pair(unsigned i, uint8_t pk[32], uint8_t sk[64])
@@ -342,7 +343,7 @@ static void test_pk_base64(void **state)
 
 static int setup(void **state)
 {
-        return mkdtemp(g_dir) ? 0 : -1;
+        return gn_test_tmpdir(g_dir, sizeof(g_dir), "keys");
 }
 
 static int teardown(void **state)

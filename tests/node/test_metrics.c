@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "test_uv.h"
 #include "test_seed.h"
 #include "metrics.h"
 
@@ -254,9 +254,6 @@ static void fill(void *ctx, struct node_metrics_buf *b)
 
 struct job {
         uint16_t port;
-        uv_async_t done;
-        int finished;
-        void (*fn)(struct job *);
         /* results, read by the main thread after join */
         char *resp[8];
         size_t resp_len[8];
@@ -296,23 +293,9 @@ out:
         return buf;
 }
 
-static void job_done(uv_async_t *a)
-{
-        struct job *j = a->data;
-        j->finished = 1;
-        uv_close((uv_handle_t *)a, NULL);
-}
-
-static void *job_thread(void *arg)
+static void scrapes(void *arg)
 {
         struct job *j = arg;
-        j->fn(j);
-        uv_async_send(&j->done);
-        return NULL;
-}
-
-static void scrapes(struct job *j)
-{
         static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
         static const char getq[] = "GET /metrics?x=1 HTTP/1.0\r\n\r\n";
         static const char other[] = "GET /other HTTP/1.1\r\n\r\n";
@@ -355,7 +338,6 @@ static void test_server(void **state)
         struct gossip_addr a = {.family = 4}, bound;
         struct fillctx f = {.bytes = (g_seed % 1000000) * 1000};
         struct job j = {0};
-        pthread_t t;
         uv_loop_init(&loop);
         a.addr[0] = 127;
         a.addr[3] = 1;
@@ -365,13 +347,7 @@ static void test_server(void **state)
         assert_int_equal(bound.addr[0], 127);
 
         j.port = bound.port;
-        j.fn = scrapes;
-        uv_async_init(&loop, &j.done, job_done);
-        j.done.data = &j;
-        assert_int_equal(pthread_create(&t, NULL, job_thread, &j), 0);
-        while (!j.finished)
-                uv_run(&loop, UV_RUN_ONCE);
-        pthread_join(t, NULL);
+        assert_int_equal(gn_test_loop_run_thread(&loop, scrapes, &j), 0);
 
         /* 200 with the exposition format's content type */
         char *r = j.resp[0];
@@ -413,8 +389,7 @@ static void test_server(void **state)
         for (int i = 0; i < 8; i++)
                 free(j.resp[i]);
         node_metrics_close(m);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        assert_int_equal(uv_loop_close(&loop), 0);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 static void test_port_in_use(void **state)
@@ -431,8 +406,7 @@ static void test_port_in_use(void **state)
                          -EADDRINUSE);
         assert_null(m2);
         node_metrics_close(m);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        assert_int_equal(uv_loop_close(&loop), 0);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 int main(void)

@@ -7,7 +7,7 @@
  * peer that never reads makes the sender drop with bounded memory and
  * finally trips the stall detector; a port with nothing listening fails
  * cleanly and is retried after backoff; a taken port gives -EADDRINUSE.
- * Every test ends with uv_loop_close() == 0.
+ * Every test ends with gn_test_loop_close() == 0: no handle left open.
  *
  * No timed assertions: loops run until a condition holds, with a generous
  * watchdog that only fails the test when something never happens.
@@ -30,6 +30,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "test_uv.h"
 #include "test_rng.h"
 #include "test_seed.h"
 #include "net.h"
@@ -124,12 +125,6 @@ static int have_n(void *ctx)
         return w->s->n >= w->n;
 }
 
-static void close_loop(uv_loop_t *loop)
-{
-        uv_run(loop, UV_RUN_DEFAULT);
-        assert_int_equal(uv_loop_close(loop), 0);
-}
-
 static struct gossip_addr loopback(uint16_t port)
 {
         struct gossip_addr a = {.family = 4, .port = port};
@@ -212,7 +207,7 @@ static void test_dgram_both_ways(void **state)
 
         node_net_close(a);
         node_net_close(b);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
         free(m1);
         free(m2);
         sink_free(&sa);
@@ -265,7 +260,7 @@ static void test_stream_large_both_ways(void **state)
 
         node_net_close(a);
         node_net_close(b);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
         free(x);
         free(y);
         sink_free(&sa);
@@ -330,7 +325,7 @@ static void test_oversize_refused(void **state)
 
         node_net_close(a);
         node_net_close(b);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
         free(x);
         sink_free(&sa);
         sink_free(&sb);
@@ -387,7 +382,7 @@ static void test_rx_budget(void **state)
         close(fd1);
         close(fd2);
         node_net_close(b);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
         free(x);
         sink_free(&sb);
 }
@@ -449,7 +444,7 @@ static void test_reconnect_after_restart(void **state)
 
         node_net_close(a);
         node_net_close(b);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
         free(x);
         sink_free(&sa);
         sink_free(&sb);
@@ -505,7 +500,7 @@ static void test_nothing_listening(void **state)
         assert_true(failed_twice(a));
 
         node_net_close(a);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 static void test_slow_reader_drops(void **state)
@@ -573,7 +568,7 @@ static void test_slow_reader_drops(void **state)
 
         close(lfd);
         node_net_close(a);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
         free(x);
 }
 
@@ -591,7 +586,7 @@ static void test_port_in_use(void **state)
         assert_null(b);
         assert_string_equal(uv_strerror(r), "address already in use");
         node_net_close(a);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 static void test_env_wiring(void **state)
@@ -614,7 +609,7 @@ static void test_env_wiring(void **state)
         assert_memory_equal(sb.buf[0], "hi", 2);
         node_net_close(a);
         node_net_close(b);
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
         sink_free(&sb);
 }
 
@@ -653,7 +648,7 @@ static void test_ipv6_and_addrs(void **state)
                 assert_int_equal(s6.from[0].family, 6);
                 node_net_close(n6);
         }
-        close_loop(&loop);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
         sink_free(&s6);
 
         /* equality ignores bytes past an IPv4 address */

@@ -32,13 +32,15 @@
 #include <cmocka.h>
 #include <msgpack.h>
 
+#include "test_proc.h"
+#include "test_tmpdir.h"
 #include "test_seed.h"
 #include "gn_endian.h"
 #include "ctlc.h"
 
 static const char *g_ctl_bin;
 static uint64_t g_seed;
-static char g_dir[] = "/tmp/gn-test-ctl-XXXXXX";
+static char g_dir[64];
 static char g_sock[100];
 
 /* ---- the fake daemon --------------------------------------------------- */
@@ -336,57 +338,19 @@ static void fake_stop(void)
 
 /* ---- running gossipctl ------------------------------------------------- */
 
-struct run {
-        int status;
-        char out[8192];
-        char err[2048];
-};
-
-static void slurp(int fd, char *buf, size_t cap)
-{
-        size_t n = 0;
-        ssize_t r;
-
-        while (n + 1 < cap && (r = read(fd, buf + n, cap - 1 - n)) > 0)
-                n += (size_t)r;
-        buf[n] = '\0';
-}
-
 /* Run gossipctl with the NULL-terminated argument list (socket first). */
-static void ctl(struct run *r, const char *sock, ...)
+static void ctl(struct gn_test_proc *r, const char *sock, ...)
 {
         const char *argv[24] = {g_ctl_bin, "--socket", sock};
-        int argc = 3, po[2], pe[2], st;
+        int argc = 3;
         va_list ap;
-        pid_t pid;
 
         va_start(ap, sock);
         while (argc < 23 && (argv[argc] = va_arg(ap, const char *)) != NULL)
                 argc++;
         va_end(ap);
         argv[argc] = NULL;
-        assert_int_equal(pipe(po), 0);
-        assert_int_equal(pipe(pe), 0);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                dup2(po[1], 1);
-                dup2(pe[1], 2);
-                close(po[0]);
-                close(pe[0]);
-                execv(g_ctl_bin, (char *const *)argv);
-                _exit(127);
-        }
-        close(po[1]);
-        close(pe[1]);
-        /* outputs are small (< pipe buffer), so reading in turn is safe */
-        slurp(po[0], r->out, sizeof(r->out));
-        slurp(pe[0], r->err, sizeof(r->err));
-        close(po[0]);
-        close(pe[0]);
-        assert_int_equal(waitpid(pid, &st, 0), pid);
-        assert_true(WIFEXITED(st));
-        r->status = WEXITSTATUS(st);
+        assert_int_equal(gn_test_proc_run(argv, r), 0);
 }
 
 static void last_request(char *cmd, size_t cl, char *args, size_t al)
@@ -401,7 +365,7 @@ static void last_request(char *cmd, size_t cl, char *args, size_t al)
 
 static void test_members_text(void **state)
 {
-        struct run r;
+        struct gn_test_proc r;
 
         ctl(&r, g_sock, "members", NULL);
         assert_int_equal(r.status, 0);
@@ -421,7 +385,7 @@ static void test_members_text(void **state)
 
 static void test_members_json(void **state)
 {
-        struct run r;
+        struct gn_test_proc r;
 
         ctl(&r, g_sock, "members", "--json", NULL);
         assert_int_equal(r.status, 0);
@@ -455,7 +419,7 @@ static int count_lines(const char *s)
 
 static void test_members_status(void **state)
 {
-        struct run r;
+        struct gn_test_proc r;
 
         ctl(&r, g_sock, "members", "--status", "dead", NULL);
         assert_int_equal(r.status, 0);
@@ -488,7 +452,7 @@ static void test_members_status(void **state)
 
 static void test_no_daemon(void **state)
 {
-        struct run r;
+        struct gn_test_proc r;
         char path[100], want[400];
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         int fd;
@@ -517,7 +481,7 @@ static void test_no_daemon(void **state)
 
 static void test_stats(void **state)
 {
-        struct run r;
+        struct gn_test_proc r;
 
         ctl(&r, g_sock, "stats", NULL);
         assert_int_equal(r.status, 0);
@@ -546,7 +510,7 @@ static void test_stats(void **state)
 
 static void test_train(void **state)
 {
-        struct run r;
+        struct gn_test_proc r;
 
         ctl(&r, g_sock, "train", NULL);
         assert_int_equal(r.status, 0);
@@ -573,7 +537,7 @@ static void test_train(void **state)
 
 static void test_join_leave_force(void **state)
 {
-        struct run r;
+        struct gn_test_proc r;
         char cmd[64], args[256];
 
         ctl(&r, g_sock, "join", "10.0.0.12:7946", NULL);
@@ -617,7 +581,7 @@ static void test_join_leave_force(void **state)
 
 static void test_usage_errors(void **state)
 {
-        struct run r;
+        struct gn_test_proc r;
 
         ctl(&r, g_sock, "join", NULL);
         assert_int_equal(r.status, 1);
@@ -635,7 +599,7 @@ static void test_usage_errors(void **state)
 
 static void test_watch(void **state)
 {
-        struct run r;
+        struct gn_test_proc r;
         unsigned before = g_fake.requests;
         const char *p;
         int clears = 0;
@@ -656,7 +620,7 @@ static void test_watch(void **state)
 
 static void test_malformed_reply(void **state)
 {
-        struct run r;
+        struct gn_test_proc r;
 
         g_fake.bad_reply = 1;
         ctl(&r, g_sock, "train", NULL);
@@ -794,7 +758,7 @@ static void test_human(void **state)
 
 static int setup(void **state)
 {
-        if (mkdtemp(g_dir) == NULL)
+        if (gn_test_tmpdir(g_dir, sizeof(g_dir), "ctl") != 0)
                 return -1;
         return fake_start();
 }

@@ -19,61 +19,27 @@
 
 #include <cmocka.h>
 
+#include "test_proc.h"
+#include "test_tmpdir.h"
 #include "keys.h"
 #include "peers.h"
 
 static const char *g_bin;
-static char g_dir[] = "/tmp/gn-test-keygen-XXXXXX";
-
-struct run {
-        int status;
-        char out[1024];
-        char err[1024];
-};
-
-static void slurp(int fd, char *buf, size_t cap)
-{
-        size_t n = 0;
-        ssize_t r;
-
-        while (n + 1 < cap && (r = read(fd, buf + n, cap - 1 - n)) > 0)
-                n += (size_t)r;
-        buf[n] = '\0';
-}
+static char g_dir[64];
 
 /* Run gossip-keygen with a NULL-terminated argument list. */
-static void keygen(struct run *r, ...)
+static void keygen(struct gn_test_proc *r, ...)
 {
         const char *argv[16] = {g_bin};
-        int argc = 1, po[2], pe[2], st;
+        int argc = 1;
         va_list ap;
-        pid_t pid;
 
         va_start(ap, r);
         while (argc < 15 && (argv[argc] = va_arg(ap, const char *)) != NULL)
                 argc++;
         va_end(ap);
-        assert_int_equal(pipe(po), 0);
-        assert_int_equal(pipe(pe), 0);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                dup2(po[1], 1);
-                dup2(pe[1], 2);
-                close(po[0]);
-                close(pe[0]);
-                execv(g_bin, (char *const *)argv);
-                _exit(127);
-        }
-        close(po[1]);
-        close(pe[1]);
-        slurp(po[0], r->out, sizeof(r->out));
-        slurp(pe[0], r->err, sizeof(r->err));
-        close(po[0]);
-        close(pe[0]);
-        assert_int_equal(waitpid(pid, &st, 0), pid);
-        assert_true(WIFEXITED(st));
-        r->status = WEXITSTATUS(st);
+        argv[argc] = NULL;
+        assert_int_equal(gn_test_proc_run(argv, r), 0);
 }
 
 static void test_generate_and_show(void **state)
@@ -82,7 +48,7 @@ static void test_generate_and_show(void **state)
         uint8_t pk[32], sk[64];
         struct node_peer *v;
         struct stat st;
-        struct run r, r2;
+        struct gn_test_proc r, r2;
         size_t n;
 
         snprintf(key, sizeof(key), "%s/a.key", g_dir);
@@ -129,7 +95,7 @@ static void test_no_overwrite(void **state)
 {
         char key[200], pub[256], err[256];
         uint8_t pk1[32], pk2[32], sk[64];
-        struct run r;
+        struct gn_test_proc r;
 
         snprintf(key, sizeof(key), "%s/b.key", g_dir);
         snprintf(pub, sizeof(pub), "%s.pub", key);
@@ -156,7 +122,7 @@ static void test_no_overwrite(void **state)
 static void test_bad_arguments(void **state)
 {
         char key[256];
-        struct run r;
+        struct gn_test_proc r;
         struct stat st;
 
         snprintf(key, sizeof(key), "%s/c.key", g_dir);
@@ -195,7 +161,7 @@ static void test_bad_arguments(void **state)
 
 static int setup(void **state)
 {
-        return mkdtemp(g_dir) ? 0 : -1;
+        return gn_test_tmpdir(g_dir, sizeof(g_dir), "keygen");
 }
 
 static int teardown(void **state)

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_uv.h"
 #include "test_seed.h"
 #include "gn_endian.h"
 #include "net.h"
@@ -345,7 +346,7 @@ int main(int argc, char **argv)
         if (!a.serve)
                 rc = report(&a);
         free(a.big);
-        if (uv_loop_close(&a.loop) != 0) {
+        if (gn_test_loop_close(&a.loop) != 0) {
                 fprintf(stderr, "net_echo: loop did not close cleanly\n");
                 return 1;
         }
