@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "schedule.h"
-#include "rng.h"
+#include "gn_rng.h"
 
 /* Feistel rounds. Four is the Luby-Rackoff minimum for a strong
  * pseudo-random permutation; six costs nothing measurable here. */
@@ -19,7 +19,7 @@
 /* A hash of x: one splitmix64 step from state x. */
 static uint64_t splitmix64(uint64_t x)
 {
-        return gossip__splitmix64(&x);
+        return gn_splitmix64(&x);
 }
 
 static uint64_t round_key(const struct gossip_sched *s, uint64_t epoch,

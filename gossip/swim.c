@@ -22,7 +22,7 @@
  * declared dead, and is what the false-positive test exercises.
  */
 #include "swim.h"
-#include "rng.h"
+#include "gn_rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -62,7 +62,7 @@ uint64_t gossip__now(const struct gossip *g)
 
 uint64_t gossip__rand(struct gossip *g)
 {
-        return gossip__splitmix64(&g->rng);
+        return gn_splitmix64(&g->rng);
 }
 
 static bool is_live(int state)

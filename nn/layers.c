@@ -11,16 +11,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "gn_rng.h"
 #include "nn.h"
 #include "nn_layers.h"
 
 uint64_t nn__rand_u64(uint64_t *state)
 {
-        uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
+        return gn_splitmix64(state);
 }
 
 float nn__rand_uniform(uint64_t *state, float lo, float hi)

@@ -23,6 +23,7 @@
  */
 #include "net.h"
 #include "gn_endian.h"
+#include "gn_rng.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -112,11 +113,7 @@ struct node_net {
 
 static uint64_t net__rand(struct node_net *net)
 {
-        /* splitmix64: all randomness from the caller's seed */
-        uint64_t z = (net->rng += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
+        return gn_splitmix64(&net->rng); /* all randomness from the seed */
 }
 
 int node_net_addr_equal(const struct gossip_addr *a,

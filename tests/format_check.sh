@@ -11,6 +11,6 @@ while IFS= read -r f; do
                 echo "not formatted: $f (clang-format -i $f)"
                 bad=1
         fi
-done < <(find nn gossip node tools tests -name '*.[ch]' | sort)
+done < <(find base nn gossip node tools tests -name '*.[ch]' | sort)
 [ $bad -eq 0 ] && echo "format: all C files match .clang-format"
 exit $bad

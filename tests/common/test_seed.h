@@ -2,7 +2,7 @@
  * test_seed.h - where a test's randomness starts: GN_SEED from the
  * environment, printed so that any failure can be replayed exactly.
  * Header-only; every test that draws random numbers takes its seed here
- * and draws from it with test_rng.h (or the module's own seeded generator).
+ * and draws from it with base/gn_rng.h (or the module's own seeded API).
  */
 #ifndef GN_TEST_SEED_H
 #define GN_TEST_SEED_H

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "test_rng.h"
+#include "gn_rng.h"
 #include "test_seed.h"
 #include "fuzz.h"
 
@@ -47,7 +47,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-        return rng_next(&rng);
+        return gn_splitmix64(&rng);
 }
 
 static size_t below(size_t n)

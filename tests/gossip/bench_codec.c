@@ -60,7 +60,7 @@ static double median_sum(const double *a, const double *b, int n)
         return m;
 }
 
-#include "test_rng.h"
+#include "gn_rng.h"
 
 /* Gradient-like: 30% exact zeros (ReLU), the rest roughly log-uniform
  * over four decades. */
@@ -69,7 +69,7 @@ static void fill(float *g, size_t n, uint64_t seed)
         uint64_t s = seed;
 
         for (size_t i = 0; i < n; i++) {
-                uint64_t r = rng_next(&s);
+                uint64_t r = gn_splitmix64(&s);
                 float u = (float)((r >> 11) & 0xfffff) / (float)0x100000;
 
                 if (r % 10 < 3)

@@ -34,11 +34,11 @@
 
 static uint64_t g_seed = 20261129;
 
-#include "test_rng.h"
+#include "gn_rng.h"
 
 static float rng_float(uint64_t *s) /* in [-1, 1) */
 {
-        return (float)((double)(rng_next(s) >> 11) * 0x1p-52 - 1.0);
+        return (float)((double)(gn_splitmix64(s) >> 11) * 0x1p-52 - 1.0);
 }
 
 /* Gradient-like values: random sign, magnitudes over six decades, some
@@ -46,12 +46,12 @@ static float rng_float(uint64_t *s) /* in [-1, 1) */
 static void fill(float *x, size_t n, uint64_t *s)
 {
         for (size_t i = 0; i < n; i++) {
-                if (rng_next(s) % 10 == 0) {
+                if (gn_splitmix64(s) % 10 == 0) {
                         x[i] = 0.0f;
                         continue;
                 }
-                x[i] =
-                    rng_float(s) * powf(10.0f, (float)(rng_next(s) % 7) - 4.0f);
+                x[i] = rng_float(s) *
+                       powf(10.0f, (float)(gn_splitmix64(s) % 7) - 4.0f);
         }
 }
 
@@ -158,7 +158,8 @@ static void test_fp32_exact(void **state)
 
         (void)state;
         for (size_t i = 0; i < N; i++)
-                g[i] = bitsf((uint32_t)rng_next(&s) & 0xff7fffffu); /* finite */
+                g[i] = bitsf((uint32_t)gn_splitmix64(&s) &
+                             0xff7fffffu); /* finite */
         g[0] = -0.0f;
         g[1] = FLT_MAX;
         g[2] = -FLT_MIN;
@@ -222,12 +223,12 @@ static void test_half_rounding(void **state)
         assert_int_equal(gossip_float_to_half(-FLT_MAX), 0xfbff);
         /* error bounds over random floats of every exponent in range */
         for (int i = 0; i < 400000; i++) {
-                uint32_t u = (uint32_t)rng_next(&s);
+                uint32_t u = (uint32_t)gn_splitmix64(&s);
                 float x = bitsf(u), y, ax;
 
                 if (!isfinite(x) || fabsf(x) > GOSSIP_HALF_MAX)
                         x = ldexpf(rng_float(&s),
-                                   (int)(rng_next(&s) % 44) - 28);
+                                   (int)(gn_splitmix64(&s) % 44) - 28);
                 ax = fabsf(x);
                 y = gossip_half_to_float(gossip_float_to_half(x));
                 if (ax >= 0x1p-14f) {
@@ -716,19 +717,20 @@ static void test_garbage(void **state)
 
         (void)state;
         for (int i = 0; i < 20000; i++) {
-                size_t len = rng_next(&s) % sizeof(buf), lo, count;
-                uint32_t parts = 1 + (uint32_t)(rng_next(&s) % 3);
-                uint32_t part = (uint32_t)(rng_next(&s) % parts), param = 0;
-                int id = 1 + (int)(rng_next(&s) % 4), rc;
+                size_t len = gn_splitmix64(&s) % sizeof(buf), lo, count;
+                uint32_t parts = 1 + (uint32_t)(gn_splitmix64(&s) % 3);
+                uint32_t part = (uint32_t)(gn_splitmix64(&s) % parts),
+                         param = 0;
+                int id = 1 + (int)(gn_splitmix64(&s) % 4), rc;
 
                 for (size_t j = 0; j < sizeof(buf); j++)
-                        buf[j] = (uint8_t)rng_next(&s);
-                if (rng_next(&s) % 2) {
+                        buf[j] = (uint8_t)gn_splitmix64(&s);
+                if (gn_splitmix64(&s) % 2) {
                         gossip_codec_partition(64, part, parts, &lo, &count);
                         if (id == GOSSIP_CODEC_INT8)
-                                param = 1 + (uint32_t)(rng_next(&s) % 40);
+                                param = 1 + (uint32_t)(gn_splitmix64(&s) % 40);
                         if (id == GOSSIP_CODEC_TOPK)
-                                param = (uint32_t)(rng_next(&s) % 4);
+                                param = (uint32_t)(gn_splitmix64(&s) % 4);
                         buf[0] = 1;
                         buf[1] = (uint8_t)id;
                         buf[2] = (uint8_t)part;

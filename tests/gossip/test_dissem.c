@@ -37,7 +37,7 @@
 
 static uint64_t g_seed = 20261129;
 
-#include "test_rng.h"
+#include "gn_rng.h"
 
 static int key_cmp(const void *a, const void *b)
 {
@@ -65,7 +65,7 @@ static void cluster_init(struct cluster *c, size_t n,
         assert_true(c->keys && c->sched && c->merge && c->x);
         for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < GOSSIP_KEY_BYTES; j += 8) {
-                        uint64_t r = rng_next(&s);
+                        uint64_t r = gn_splitmix64(&s);
                         memcpy(c->keys[i] + j, &r, 8);
                 }
         qsort(c->keys, n, GOSSIP_KEY_BYTES, key_cmp);
@@ -224,7 +224,7 @@ static void check_with_down(size_t n)
         cluster_init(&c, n, GOSSIP_SCHED_DISSEMINATION);
         L = gossip_sched_epoch_len(&c.sched[0]);
         while (ndown < n / 8) {
-                size_t m = (size_t)(rng_next(&s) % n);
+                size_t m = (size_t)(gn_splitmix64(&s) % n);
                 ndown += !dead[m];
                 dead[m] = 1;
         }

@@ -27,11 +27,11 @@
 
 static uint64_t g_seed = 20261129;
 
-#include "test_rng.h"
+#include "gn_rng.h"
 
 static float rng_float(uint64_t *s) /* in [-1, 1) */
 {
-        return (float)((double)(rng_next(s) >> 11) * 0x1p-52 - 1.0);
+        return (float)((double)(gn_splitmix64(s) >> 11) * 0x1p-52 - 1.0);
 }
 
 static const uint8_t KA[GOSSIP_KEY_BYTES] = {1};
@@ -179,7 +179,7 @@ static void test_random_against_reference(void **state)
         (void)state;
         assert_int_equal(gossip_merge_init(&m, n, 1), 0);
         for (int round = 0; round < 20; round++) {
-                int k = (int)(rng_next(&s) % 5);
+                int k = (int)(gn_splitmix64(&s) % 5);
                 for (size_t i = 0; i < n; i++) {
                         own[i] = rng_float(&s);
                         ref[i] = own[i];
@@ -281,7 +281,7 @@ static void test_average_delta(void **state)
         assert_int_equal(gossip_merge_average_delta(NULL, NULL, NULL, 0, 0.5f),
                          0);
         for (int round = 0; round < 20; round++) {
-                float w = (float)(rng_next(&s) % 11) / 10.0f;
+                float w = (float)(gn_splitmix64(&s) % 11) / 10.0f;
 
                 for (size_t i = 0; i < N; i++) {
                         th[i] = rng_float(&s);

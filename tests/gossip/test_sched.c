@@ -24,7 +24,7 @@
 
 static uint64_t g_seed = 20261129;
 
-#include "test_rng.h"
+#include "gn_rng.h"
 
 static int key_cmp(const void *a, const void *b)
 {
@@ -40,7 +40,7 @@ static uint8_t (*make_view(size_t n, uint64_t seed))[GOSSIP_KEY_BYTES]
         assert_non_null(k);
         for (size_t i = 0; i < n; i++) {
                 for (size_t j = 0; j < GOSSIP_KEY_BYTES; j += 8) {
-                        uint64_t r = rng_next(&s);
+                        uint64_t r = gn_splitmix64(&s);
                         memcpy(k[i] + j, &r, 8);
                 }
         }
@@ -296,7 +296,7 @@ static void test_skip_dead(void **state)
                         assert_int_equal(p,
                                          gossip_sched_member_at(&s[i], e, c));
                         /* every other node computes the same for i */
-                        q = (size_t)(rng_next(&rs) % n);
+                        q = (size_t)(gn_splitmix64(&rs) % n);
                         assert_int_equal(gossip_sched_partner_of(
                                              &s[q], i, t, alive_fn, &d, &c),
                                          0);

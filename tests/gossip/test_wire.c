@@ -19,7 +19,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "test_rng.h"
+#include "gn_rng.h"
 #include "test_seed.h"
 #include "gn_endian.h"
 #include "wire.h"
@@ -36,7 +36,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-        return rng_next(&rng);
+        return gn_splitmix64(&rng);
 }
 
 /* Seed i: bytes i*32 .. i*32+31 (the test-vector keys of protocol.md). */

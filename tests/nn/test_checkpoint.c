@@ -33,7 +33,7 @@
 #include <sodium.h>
 
 #include "test_tmpdir.h"
-#include "test_rng.h"
+#include "gn_rng.h"
 #include "test_seed.h"
 #include "gn_endian.h"
 #include "checkpoint.h"
@@ -56,9 +56,9 @@ static void own_make(struct nn_checkpoint *ck, const char *spec, uint64_t np,
 
         memset(ck, 0, sizeof(*ck));
         ck->spec = strdup(spec);
-        ck->step = rng_next(&seed);
-        ck->epoch = rng_next(&seed) % 1000;
-        ck->seed = rng_next(&seed);
+        ck->step = gn_splitmix64(&seed);
+        ck->epoch = gn_splitmix64(&seed) % 1000;
+        ck->seed = gn_splitmix64(&seed);
         ck->n_params = np;
         ck->n_opt = no;
         ck->meta_len = ml;
@@ -69,16 +69,16 @@ static void own_make(struct nn_checkpoint *ck, const char *spec, uint64_t np,
         assert_non_null(ck->params);
         assert_non_null(ck->opt);
         for (i = 0; i < np; i++)
-                ck->params[i] =
-                    (float)((double)(int64_t)rng_next(&seed) / 9.2e18 * 3.0);
+                ck->params[i] = (float)((double)(int64_t)gn_splitmix64(&seed) /
+                                        9.2e18 * 3.0);
         if (np > 2) {
                 ck->params[0] = -0.0f;
                 ck->params[1] = 1e-40f; /* subnormal */
         }
         for (i = 0; i < no; i++)
-                ck->opt[i] = (float)(rng_next(&seed) % 100000) * 1e-6f;
+                ck->opt[i] = (float)(gn_splitmix64(&seed) % 100000) * 1e-6f;
         for (i = 0; i < ml; i++)
-                ck->meta[i] = (uint8_t)rng_next(&seed);
+                ck->meta[i] = (uint8_t)gn_splitmix64(&seed);
 }
 
 static void own_free(struct nn_checkpoint *ck)

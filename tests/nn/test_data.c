@@ -30,7 +30,7 @@
 #include <zlib.h>
 
 #include "test_tmpdir.h"
-#include "test_rng.h"
+#include "gn_rng.h"
 #include "test_seed.h"
 #include "gn_endian.h"
 #include "data.h"
@@ -94,9 +94,9 @@ static void idx_make(struct idx *x, uint32_t n, uint32_t rows, uint32_t cols,
         gn_be32_put(x->lbl, 0x801);
         gn_be32_put(x->lbl + 4, n);
         for (i = 16; i < x->img_len; i++)
-                x->img[i] = (uint8_t)rng_next(&seed);
+                x->img[i] = (uint8_t)gn_splitmix64(&seed);
         for (i = 0; i < n; i++)
-                x->lbl[8 + i] = (uint8_t)(rng_next(&seed) % 10);
+                x->lbl[8 + i] = (uint8_t)(gn_splitmix64(&seed) % 10);
 }
 
 static void idx_free(struct idx *x)
@@ -339,7 +339,7 @@ static void test_idx_corrupt_gzip(void **state)
                 uint8_t keep;
 
                 /* Past the 10-byte gzip header, before the 8-byte trailer. */
-                at = 10 + (size_t)(rng_next(&g_seed) % (len - 18));
+                at = 10 + (size_t)(gn_splitmix64(&g_seed) % (len - 18));
                 keep = buf[at];
                 buf[at] ^= (uint8_t)(1u << (k % 8));
                 put_file(img, buf, len, 0);
@@ -368,9 +368,9 @@ static uint8_t *cifar_make(uint32_t n, uint64_t seed)
 
         assert_non_null(b);
         for (i = 0; i < (size_t)n * 3073; i++)
-                b[i] = (uint8_t)rng_next(&seed);
+                b[i] = (uint8_t)gn_splitmix64(&seed);
         for (i = 0; i < n; i++)
-                b[i * 3073] = (uint8_t)(rng_next(&seed) % 10);
+                b[i * 3073] = (uint8_t)(gn_splitmix64(&seed) % 10);
         return b;
 }
 

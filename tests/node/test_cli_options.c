@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "test_rng.h"
+#include "gn_rng.h"
 #include "test_seed.h"
 #include "evlog.h"
 #include "options.h"
@@ -300,10 +300,10 @@ static void test_fuzz(void **state)
         char err[256], *argv[12];
 
         for (int round = 0; round < 2000; round++) {
-                int argc = 1 + (int)(rng_next(&s) % 10);
+                int argc = 1 + (int)(gn_splitmix64(&s) % 10);
                 argv[0] = "gossipnode";
                 for (int i = 1; i < argc; i++)
-                        argv[i] = (char *)words[rng_next(&s) % nw];
+                        argv[i] = (char *)words[gn_splitmix64(&s) % nw];
                 argv[argc] = NULL;
                 err[0] = '\0';
                 int rc = node_options_parse(argc, argv, &o, err, sizeof(err));

@@ -34,7 +34,7 @@
 
 #include "test_uv.h"
 #include "test_tmpdir.h"
-#include "test_rng.h"
+#include "gn_rng.h"
 #include "test_seed.h"
 #include "ctl.h"
 
@@ -473,11 +473,11 @@ static void client_mutate(struct job *j)
         for (int i = 0; i < MUTATIONS && !j->failures; i++) {
                 size_t n = sizeof(base);
                 memcpy(buf, base, n);
-                int flips = 1 + (int)(rng_next(&s) % 4);
+                int flips = 1 + (int)(gn_splitmix64(&s) % 4);
                 for (int k = 0; k < flips; k++)
-                        buf[rng_next(&s) % n] = (uint8_t)rng_next(&s);
-                if (rng_next(&s) % 4 == 0)
-                        n = 1 + rng_next(&s) % n; /* truncate */
+                        buf[gn_splitmix64(&s) % n] = (uint8_t)gn_splitmix64(&s);
+                if (gn_splitmix64(&s) % 4 == 0)
+                        n = 1 + gn_splitmix64(&s) % n; /* truncate */
                 CHECK(j, send_raw(fd, buf, n) == 0);
                 struct reply r;
                 int rc = recv_reply(fd, &r);

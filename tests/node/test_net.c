@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 
 #include "test_uv.h"
-#include "test_rng.h"
+#include "gn_rng.h"
 #include "test_seed.h"
 #include "net.h"
 
@@ -45,7 +45,7 @@ static uint8_t *random_bytes(size_t n, uint64_t salt)
         uint8_t *p = malloc(n);
         assert_non_null(p);
         for (size_t i = 0; i < n; i++)
-                p[i] = (uint8_t)rng_next(&s);
+                p[i] = (uint8_t)gn_splitmix64(&s);
         return p;
 }
 

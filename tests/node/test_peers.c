@@ -19,7 +19,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "test_rng.h"
+#include "gn_rng.h"
 #include "test_seed.h"
 #include "keys.h"
 #include "peers.h"
@@ -35,7 +35,7 @@ static void make_keys(void)
 
         for (int i = 0; i < 8; i++) {
                 for (int j = 0; j < 4; j++) {
-                        uint64_t r = rng_next(&s);
+                        uint64_t r = gn_splitmix64(&s);
                         memcpy(seed + 8 * j, &r, 8);
                 }
                 crypto_sign_seed_keypair(g_pk[i], sk, seed);
@@ -313,15 +313,16 @@ static void test_garbage(void **state)
                 if (iter % 2) {
                         len = strlen(good);
                         memcpy(text, good, len + 1);
-                        for (int k = 0; k < 1 + (int)(rng_next(&s) % 4); k++)
-                                text[rng_next(&s) % len] =
-                                    alphabet[rng_next(&s) %
+                        for (int k = 0; k < 1 + (int)(gn_splitmix64(&s) % 4);
+                             k++)
+                                text[gn_splitmix64(&s) % len] =
+                                    alphabet[gn_splitmix64(&s) %
                                              (sizeof(alphabet) - 1)];
                 } else {
-                        len = rng_next(&s) % 200;
+                        len = gn_splitmix64(&s) % 200;
                         for (size_t k = 0; k < len; k++)
-                                text[k] =
-                                    noise[rng_next(&s) % (sizeof(noise) - 1)];
+                                text[k] = noise[gn_splitmix64(&s) %
+                                                (sizeof(noise) - 1)];
                         text[len] = '\0';
                 }
                 err[0] = '\0';

@@ -11,7 +11,7 @@
  * the stream channel never reorders frames on a link (each frame is
  * delivered no earlier than the previous one on the same link).
  */
-#include "test_rng.h"
+#include "gn_rng.h"
 #include "sim.h"
 
 #include <inttypes.h>
@@ -64,7 +64,8 @@ struct sim {
 
 static double sim_unit(struct sim *s)
 {
-        return (double)(rng_next(&s->rng) >> 11) * (1.0 / 9007199254740992.0);
+        return (double)(gn_splitmix64(&s->rng) >> 11) *
+               (1.0 / 9007199254740992.0);
 }
 
 /* ---- event heap ---- */
@@ -195,7 +196,7 @@ static int env_send(void *ctx, const struct gossip_addr *to, const void *buf,
                 if (s->loss[k] > 0 && sim_unit(s) < s->loss[k])
                         goto drop;
                 if (s->jitter[k])
-                        ev.t += rng_next(&s->rng) % (s->jitter[k] + 1u);
+                        ev.t += gn_splitmix64(&s->rng) % (s->jitter[k] + 1u);
         } else {
                 if (ev.t < s->stream_last[k])
                         ev.t = s->stream_last[k];
@@ -251,7 +252,7 @@ static int node_boot(struct sim *s, size_t i)
         cfg.cb_ctx = s;
         env.send = env_send;
         env.now_ms = env_now;
-        env.seed = rng_next(&x);
+        env.seed = gn_splitmix64(&x);
         env.ctx = nd;
         nd->boots++;
         nd->timer_at = UINT64_MAX;
@@ -298,7 +299,7 @@ int sim_create(const struct sim_opts *o, struct sim **out)
                 size_t b;
 
                 for (b = 0; b < sizeof(ks); b += 8) {
-                        uint64_t r = rng_next(&x);
+                        uint64_t r = gn_splitmix64(&x);
                         memcpy(ks + b, &r, 8);
                 }
                 crypto_sign_seed_keypair(nd->pk, nd->sk, ks);
