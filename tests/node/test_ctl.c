@@ -54,13 +54,8 @@ static int handler(void *ctx, const char *cmd, const msgpack_object *args,
                 msgpack_pack_array(pk, 2);
                 for (int i = 0; i < 2; i++) {
                         msgpack_pack_map(pk, 2);
-                        msgpack_pack_str(pk, 4);
-                        msgpack_pack_str_body(pk, "name", 4);
-                        msgpack_pack_str(pk, 4);
-                        msgpack_pack_str_body(pk, i ? "pi-b" : "pi-a", 4);
-                        msgpack_pack_str(pk, 4);
-                        msgpack_pack_str_body(pk, "step", 4);
-                        msgpack_pack_uint64(pk, 100 + (uint64_t)i);
+                        node_ctl_pack_kstr(pk, "name", i ? "pi-b" : "pi-a");
+                        node_ctl_pack_ku64(pk, "step", 100 + (uint64_t)i);
                 }
                 return 0;
         }
@@ -230,17 +225,10 @@ static void client_roundtrip(struct job *j)
                 msgpack_sbuffer_init(&sb);
                 msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
                 msgpack_pack_map(&pk, 2);
-                msgpack_pack_str(&pk, 3);
-                msgpack_pack_str_body(&pk, "cmd", 3);
-                msgpack_pack_str(&pk, 4);
-                msgpack_pack_str_body(&pk, "echo", 4);
-                msgpack_pack_str(&pk, 4);
-                msgpack_pack_str_body(&pk, "args", 4);
+                node_ctl_pack_kstr(&pk, "cmd", "echo");
+                node_ctl_pack_str(&pk, "args");
                 msgpack_pack_map(&pk, 1);
-                msgpack_pack_str(&pk, 4);
-                msgpack_pack_str_body(&pk, "addr", 4);
-                msgpack_pack_str(&pk, 13);
-                msgpack_pack_str_body(&pk, "10.0.0.1:7946", 13);
+                node_ctl_pack_kstr(&pk, "addr", "10.0.0.1:7946");
                 CHECK(j, node_ctl_client_send(fd, sb.data, sb.size) == 0);
                 msgpack_sbuffer_destroy(&sb);
         }
