@@ -282,23 +282,32 @@ static struct node_ctl *open_ctl(uv_loop_t *loop, int *calls)
         return ctl;
 }
 
-static void test_roundtrip(void **state)
+/* One server on a fresh loop and one client thread running fn; *calls
+ * and *st are the handler's calls and the server's stats once the client
+ * is done. The server is closed and the loop must close clean. */
+static void serve_one(void (*fn)(struct job *), int *calls,
+                      struct node_ctl_stats *st)
 {
         uv_loop_t loop;
-        int calls = 0;
         struct job j;
-        struct node_ctl_stats st;
         uv_loop_init(&loop);
-        struct node_ctl *ctl = open_ctl(&loop, &calls);
-        run_job(&loop, client_roundtrip, &j);
+        struct node_ctl *ctl = open_ctl(&loop, calls);
+        run_job(&loop, fn, &j);
+        node_ctl_stats(ctl, st);
+        node_ctl_close(ctl);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
+}
+
+static void test_roundtrip(void **state)
+{
+        int calls = 0;
+        struct node_ctl_stats st;
+        serve_one(client_roundtrip, &calls, &st);
         assert_int_equal(calls, 7); /* "version" never reaches it */
-        node_ctl_stats(ctl, &st);
         assert_int_equal(st.clients, 1);
         assert_int_equal(st.requests, 5);
         assert_int_equal(st.errors, 4);
         assert_int_equal(st.bad_requests, 0);
-        node_ctl_close(ctl);
-        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 /* ---- bad input ---- */
@@ -428,19 +437,12 @@ static void client_bad(struct job *j)
 
 static void test_bad_requests(void **state)
 {
-        uv_loop_t loop;
         int calls = 0;
-        struct job j;
         struct node_ctl_stats st;
-        uv_loop_init(&loop);
-        struct node_ctl *ctl = open_ctl(&loop, &calls);
-        run_job(&loop, client_bad, &j);
+        serve_one(client_bad, &calls, &st);
         assert_int_equal(calls, 0);
-        node_ctl_stats(ctl, &st);
         assert_int_equal(st.bad_requests, 12);
         assert_int_equal(st.requests, 2);
-        node_ctl_close(ctl);
-        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 /* ---- random mutations: every frame gets exactly one answer ---- */
@@ -481,20 +483,13 @@ static void client_mutate(struct job *j)
 
 static void test_mutations(void **state)
 {
-        uv_loop_t loop;
         int calls = 0;
-        struct job j;
         struct node_ctl_stats st;
-        uv_loop_init(&loop);
-        struct node_ctl *ctl = open_ctl(&loop, &calls);
-        run_job(&loop, client_mutate, &j);
-        node_ctl_stats(ctl, &st);
+        serve_one(client_mutate, &calls, &st);
         assert_int_equal(st.requests + st.errors, MUTATIONS);
         printf("# mutations: %llu answered ok, %llu errors (%llu bad)\n",
                (unsigned long long)st.requests, (unsigned long long)st.errors,
                (unsigned long long)st.bad_requests);
-        node_ctl_close(ctl);
-        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 /* ---- the socket file ---- */
@@ -631,18 +626,11 @@ static void client_many(struct job *j)
 
 static void test_too_many_clients(void **state)
 {
-        uv_loop_t loop;
         int calls = 0;
-        struct job j;
         struct node_ctl_stats st;
-        uv_loop_init(&loop);
-        struct node_ctl *ctl = open_ctl(&loop, &calls);
-        run_job(&loop, client_many, &j);
-        node_ctl_stats(ctl, &st);
+        serve_one(client_many, &calls, &st);
         assert_int_equal(st.clients, NODE_CTL_CLIENTS_MAX);
         assert_int_equal(st.clients_refused, 1);
-        node_ctl_close(ctl);
-        assert_int_equal(gn_test_loop_close(&loop), 0);
 }
 
 /* The reply helpers, byte for byte: one map of each kind of entry. */
