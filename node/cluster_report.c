@@ -15,38 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl.h"
 #include "evlog.h"
 #include "keys.h"
 #include "metrics.h"
-
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-        size_t n = strlen(s);
-
-        msgpack_pack_str(pk, n);
-        msgpack_pack_str_body(pk, s, n);
-}
-
-static void pack_kstr(msgpack_packer *pk, const char *k, const char *v)
-{
-        pack_str(pk, k);
-        pack_str(pk, v);
-}
-
-static void pack_ku64(msgpack_packer *pk, const char *k, uint64_t v)
-{
-        pack_str(pk, k);
-        msgpack_pack_uint64(pk, v);
-}
-
-static void pack_kdbl(msgpack_packer *pk, const char *k, double v)
-{
-        pack_str(pk, k);
-        if (isfinite(v))
-                msgpack_pack_double(pk, v);
-        else
-                msgpack_pack_nil(pk);
-}
 
 static void pack_rejects(msgpack_packer *pk, const uint64_t *r)
 {
@@ -54,11 +26,11 @@ static void pack_rejects(msgpack_packer *pk, const uint64_t *r)
 
         for (int i = 1; i < GOSSIP_REJECT_SLOTS; i++)
                 n += r[i] != 0 && gossip_reject_name(-i);
-        pack_str(pk, "rejects");
+        node_ctl_pack_str(pk, "rejects");
         msgpack_pack_map(pk, n);
         for (int i = 1; i < GOSSIP_REJECT_SLOTS; i++)
                 if (r[i] && gossip_reject_name(-i))
-                        pack_ku64(pk, gossip_reject_name(-i), r[i]);
+                        node_ctl_pack_ku64(pk, gossip_reject_name(-i), r[i]);
 }
 
 static void pack_member(struct node_cluster *c, msgpack_packer *pk,
@@ -70,16 +42,15 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
         msgpack_pack_map(pk, 9);
-        pack_kstr(pk, "name", m->name);
-        pack_kstr(pk, "addr", a);
-        pack_kstr(pk, "key", k);
-        pack_str(pk, "self");
-        self ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
-        pack_kstr(pk, "state", gossip_state_name(m->state));
-        pack_ku64(pk, "incarnation", m->incarnation);
-        pack_kdbl(pk, "rtt_ms", m->rtt_ms ? (double)m->rtt_ms : NAN);
-        pack_ku64(pk, "step", m->step);
-        pack_str(pk, "last_heard_ms");
+        node_ctl_pack_kstr(pk, "name", m->name);
+        node_ctl_pack_kstr(pk, "addr", a);
+        node_ctl_pack_kstr(pk, "key", k);
+        node_ctl_pack_kbool(pk, "self", self);
+        node_ctl_pack_kstr(pk, "state", gossip_state_name(m->state));
+        node_ctl_pack_ku64(pk, "incarnation", m->incarnation);
+        node_ctl_pack_kdbl(pk, "rtt_ms", m->rtt_ms ? (double)m->rtt_ms : NAN);
+        node_ctl_pack_ku64(pk, "step", m->step);
+        node_ctl_pack_str(pk, "last_heard_ms");
         if (self || !m->last_heard_ms || m->last_heard_ms > now)
                 msgpack_pack_nil(pk);
         else
@@ -120,20 +91,20 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
         msgpack_pack_map(pk, 14);
-        pack_kstr(pk, "name", m->name);
-        pack_kstr(pk, "addr", a);
-        pack_kstr(pk, "key", k);
-        pack_kstr(pk, "state", gossip_state_name(m->state));
-        pack_ku64(pk, "bytes_in", m->bytes_in);
-        pack_ku64(pk, "bytes_out", m->bytes_out);
-        pack_ku64(pk, "msgs_in", m->msgs_in);
-        pack_ku64(pk, "msgs_out", m->msgs_out);
-        pack_ku64(pk, "grads_merged", pg ? pg->merged : 0);
-        pack_ku64(pk, "grads_late", pg ? pg->late : 0);
-        pack_ku64(pk, "grads_dropped", pg ? pg->dropped : 0);
+        node_ctl_pack_kstr(pk, "name", m->name);
+        node_ctl_pack_kstr(pk, "addr", a);
+        node_ctl_pack_kstr(pk, "key", k);
+        node_ctl_pack_kstr(pk, "state", gossip_state_name(m->state));
+        node_ctl_pack_ku64(pk, "bytes_in", m->bytes_in);
+        node_ctl_pack_ku64(pk, "bytes_out", m->bytes_out);
+        node_ctl_pack_ku64(pk, "msgs_in", m->msgs_in);
+        node_ctl_pack_ku64(pk, "msgs_out", m->msgs_out);
+        node_ctl_pack_ku64(pk, "grads_merged", pg ? pg->merged : 0);
+        node_ctl_pack_ku64(pk, "grads_late", pg ? pg->late : 0);
+        node_ctl_pack_ku64(pk, "grads_dropped", pg ? pg->dropped : 0);
         pack_rejects(pk, m->rejects);
-        pack_ku64(pk, "queued_bytes", queued);
-        pack_ku64(pk, "frames_dropped", dropped);
+        node_ctl_pack_ku64(pk, "queued_bytes", queued);
+        node_ctl_pack_ku64(pk, "frames_dropped", dropped);
 }
 
 static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
@@ -161,37 +132,38 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         }
         node_key_pk_to_base64(c->pk, k);
         msgpack_pack_map(pk, 2);
-        pack_str(pk, "node");
+        node_ctl_pack_str(pk, "node");
         msgpack_pack_map(pk, 19);
-        pack_kstr(pk, "name", c->name);
-        pack_kstr(pk, "key", k);
-        pack_kdbl(pk, "uptime_s",
-                  (double)(node_cluster__unix_ms() - c->start_ms) / 1000.0);
-        pack_ku64(pk, "step", ts.step);
-        pack_ku64(pk, "epoch", ts.epoch);
-        pack_kdbl(pk, "loss", ts.loss);
-        pack_kdbl(pk, "accuracy", ts.acc / 100.0);
-        pack_kdbl(pk, "samples_per_s", ts.sps);
-        pack_ku64(pk, "members_alive", alive);
-        pack_ku64(pk, "members_suspect", suspect);
-        pack_ku64(pk, "bytes_in", gs.bytes_in);
-        pack_ku64(pk, "bytes_out", gs.bytes_out);
-        pack_ku64(pk, "msgs_in", gs.msgs_in);
-        pack_ku64(pk, "msgs_out", gs.msgs_out);
-        pack_ku64(pk, "grads_merged", ms.merged - ms.late);
-        pack_ku64(pk, "grads_late", ms.late);
-        pack_ku64(pk, "grads_dropped",
-                  ms.offers - ms.accepted + (ms.accepted - ms.merged));
+        node_ctl_pack_kstr(pk, "name", c->name);
+        node_ctl_pack_kstr(pk, "key", k);
+        node_ctl_pack_kdbl(pk, "uptime_s",
+                           (double)(node_cluster__unix_ms() - c->start_ms) /
+                               1000.0);
+        node_ctl_pack_ku64(pk, "step", ts.step);
+        node_ctl_pack_ku64(pk, "epoch", ts.epoch);
+        node_ctl_pack_kdbl(pk, "loss", ts.loss);
+        node_ctl_pack_kdbl(pk, "accuracy", ts.acc / 100.0);
+        node_ctl_pack_kdbl(pk, "samples_per_s", ts.sps);
+        node_ctl_pack_ku64(pk, "members_alive", alive);
+        node_ctl_pack_ku64(pk, "members_suspect", suspect);
+        node_ctl_pack_ku64(pk, "bytes_in", gs.bytes_in);
+        node_ctl_pack_ku64(pk, "bytes_out", gs.bytes_out);
+        node_ctl_pack_ku64(pk, "msgs_in", gs.msgs_in);
+        node_ctl_pack_ku64(pk, "msgs_out", gs.msgs_out);
+        node_ctl_pack_ku64(pk, "grads_merged", ms.merged - ms.late);
+        node_ctl_pack_ku64(pk, "grads_late", ms.late);
+        node_ctl_pack_ku64(pk, "grads_dropped",
+                           ms.offers - ms.accepted + (ms.accepted - ms.merged));
         pack_rejects(pk, gs.rejects);
-        pack_str(pk, "net");
+        node_ctl_pack_str(pk, "net");
         msgpack_pack_map(pk, 6);
-        pack_ku64(pk, "frames_dropped", ns.frames_dropped);
-        pack_ku64(pk, "oversize", ns.oversize);
-        pack_ku64(pk, "connects", ns.connects);
-        pack_ku64(pk, "connect_failures", ns.connect_failures);
-        pack_ku64(pk, "stalls", ns.stalls);
-        pack_ku64(pk, "dgram_oversize", ns.dgram_oversize);
-        pack_str(pk, "peers");
+        node_ctl_pack_ku64(pk, "frames_dropped", ns.frames_dropped);
+        node_ctl_pack_ku64(pk, "oversize", ns.oversize);
+        node_ctl_pack_ku64(pk, "connects", ns.connects);
+        node_ctl_pack_ku64(pk, "connect_failures", ns.connect_failures);
+        node_ctl_pack_ku64(pk, "stalls", ns.stalls);
+        node_ctl_pack_ku64(pk, "dgram_oversize", ns.dgram_oversize);
+        node_ctl_pack_str(pk, "peers");
         msgpack_pack_array(pk, n ? n - 1 : 0);
         for (size_t i = 1; i < n; i++)
                 pack_peer_stats(c, pk, &mi[i]);
@@ -236,9 +208,8 @@ static int ctl_join(struct node_cluster *c, const msgpack_object *args,
         rc = gossip_join(c->g, &a);
         node_cluster__arm(c);
         msgpack_pack_map(pk, 2);
-        pack_str(pk, "joined");
-        rc == 0 ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
-        pack_ku64(pk, "alive", gossip_alive_count(c->g));
+        node_ctl_pack_kbool(pk, "joined", rc == 0);
+        node_ctl_pack_ku64(pk, "alive", gossip_alive_count(c->g));
         return 0;
 }
 
@@ -287,8 +258,8 @@ static int ctl_force_leave(struct node_cluster *c, const msgpack_object *args,
         }
         node_cluster__arm(c);
         msgpack_pack_map(pk, 2);
-        pack_kstr(pk, "name", found.name);
-        pack_kstr(pk, "state", "left");
+        node_ctl_pack_kstr(pk, "name", found.name);
+        node_ctl_pack_kstr(pk, "state", "left");
         return 0;
 }
 
