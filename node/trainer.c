@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +41,8 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "evlog.h"
+#include "gn_endian.h"
+#include "gn_errbuf.h"
 #include "handoff.h"
 #include "plan.h"
 
@@ -120,21 +121,6 @@ static double mono_s(void)
         return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (err && errlen) {
-                va_start(ap, fmt);
-                vsnprintf(err, errlen, fmt, ap);
-                va_end(ap);
-        }
-        return rc;
-}
-
 const char *node_trainer_reason_name(int reason)
 {
         static const char *names[] = {"none",   "steps",  "epochs", "time",
@@ -147,46 +133,16 @@ const char *node_trainer_reason_name(int reason)
 
 /* ---- checkpoint metadata ------------------------------------------------ */
 
-static void put32(uint8_t *p, uint32_t v)
-{
-        for (int i = 0; i < 4; i++)
-                p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-        for (int i = 0; i < 8; i++)
-                p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-        uint32_t v = 0;
-
-        for (int i = 0; i < 4; i++)
-                v |= (uint32_t)p[i] << (8 * i);
-        return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-        uint64_t v = 0;
-
-        for (int i = 0; i < 8; i++)
-                v |= (uint64_t)p[i] << (8 * i);
-        return v;
-}
-
 /* magic, version, batcher epoch, pos, shard i, shard n, samples */
 static void meta_encode(const struct node_trainer *t, uint8_t *m)
 {
         memcpy(m, trainer_meta_magic, 4);
-        put32(m + 4, TRAINER_META_VERSION);
-        put64(m + 8, t->batcher.epoch);
-        put32(m + 16, t->batcher.pos);
-        put32(m + 20, t->o->shard_i);
-        put32(m + 24, t->o->shard_n);
-        put64(m + 28, t->st.samples);
+        gn_le32_put(m + 4, TRAINER_META_VERSION);
+        gn_le64_put(m + 8, t->batcher.epoch);
+        gn_le32_put(m + 16, t->batcher.pos);
+        gn_le32_put(m + 20, t->o->shard_i);
+        gn_le32_put(m + 24, t->o->shard_n);
+        gn_le64_put(m + 28, t->st.samples);
 }
 
 /* Position the batcher from a checkpoint's metadata if it is ours and the
@@ -199,10 +155,11 @@ static void meta_apply(struct node_trainer *t, const struct nn_checkpoint *ck)
 
         if (ck->meta_len == TRAINER_META_LEN &&
             memcmp(m, trainer_meta_magic, 4) == 0 &&
-            get32(m + 4) == TRAINER_META_VERSION &&
-            get32(m + 20) == t->o->shard_i && get32(m + 24) == t->o->shard_n) {
-                epoch = get64(m + 8);
-                pos = get32(m + 16);
+            gn_le32_get(m + 4) == TRAINER_META_VERSION &&
+            gn_le32_get(m + 20) == t->o->shard_i &&
+            gn_le32_get(m + 24) == t->o->shard_n) {
+                epoch = gn_le64_get(m + 8);
+                pos = gn_le32_get(m + 16);
         }
         if (pos > t->shard.n)
                 pos = 0;
@@ -309,18 +266,18 @@ static int setup_data(struct node_trainer *t, char *err, size_t errlen)
         rc = nn_dataset_shard(&t->train_all, (int)o->shard_i, (int)o->shard_n,
                               &t->shard);
         if (rc || t->shard.n == 0)
-                return fail(err, errlen, NN_EINVAL,
-                            "--shard %u/%u: empty shard of %u samples",
-                            o->shard_i, o->shard_n, t->train_all.n);
+                return gn_fail(err, errlen, NN_EINVAL,
+                               "--shard %u/%u: empty shard of %u samples",
+                               o->shard_i, o->shard_n, t->train_all.n);
         rc = nn_batcher_init(&t->batcher, &t->shard, o->seed);
         if (rc)
-                return fail(err, errlen, rc, "batcher: %s", nn_strerror(rc));
+                return gn_fail(err, errlen, rc, "batcher: %s", nn_strerror(rc));
         ss = nn_dataset_sample_size(&t->test);
         t->x = malloc((size_t)o->batch * ss * sizeof(float));
         t->y = malloc(o->batch);
         t->test_x = malloc((size_t)t->test.n * ss * sizeof(float));
         if (!t->x || !t->y || !t->test_x)
-                return fail(err, errlen, NN_ENOMEM, "out of memory");
+                return gn_fail(err, errlen, NN_ENOMEM, "out of memory");
         nn_data_to_float(t->test.images, (size_t)t->test.n * ss, t->test_x);
         t->steps_per_epoch = (t->shard.n + o->batch - 1) / o->batch;
         return 0;
@@ -335,16 +292,16 @@ static int setup_model(struct node_trainer *t, char *err, size_t errlen)
 
         rc = nn_model_create(o->model, c, h, w, o->seed, &t->model);
         if (rc)
-                return fail(err, errlen, rc,
-                            "--model: '%s' does not build for %dx%dx%d "
-                            "input: %s",
-                            o->model, c, h, w, nn_strerror(rc));
+                return gn_fail(err, errlen, rc,
+                               "--model: '%s' does not build for %dx%dx%d "
+                               "input: %s",
+                               o->model, c, h, w, nn_strerror(rc));
         if ((uint32_t)nn_model_classes(t->model) < t->train_all.classes)
-                return fail(err, errlen, NN_EINVAL,
-                            "--model: '%s' has %d outputs, the data %u "
-                            "classes",
-                            o->model, nn_model_classes(t->model),
-                            t->train_all.classes);
+                return gn_fail(err, errlen, NN_EINVAL,
+                               "--model: '%s' has %d outputs, the data %u "
+                               "classes",
+                               o->model, nn_model_classes(t->model),
+                               t->train_all.classes);
         snprintf(t->spec, sizeof(t->spec), "%s", nn_model_spec(t->model));
         t->nparams = nn_model_nparams(t->model);
         if (o->fill_batches) {
@@ -353,13 +310,13 @@ static int setup_model(struct node_trainer *t, char *err, size_t errlen)
                         t->fill_size = o->batch;
                 t->gacc = malloc(t->nparams * sizeof(float));
                 if (!t->gacc)
-                        return fail(err, errlen, NN_ENOMEM, "out of memory");
+                        return gn_fail(err, errlen, NN_ENOMEM, "out of memory");
         }
         rc = nn_model_reserve(t->model, (int)(o->batch > TRAINER_EVAL_BATCH
                                                   ? o->batch
                                                   : TRAINER_EVAL_BATCH));
         if (rc)
-                return fail(err, errlen, rc, "model: %s", nn_strerror(rc));
+                return gn_fail(err, errlen, rc, "model: %s", nn_strerror(rc));
         oc.kind =
             o->optimizer == NODE_OPTIM_ADAM ? NN_OPTIM_ADAM : NN_OPTIM_SGD;
         oc.lr = o->lr;
@@ -370,7 +327,8 @@ static int setup_model(struct node_trainer *t, char *err, size_t errlen)
         oc.eps = 1e-8f;
         rc = nn_optim_create(&oc, t->nparams, &t->optim);
         if (rc)
-                return fail(err, errlen, rc, "optimizer: %s", nn_strerror(rc));
+                return gn_fail(err, errlen, rc, "optimizer: %s",
+                               nn_strerror(rc));
         t->nopt = nn_optim_state_len(t->optim);
         return 0;
 }
@@ -412,13 +370,13 @@ static int setup_resume(struct node_trainer *t, char *err, size_t errlen)
         if (!o->checkpoint_dir)
                 return 0;
         if (mkdir(o->checkpoint_dir, 0700) != 0 && errno != EEXIST)
-                return fail(err, errlen, -errno, "--checkpoint-dir %s: %s",
-                            o->checkpoint_dir, strerror(errno));
+                return gn_fail(err, errlen, -errno, "--checkpoint-dir %s: %s",
+                               o->checkpoint_dir, strerror(errno));
         n = snprintf(t->ckpt_path, sizeof(t->ckpt_path), "%s/%s",
                      o->checkpoint_dir, NODE_TRAINER_CKPT_NAME);
         if (n < 0 || (size_t)n >= sizeof(t->ckpt_path))
-                return fail(err, errlen, -ENAMETOOLONG,
-                            "--checkpoint-dir: path too long");
+                return gn_fail(err, errlen, -ENAMETOOLONG,
+                               "--checkpoint-dir: path too long");
         if (o->fresh || stat(t->ckpt_path, &sb) != 0)
                 return 0;
         rc = nn_checkpoint_load_expect(t->ckpt_path, t->spec, t->nparams,
@@ -451,7 +409,7 @@ int node_trainer_create(const struct node_options *o,
         *out = NULL;
         t = calloc(1, sizeof(*t));
         if (!t)
-                return fail(err, errlen, NN_ENOMEM, "out of memory");
+                return gn_fail(err, errlen, NN_ENOMEM, "out of memory");
         t->o = o;
         t->h = hooks ? hooks : &t->no_hooks;
         t->ev = ev;
