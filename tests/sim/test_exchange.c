@@ -52,6 +52,32 @@ static void admit_no_lag(const struct gossip_plan_cfg *c,
                 d->action = GOSSIP_PLAN_READY;
 }
 
+/* The staleness check alone: as if a peer gradient were always pending,
+ * so only t <= slowest + S holds a node in the GRADIENT phase. */
+static void admit_s_only(const struct gossip_plan_cfg *c,
+                         const struct gossip_plan_view *v,
+                         struct gossip_plan_wait *w,
+                         struct gossip_plan_decision *d)
+{
+        struct gossip_plan_view u = *v;
+
+        u.grads_pending = 1;
+        gossip_plan_admit(c, &u, w, d);
+}
+
+/* ... and the staleness check bypassed too: the slowest peer unknown. */
+static void admit_no_s(const struct gossip_plan_cfg *c,
+                       const struct gossip_plan_view *v,
+                       struct gossip_plan_wait *w,
+                       struct gossip_plan_decision *d)
+{
+        struct gossip_plan_view u = *v;
+
+        u.grads_pending = 1;
+        u.min_peer_step = UINT64_MAX;
+        gossip_plan_admit(c, &u, w, d);
+}
+
 static xsim_admit_fn env_admit(void)
 {
         const char *e = getenv("XSIM_BREAK_LAG");
@@ -315,38 +341,73 @@ static void test_drift_lag_bound(void **state)
  * peer's real step, so t <= t_min + S, and one optimizer step later
  *      max - min <= S + 1   over the live nodes still training,
  * at every event, with the 4x slower node among them. Claimed until the
- * first wait that times out (none happens while all nodes train: see
+ * first wait that times out; none may happen while all nodes train (see
  * known_grad_endgame_stall for the end of the run).
+ *
+ * In the full rule the other condition (a peer gradient pending) binds
+ * first: each gradient is one partner's ticket for one step, so fast
+ * nodes mostly move at their senders' pace and the drift stays below
+ * S + 1. So the check is also run alone (admit_s_only: a gradient always
+ * pending): then the fast nodes run into the bound, and reach it exactly
+ * (steps are heard 0.1 ms late, far less than a step).
  */
+static void staleness_case(uint32_t S, size_t n, xsim_admit_fn admit,
+                           uint64_t seed, struct mon *m)
+{
+        struct scen s = scen_default();
+        struct xsim *x;
+        char what[80];
+
+        s.grads = 1;
+        s.S = S;
+        s.n = n;
+        s.wait_ms = 2000;
+        s.admit = admit;
+        x = scen_make(&s, seed, m);
+        scen_run(x);
+        snprintf(what, sizeof(what), "staleness S=%u n=%zu%s", S, n,
+                 admit == admit_s_only ? " (check alone)"
+                 : admit == admit_no_s ? " (check bypassed)"
+                                       : "");
+        print_run(what, x, m);
+        for (size_t i = 0; i < s.n; i++)
+                assert_int_equal(xsim_stats(x, i)->more_in_gradient, 0);
+        assert_true(m->first_timeout_us >= m->first_done_us);
+        xsim_destroy(x);
+}
+
 static void test_drift_staleness_bound(void **state)
 {
         uint64_t seed =
             sim_seed_from_env("test_drift_staleness_bound", g_seed + 1);
         static const uint32_t Ss[] = {3, 8};
+        struct mon m;
 
         (void)state;
         for (size_t k = 0; k < sizeof(Ss) / sizeof(Ss[0]); k++) {
-                struct scen s = scen_default();
-                struct mon m;
-                struct xsim *x;
-                char what[64];
-
-                s.grads = 1;
-                s.S = Ss[k];
-                s.n = 4 + k;
-                s.wait_ms = 2000;
-                x = scen_make(&s, seed, &m);
-                scen_run(x);
-                snprintf(what, sizeof(what), "staleness S=%u", s.S);
-                print_run(what, x, &m);
-                assert_true(m.first_timeout_us >= m.first_done_us);
-                if (m.worst_drift > (uint64_t)s.S + 1)
-                        fail_msg("%s: drift %" PRIu64 " at %.3f s > S+1", what,
+                staleness_case(Ss[k], 4 + k, env_admit(), seed, &m);
+                if (m.worst_drift > (uint64_t)Ss[k] + 1)
+                        fail_msg("drift %" PRIu64 " at %.3f s > S+1",
                                  m.worst_drift, (double)m.drift_at_us / SEC);
-                for (size_t i = 0; i < s.n; i++)
-                        assert_int_equal(xsim_stats(x, i)->more_in_gradient, 0);
-                xsim_destroy(x);
+                staleness_case(Ss[k], 4 + k, admit_s_only, seed, &m);
+                if (m.worst_drift > (uint64_t)Ss[k] + 1)
+                        fail_msg("drift %" PRIu64 " at %.3f s > S+1",
+                                 m.worst_drift, (double)m.drift_at_us / SEC);
+                assert_int_equal(m.worst_drift, (uint64_t)Ss[k] + 1);
         }
+}
+
+/* ... and can fail: with the check bypassed as well, the fast nodes are
+ * held by nothing and leave the slow one far behind. */
+static void test_drift_check_catches_broken_staleness(void **state)
+{
+        uint64_t seed =
+            sim_seed_from_env("test_drift_broken_staleness", g_seed + 1);
+        struct mon m;
+
+        (void)state;
+        staleness_case(3, 4, admit_no_s, seed, &m);
+        assert_true(m.worst_drift > 3 + 1);
 }
 
 /*
@@ -864,6 +925,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_drift_staleness_bound),
             cmocka_unit_test(test_drift_timeouts_counted),
             cmocka_unit_test(test_drift_check_catches_broken_lag),
+            cmocka_unit_test(test_drift_check_catches_broken_staleness),
             cmocka_unit_test(test_no_deadlock),
             cmocka_unit_test(test_no_deadlock_gradients),
             cmocka_unit_test(test_extra_batches_folded),

@@ -25,6 +25,7 @@
 #include "evheap.h"
 #include "merge.h"
 #include "schedule.h"
+#include "test_rng.h"
 
 enum { EV_COMPUTE, EV_WAKE, EV_MSG, EV_DIE, EV_GONE, EV_STEPINFO };
 enum { M_GRAD, M_SLICE };
@@ -116,18 +117,9 @@ const char *xsim_link_preset_name(enum xsim_preset p)
         return presets[(unsigned)p < XSIM_LINK_PRESETS ? p : 0].name;
 }
 
-static uint64_t splitmix64(uint64_t *x)
-{
-        uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-}
-
 static double unit(struct xsim *x)
 {
-        return (double)(splitmix64(&x->rng) >> 11) * (1.0 / 9007199254740992.0);
+        return (double)(rng_next(&x->rng) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 static void push(struct xsim *x, struct xev *ev)
@@ -281,7 +273,10 @@ static void batch_done(struct xsim *x, struct xnode *nd)
         begin_phase(x, nd, GOSSIP_PLAN_GRADIENT);
 }
 
-static void step_info(struct xsim *x, struct xnode *nd)
+/* Membership news about nd (its step, its goodbye) for every other live
+ * node, a link latency later: membership traffic is small and, in this
+ * model, never lost. */
+static void tell_others(struct xsim *x, struct xnode *nd, uint32_t type)
 {
         for (size_t j = 0; j < x->n; j++) {
                 struct xev ev = {0};
@@ -289,7 +284,7 @@ static void step_info(struct xsim *x, struct xnode *nd)
                 if (j == nd->idx || x->nodes[j].dead)
                         continue;
                 ev.k.t = x->now + x->links[nd->idx * x->n + j].l.latency_us;
-                ev.type = EV_STEPINFO;
+                ev.type = type;
                 ev.node = (uint32_t)j;
                 ev.from = (uint32_t)nd->idx;
                 ev.step = nd->t;
@@ -341,7 +336,7 @@ static void optimizer_step(struct xsim *x, struct xnode *nd)
         nd->t++;
         nd->st.steps++;
         gossip_merge_set_step(&nd->merge, nd->t);
-        step_info(x, nd);
+        tell_others(x, nd, EV_STEPINFO);
         if (gossip_plan_due(&x->cfg, nd->t))
                 post_slice(x, nd);
         begin_phase(x, nd, GOSSIP_PLAN_PARAMS);
@@ -385,31 +380,15 @@ static void apply_inbox(struct xsim *x, struct xnode *nd)
         nd->in_n = 0;
 }
 
-/* d -> e -> a. */
-/* Our last step is done: we leave, and each peer drops us from its view
- * when our goodbye arrives (a link latency later). */
-static void leave(struct xsim *x, struct xnode *nd)
-{
-        set_state(x, nd, XN_DONE);
-        nd->st.done_us = x->now;
-        for (size_t j = 0; j < x->n; j++) {
-                struct xev ev = {0};
-
-                if (j == nd->idx || x->nodes[j].dead)
-                        continue;
-                ev.k.t = x->now + x->links[nd->idx * x->n + j].l.latency_us;
-                ev.type = EV_GONE;
-                ev.node = (uint32_t)j;
-                ev.from = (uint32_t)nd->idx;
-                push(x, &ev);
-        }
-}
-
+/* d -> e -> a. After the last step we leave: each peer drops us from
+ * its view when our goodbye arrives. */
 static void params_ready(struct xsim *x, struct xnode *nd)
 {
         apply_inbox(x, nd);
         if (nd->t >= x->o.steps) {
-                leave(x, nd);
+                set_state(x, nd, XN_DONE);
+                nd->st.done_us = x->now;
+                tell_others(x, nd, EV_GONE);
                 return;
         }
         begin_batch(x, nd);
@@ -539,7 +518,7 @@ static void on_die(struct xsim *x, struct xnode *nd)
                 struct xev ev = {0};
                 uint64_t jit =
                     x->o.detect_jitter_us
-                        ? splitmix64(&x->rng) % (x->o.detect_jitter_us + 1ULL)
+                        ? rng_next(&x->rng) % (x->o.detect_jitter_us + 1ULL)
                         : 0;
 
                 if (j == nd->idx || x->nodes[j].dead)
@@ -672,7 +651,7 @@ int xsim_create(const struct xsim_opts *o, struct xsim **out)
                 goto out;
         for (size_t i = 0; i < x->n; i++)
                 for (size_t b = 0; b < GOSSIP_KEY_BYTES; b += 8) {
-                        uint64_t r = splitmix64(&ks);
+                        uint64_t r = rng_next(&ks);
                         memcpy(x->keys[i] + b, &r, 8);
                 }
         qsort(x->keys, x->n, GOSSIP_KEY_BYTES, key_cmp);
