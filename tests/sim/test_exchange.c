@@ -221,6 +221,23 @@ static struct scen scen_default(void)
         return s;
 }
 
+/* The run in progress, freed by the test or, when an assertion ends the
+ * test early, by its teardown. */
+static struct xsim *g_x;
+
+static void scen_free(struct xsim *x)
+{
+        xsim_destroy(x);
+        g_x = NULL;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        scen_free(g_x);
+        return 0;
+}
+
 static struct xsim *scen_make(const struct scen *s, uint64_t seed,
                               struct mon *m)
 {
@@ -250,6 +267,7 @@ static struct xsim *scen_make(const struct scen *s, uint64_t seed,
         o.on_event = on_event;
         o.user = m;
         assert_int_equal(xsim_create(&o, &x), 0);
+        g_x = x;
         if (s->slow > 1)
                 xsim_set_step_us(x, 0, (uint32_t)(s->slow * STEP_US));
         if (s->kill)
@@ -319,7 +337,7 @@ static void lag_case(size_t n, uint32_t K, uint32_t R, uint64_t seed)
                          (double)m.lead_at_us / SEC, R * K + 1);
         if (n == 2)
                 assert_int_equal(m.worst_lead, (uint64_t)R * K + 1);
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 static void test_drift_lag_bound(void **state)
@@ -373,7 +391,7 @@ static void staleness_case(uint32_t S, size_t n, xsim_admit_fn admit,
         for (size_t i = 0; i < s.n; i++)
                 assert_int_equal(xsim_stats(x, i)->more_in_gradient, 0);
         assert_true(m->first_timeout_us >= m->first_done_us);
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 static void test_drift_staleness_bound(void **state)
@@ -443,7 +461,7 @@ static void test_drift_timeouts_counted(void **state)
         assert_true(st->wait_us + st->params_timeouts * MS >=
                     st->params_timeouts * s.wait_ms * MS);
         assert_true(m.worst_lead > (uint64_t)s.R * s.K + 1);
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 /*
@@ -466,7 +484,7 @@ static void test_drift_check_catches_broken_lag(void **state)
         print_run("lag check bypassed", x, &m);
         assert_true(m.worst_lead > (uint64_t)s.R * s.K + 1);
         assert_true(m.worst_lead >= s.steps - s.steps / s.slow - 2);
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 /*
@@ -508,7 +526,7 @@ static void test_no_deadlock(void **state)
                                 assert_int_equal(xsim_step(x, i), s.steps);
                                 assert_int_equal(timeouts(x, i), 0);
                         }
-                        xsim_destroy(x);
+                        scen_free(x);
                 }
 }
 
@@ -538,7 +556,7 @@ static void test_no_deadlock_gradients(void **state)
                 if (i != 1)
                         assert_int_equal(xsim_step(x, i), s.steps);
         assert_true(xsim_dead(x, 1));
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 /*
@@ -582,7 +600,7 @@ static void test_extra_batches_folded(void **state)
                         trained += st->extra_trained;
                 }
                 assert_true(trained > 0);
-                xsim_destroy(x);
+                scen_free(x);
         }
 }
 
@@ -641,7 +659,7 @@ static void test_slices_accounted(void **state)
         assert_true(sum.slices_stale > 0);
         assert_true(sum.slices_replaced > 0);
         assert_true(sum.retransmits > 0);
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 /*
@@ -690,7 +708,7 @@ static void dissem_case(size_t n, uint32_t P, uint64_t seed)
         assert_true(m.reach_us != UINT64_MAX);
         assert_true(m.reach_step <= bound);
         assert_true(m.reach_step >= L);
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 static void test_dissemination(void **state)
@@ -731,7 +749,7 @@ static void test_dissemination_churn(void **state)
                 (double)m.reach_us / SEC, m.reach_step);
         assert_true(m.reach_us != UINT64_MAX);
         assert_true(m.reach_us > s.kill_us);
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 /*
@@ -784,7 +802,7 @@ static void link_case(enum xsim_preset preset, uint64_t seed)
                             0);
                 assert_true((double)xsim_now(x) > s.steps * p);
         }
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 static void test_link_presets(void **state)
@@ -853,7 +871,7 @@ static void test_link_per_direction(void **state)
                 }
                 if (slowed)
                         assert_true(xsim_stats(x, 1)->wait_us > 100 * MS);
-                xsim_destroy(x);
+                scen_free(x);
         }
 }
 
@@ -886,7 +904,7 @@ static void known_grad_endgame_stall(void **state)
                                  "%.3f s",
                                  i, xsim_stats(x, i)->grad_timeouts,
                                  (double)xsim_stats(x, i)->done_us / SEC);
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 /*
@@ -915,27 +933,29 @@ static void known_slow_node_unheard(void **state)
                                          "node 0's slices (%" PRIu64
                                          " of its slices refused as stale)",
                                          i, p, xsim_stats(x, i)->slices_stale);
-        xsim_destroy(x);
+        scen_free(x);
 }
 
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_drift_lag_bound),
-            cmocka_unit_test(test_drift_staleness_bound),
-            cmocka_unit_test(test_drift_timeouts_counted),
-            cmocka_unit_test(test_drift_check_catches_broken_lag),
-            cmocka_unit_test(test_drift_check_catches_broken_staleness),
-            cmocka_unit_test(test_no_deadlock),
-            cmocka_unit_test(test_no_deadlock_gradients),
-            cmocka_unit_test(test_extra_batches_folded),
-            cmocka_unit_test(test_slices_accounted),
-            cmocka_unit_test(test_dissemination),
-            cmocka_unit_test(test_dissemination_churn),
-            cmocka_unit_test(test_link_presets),
-            cmocka_unit_test(test_link_per_direction),
-            cmocka_unit_test(known_grad_endgame_stall),
-            cmocka_unit_test(known_slow_node_unheard),
+            cmocka_unit_test_teardown(test_drift_lag_bound, teardown),
+            cmocka_unit_test_teardown(test_drift_staleness_bound, teardown),
+            cmocka_unit_test_teardown(test_drift_timeouts_counted, teardown),
+            cmocka_unit_test_teardown(test_drift_check_catches_broken_lag,
+                                      teardown),
+            cmocka_unit_test_teardown(test_drift_check_catches_broken_staleness,
+                                      teardown),
+            cmocka_unit_test_teardown(test_no_deadlock, teardown),
+            cmocka_unit_test_teardown(test_no_deadlock_gradients, teardown),
+            cmocka_unit_test_teardown(test_extra_batches_folded, teardown),
+            cmocka_unit_test_teardown(test_slices_accounted, teardown),
+            cmocka_unit_test_teardown(test_dissemination, teardown),
+            cmocka_unit_test_teardown(test_dissemination_churn, teardown),
+            cmocka_unit_test_teardown(test_link_presets, teardown),
+            cmocka_unit_test_teardown(test_link_per_direction, teardown),
+            cmocka_unit_test_teardown(known_grad_endgame_stall, teardown),
+            cmocka_unit_test_teardown(known_slow_node_unheard, teardown),
         };
         if (argc == 3 && strcmp(argv[1], "only") == 0)
                 cmocka_set_test_filter(argv[2]);
