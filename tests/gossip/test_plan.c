@@ -29,6 +29,8 @@ enum { P_ = GOSSIP_PLAN_PARAMS, G_ = GOSSIP_PLAN_GRADIENT };
 enum { READY = GOSSIP_PLAN_READY, MORE = GOSSIP_PLAN_TRAIN_MORE };
 enum { WAIT = GOSSIP_PLAN_WAIT };
 
+#define MS 1000ull /* the plan's clock is in microseconds */
+
 /* K = 2, R = 2 (so the PARAMS bound starts above t = 4 and wants t - 4),
  * S = 3, 2 extra batches, 50 ms. */
 static struct gossip_plan_cfg base_cfg(void)
@@ -124,7 +126,7 @@ static struct gossip_plan_view row_view(const struct row *r, uint64_t now)
             .last_in_step = r->last_in,
             .min_peer_step = r->min_peer,
             .grads_pending = r->pending,
-            .now_ms = now,
+            .now_us = now,
             .stopping = r->stopping,
         };
         return v;
@@ -136,7 +138,7 @@ static void test_admit_table(void **state)
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
                 const struct row *r = &rows[i];
                 struct gossip_plan_cfg c = row_cfg(r);
-                struct gossip_plan_view v = row_view(r, 1000);
+                struct gossip_plan_view v = row_view(r, 1000 * MS);
                 struct gossip_plan_wait w;
                 struct gossip_plan_decision d;
 
@@ -152,9 +154,10 @@ static void test_admit_table(void **state)
                                  r->bound, (unsigned long long)r->want);
                 assert_int_equal(d.timed_out, 0);
                 if (d.action == WAIT)
-                        assert_int_equal(d.deadline_ms, 1000 + c.wait_ms);
+                        assert_int_equal(d.deadline_us,
+                                         (1000 + c.wait_ms) * MS);
                 else
-                        assert_int_equal(w.since_ms, UINT64_MAX);
+                        assert_int_equal(w.since_us, UINT64_MAX);
         }
 }
 
@@ -171,7 +174,7 @@ static void test_params_sequence(void **state)
                                              .alive = 4,
                                              .last_in_step = 3,
                                              .min_peer_step = NONE,
-                                             .now_ms = 5000};
+                                             .now_us = 5000 * MS};
                 struct gossip_plan_wait w;
                 struct gossip_plan_decision d;
                 uint64_t first_wait;
@@ -182,20 +185,24 @@ static void test_params_sequence(void **state)
                         gossip_plan_admit(&c, &v, &w, &d);
                         assert_int_equal(d.action, MORE);
                         assert_int_equal(w.extra, k + 1);
-                        assert_int_equal(w.since_ms, UINT64_MAX);
-                        v.now_ms += 7; /* an extra batch takes 7 ms */
+                        assert_int_equal(w.since_us, UINT64_MAX);
+                        v.now_us += 7 * MS; /* an extra batch takes 7 ms */
                 }
-                first_wait = v.now_ms;
+                first_wait = v.now_us;
                 gossip_plan_admit(&c, &v, &w, &d);
                 assert_int_equal(d.action, WAIT);
-                assert_int_equal(d.deadline_ms, first_wait + c.wait_ms);
+                assert_int_equal(d.deadline_us, first_wait + c.wait_ms * MS);
                 assert_int_equal(w.extra, fill); /* no more extra batches */
-                v.now_ms = first_wait + c.wait_ms - 1; /* not yet */
+                /* not yet: 1 ms, and 1 us, before the deadline */
+                v.now_us = first_wait + (c.wait_ms - 1) * MS;
+                gossip_plan_admit(&c, &v, &w, &d);
+                assert_int_equal(d.action, WAIT);
+                v.now_us = first_wait + c.wait_ms * MS - 1;
                 gossip_plan_admit(&c, &v, &w, &d);
                 assert_int_equal(d.action, WAIT);
                 assert_int_equal(d.timed_out, 0);
-                assert_int_equal(d.deadline_ms, first_wait + c.wait_ms);
-                v.now_ms = first_wait + c.wait_ms; /* the deadline */
+                assert_int_equal(d.deadline_us, first_wait + c.wait_ms * MS);
+                v.now_us = first_wait + c.wait_ms * MS; /* the deadline */
                 gossip_plan_admit(&c, &v, &w, &d);
                 assert_int_equal(d.action, READY);
                 assert_int_equal(d.timed_out, 1);
@@ -213,7 +220,7 @@ static void test_params_arrival(void **state)
                                      .alive = 2,
                                      .last_in_step = 15,
                                      .min_peer_step = NONE,
-                                     .now_ms = 100};
+                                     .now_us = 100 * MS};
         struct gossip_plan_wait w;
         struct gossip_plan_decision d;
 
@@ -233,7 +240,7 @@ static void test_params_arrival(void **state)
         gossip_plan_wait_begin(&w);
         gossip_plan_admit(&c, &v, &w, &d);
         assert_int_equal(d.action, WAIT);
-        v.now_ms += c.wait_ms - 1;
+        v.now_us += c.wait_ms * MS - 1;
         v.last_in_step = 17;
         gossip_plan_admit(&c, &v, &w, &d);
         assert_int_equal(d.action, READY);
@@ -259,21 +266,21 @@ static void test_gradient_sequence(void **state)
                                      .alive = 3,
                                      .min_peer_step = 2,
                                      .grads_pending = 1,
-                                     .now_ms = 40};
+                                     .now_us = 40 * MS};
         struct gossip_plan_wait w;
         struct gossip_plan_decision d;
 
         (void)state;
         c.fill_batches = 8;
         gossip_plan_wait_begin(&w);
-        for (uint64_t t = 40; t < 40 + c.wait_ms; t++) {
-                v.now_ms = t;
+        for (uint64_t t = 40 * MS; t < (40 + c.wait_ms) * MS; t += 250) {
+                v.now_us = t;
                 gossip_plan_admit(&c, &v, &w, &d);
                 assert_int_equal(d.action, WAIT);
-                assert_int_equal(d.deadline_ms, 40 + c.wait_ms);
+                assert_int_equal(d.deadline_us, (40 + c.wait_ms) * MS);
         }
         assert_int_equal(w.extra, 0);
-        v.now_ms = 40 + c.wait_ms;
+        v.now_us = (40 + c.wait_ms) * MS;
         gossip_plan_admit(&c, &v, &w, &d);
         assert_int_equal(d.action, READY);
         assert_int_equal(d.timed_out, 1);
@@ -296,7 +303,7 @@ static void test_stopping_always_ready(void **state)
                                                              .step = t,
                                                              .alive = 5,
                                                              .min_peer_step = 0,
-                                                             .now_ms = 9,
+                                                             .now_us = 9,
                                                              .stopping = 1};
                                 struct gossip_plan_wait w;
                                 struct gossip_plan_decision d;

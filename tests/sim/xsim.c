@@ -394,10 +394,8 @@ static void params_ready(struct xsim *x, struct xnode *nd)
         begin_batch(x, nd);
 }
 
-static void go_wait(struct xsim *x, struct xnode *nd, uint64_t deadline_ms)
+static void go_wait(struct xsim *x, struct xnode *nd, uint64_t at)
 {
-        uint64_t at = deadline_ms * 1000;
-
         set_state(x, nd, XN_WAIT);
         if (nd->wake_at == at)
                 return; /* already armed for this deadline */
@@ -417,13 +415,13 @@ static void ask(struct xsim *x, struct xnode *nd)
         v.last_in_step = nd->last_in;
         v.min_peer_step = min_peer_step(nd);
         v.grads_pending = nd->merge.npending;
-        v.now_ms = x->now / 1000;
+        v.now_us = x->now;
         v.stopping = nd->phase == GOSSIP_PLAN_PARAMS && nd->t >= x->o.steps;
         x->o.admit(&x->cfg, &v, &nd->w, &d);
         if (x->o.on_ask)
                 x->o.on_ask(x, nd->idx, &v, &d, x->o.user);
         if (d.action == GOSSIP_PLAN_WAIT) {
-                go_wait(x, nd, d.deadline_ms);
+                go_wait(x, nd, d.deadline_us);
                 return;
         }
         if (d.action == GOSSIP_PLAN_TRAIN_MORE &&

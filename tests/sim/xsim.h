@@ -38,7 +38,7 @@
  *      batch, folded into the next step;
  *   e. average in every slice received, as gossip_plan_slice_use says.
  *
- * Virtual time is in microseconds; the plan sees milliseconds (now / 1000).
+ * Virtual time is in microseconds, as the plan's clock.
  * A run is a pure function of its options and seed.
  */
 #ifndef GN_XSIM_H
