@@ -7,8 +7,9 @@
  * holds the node up; when on, satisfied gives READY and unsatisfied gives
  * TRAIN_MORE exactly fill_batches times (PARAMS only) and then WAIT with
  * deadline = first WAIT + wait_ms, "not yet" at deadline - 1 ms and READY
- * timed out at the deadline; stopping is always READY; the GRADIENT phase
- * never answers TRAIN_MORE. The round, slot and slice helpers: slices of P
+ * timed out at the deadline; stopping is always READY; the last step
+ * waits but trains no extra batch; the GRADIENT phase never answers
+ * TRAIN_MORE. The round, slot and slice helpers: slices of P
  * consecutive rounds tile the model exactly (also n not divisible by P and
  * n < P), slice_cap is the largest. slice_use: the stale window edge +-1,
  * DELTA only with our copy of the same step and range, PLAIN otherwise,
@@ -291,6 +292,39 @@ static void test_gradient_sequence(void **state)
         assert_int_equal(d.action, READY);
 }
 
+/* The last step: no extra batch (no step would fold it in), but the wait
+ * for the slice stays, with the same deadline rule. */
+static void test_last_step(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+        struct gossip_plan_view v = {.phase = P_,
+                                     .step = 20,
+                                     .alive = 3,
+                                     .last_in_step = 3,
+                                     .min_peer_step = NONE,
+                                     .now_us = 7 * MS,
+                                     .last_step = 1};
+        struct gossip_plan_wait w;
+        struct gossip_plan_decision d;
+
+        (void)state;
+        c.fill_batches = 4;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, WAIT);
+        assert_int_equal(w.extra, 0);
+        assert_int_equal(d.deadline_us, 7 * MS + c.wait_ms * MS);
+        v.now_us = d.deadline_us;
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, READY);
+        assert_int_equal(d.timed_out, 1);
+        v.last_in_step = 16;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, READY);
+        assert_int_equal(d.timed_out, 0);
+}
+
 /* Stopping is READY in every phase and configuration. */
 static void test_stopping_always_ready(void **state)
 {
@@ -475,6 +509,7 @@ int main(void)
             cmocka_unit_test(test_params_sequence),
             cmocka_unit_test(test_params_arrival),
             cmocka_unit_test(test_gradient_sequence),
+            cmocka_unit_test(test_last_step),
             cmocka_unit_test(test_stopping_always_ready),
             cmocka_unit_test(test_cfg_valid),
             cmocka_unit_test(test_due_round_slot),

@@ -562,8 +562,8 @@ static void test_no_deadlock_gradients(void **state)
 /*
  * No extra batch lost: each TRAIN_MORE batch is folded into exactly the
  * next optimizer step. For every node, trained = folded + still pending,
- * pending is 0 for a node that finished (its last PARAMS phase is
- * stopping, so no extra batch is handed out there), and a step folds at
+ * pending is 0 for a node that finished (its last PARAMS phase is the
+ * last step, where the plan hands out no extra batch), and a step folds at
  * most fill_batches of them. Extra batches do happen (fast nodes wait
  * for slices), with and without a death.
  */

@@ -416,7 +416,9 @@ static void ask(struct xsim *x, struct xnode *nd)
         v.min_peer_step = min_peer_step(nd);
         v.grads_pending = nd->merge.npending;
         v.now_us = x->now;
-        v.stopping = nd->phase == GOSSIP_PLAN_PARAMS && nd->t >= x->o.steps;
+        /* as the trainer: at the last step the wait for slices stays,
+         * extra batches do not (no step would fold them in) */
+        v.last_step = nd->phase == GOSSIP_PLAN_PARAMS && nd->t >= x->o.steps;
         x->o.admit(&x->cfg, &v, &nd->w, &d);
         if (x->o.on_ask)
                 x->o.on_ask(x, nd->idx, &v, &d, x->o.user);
