@@ -16,3 +16,8 @@ add_executable(bench_gossip_codec ${CMAKE_CURRENT_LIST_DIR}/bench_codec.c)
 target_include_directories(bench_gossip_codec PRIVATE
                            ${PROJECT_SOURCE_DIR}/tests/common)
 target_link_libraries(bench_gossip_codec PRIVATE gn_gossip)
+# The exchange plan's admission rule and slice helpers (gossip/plan.c).
+if(TARGET gn::cmocka)
+  gn_add_test(NAME gossip_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plan.c
+              LIBS gn_gossip gn::cmocka LABELS unit)
+endif()

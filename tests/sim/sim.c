@@ -1,5 +1,6 @@
 /*
- * sim.c - the simulated network: an event heap in virtual milliseconds.
+ * sim.c - the simulated network: an event heap (evheap.h) in virtual
+ * milliseconds.
  *
  * Every frame a node sends is copied into a DELIVER event; every node has at
  * most one live TIMER event, at its gossip_next_deadline(). Events are popped
@@ -21,13 +22,15 @@
 
 #include <sodium.h>
 
+#include "evheap.h"
+
 #define SIM_PORT 7946
 
 enum { EV_DELIVER = 0, EV_TIMER = 1 };
 
 struct sim_ev {
-        uint64_t t, seq;
-        uint64_t deadline; /* EV_TIMER: the deadline it was armed for */
+        struct evheap_key k; /* first: the heap orders by it */
+        uint64_t deadline;   /* EV_TIMER: the deadline it was armed for */
         uint8_t *buf;
         size_t len;
         uint32_t to, from;
@@ -48,7 +51,7 @@ struct sim_node {
 struct sim {
         struct sim_opts o;
         size_t n;
-        uint64_t now, seq, rng;
+        uint64_t now, rng;
         struct sim_node *nodes;
         struct gossip_peer *peers;
         float *loss;           /* n*n, [from*n+to] */
@@ -57,8 +60,7 @@ struct sim {
         uint8_t *cut;          /* n*n */
         uint64_t *stream_last; /* n*n: last stream delivery time per link */
         int *group;
-        struct sim_ev *heap;
-        size_t heap_len, heap_cap;
+        struct evheap heap;
         struct sim_counters c;
 };
 
@@ -70,59 +72,9 @@ static double sim_unit(struct sim *s)
 
 /* ---- event heap ---- */
 
-static bool ev_before(const struct sim_ev *a, const struct sim_ev *b)
-{
-        return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
-
 static int heap_push(struct sim *s, struct sim_ev *ev)
 {
-        size_t i;
-
-        if (s->heap_len == s->heap_cap) {
-                size_t cap = s->heap_cap ? s->heap_cap * 2 : 1024;
-                struct sim_ev *h = realloc(s->heap, cap * sizeof(*h));
-                if (!h)
-                        return GOSSIP_ENOMEM;
-                s->heap = h;
-                s->heap_cap = cap;
-        }
-        ev->seq = s->seq++;
-        i = s->heap_len++;
-        while (i > 0) {
-                size_t p = (i - 1) / 2;
-                if (!ev_before(ev, &s->heap[p]))
-                        break;
-                s->heap[i] = s->heap[p];
-                i = p;
-        }
-        s->heap[i] = *ev;
-        return 0;
-}
-
-static void heap_pop(struct sim *s, struct sim_ev *out)
-{
-        struct sim_ev last;
-        size_t i = 0;
-
-        *out = s->heap[0];
-        last = s->heap[--s->heap_len];
-        for (;;) {
-                size_t l = 2 * i + 1, r = l + 1, m = i;
-                const struct sim_ev *mv = &last;
-                if (l < s->heap_len && ev_before(&s->heap[l], mv)) {
-                        m = l;
-                        mv = &s->heap[l];
-                }
-                if (r < s->heap_len && ev_before(&s->heap[r], mv))
-                        m = r;
-                if (m == i)
-                        break;
-                s->heap[i] = s->heap[m];
-                i = m;
-        }
-        if (s->heap_len)
-                s->heap[i] = last;
+        return evheap_push(&s->heap, ev) < 0 ? GOSSIP_ENOMEM : 0;
 }
 
 /* ---- addresses ---- */
@@ -169,7 +121,7 @@ static void node_rearm(struct sim_node *nd, bool after_tick)
         ev.to = (uint32_t)nd->idx;
         ev.deadline = d;
         /* A tick that leaves work due "now" must not spin the clock. */
-        ev.t = d > s->now ? d : s->now + (after_tick ? 1 : 0);
+        ev.k.t = d > s->now ? d : s->now + (after_tick ? 1 : 0);
         heap_push(s, &ev);
 }
 
@@ -191,16 +143,16 @@ static int env_send(void *ctx, const struct gossip_addr *to, const void *buf,
         k = from * s->n + (size_t)t;
         if (s->cut[k] || s->group[from] != s->group[t])
                 goto drop;
-        ev.t = s->now + s->delay[k];
+        ev.k.t = s->now + s->delay[k];
         if (channel == GOSSIP_CH_DGRAM) {
                 if (s->loss[k] > 0 && sim_unit(s) < s->loss[k])
                         goto drop;
                 if (s->jitter[k])
-                        ev.t += gn_splitmix64(&s->rng) % (s->jitter[k] + 1u);
+                        ev.k.t += gn_splitmix64(&s->rng) % (s->jitter[k] + 1u);
         } else {
-                if (ev.t < s->stream_last[k])
-                        ev.t = s->stream_last[k];
-                s->stream_last[k] = ev.t;
+                if (ev.k.t < s->stream_last[k])
+                        ev.k.t = s->stream_last[k];
+                s->stream_last[k] = ev.k.t;
         }
         ev.buf = malloc(len ? len : 1);
         if (!ev.buf)
@@ -275,6 +227,8 @@ int sim_create(const struct sim_opts *o, struct sim **out)
         s->o = *o;
         s->n = n;
         s->rng = o->seed;
+        if (evheap_init(&s->heap, sizeof(struct sim_ev)) < 0)
+                goto out;
         nn = n * n;
         s->nodes = calloc(n, sizeof(*s->nodes));
         s->peers = calloc(n, sizeof(*s->peers));
@@ -328,11 +282,11 @@ void sim_destroy(struct sim *s)
 
         if (!s)
                 return;
-        for (i = 0; i < s->heap_len; i++)
-                free(s->heap[i].buf);
+        for (i = 0; i < s->heap.len; i++)
+                free(((struct sim_ev *)evheap_at(&s->heap, i))->buf);
         for (i = 0; s->nodes && i < s->n; i++)
                 gossip_destroy(s->nodes[i].g);
-        free(s->heap);
+        evheap_free(&s->heap);
         free(s->nodes);
         free(s->peers);
         free(s->loss);
@@ -377,10 +331,10 @@ void sim_run_until(struct sim *s, uint64_t t_ms)
 {
         struct sim_ev ev;
 
-        while (s->heap_len && s->heap[0].t <= t_ms) {
-                heap_pop(s, &ev);
-                if (ev.t > s->now)
-                        s->now = ev.t;
+        while (evheap_top(&s->heap) && evheap_top(&s->heap)->t <= t_ms) {
+                evheap_pop(&s->heap, &ev);
+                if (ev.k.t > s->now)
+                        s->now = ev.k.t;
                 sim_dispatch(s, &ev);
         }
         if (t_ms > s->now)

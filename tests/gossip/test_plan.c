@@ -1,0 +1,520 @@
+/*
+ * test_plan.c - the exchange plan (gossip/plan.c) as a table of
+ * specifications.
+ *
+ * Proves: each phase's bound is off when any of its conditions is missing
+ * (wait_ms 0, alone, no gradients / no averaging, t <= R*K) and then never
+ * holds the node up; when on, satisfied gives READY and unsatisfied gives
+ * TRAIN_MORE exactly fill_batches times (PARAMS only) and then WAIT with
+ * deadline = first WAIT + wait_ms, "not yet" at deadline - 1 ms and READY
+ * timed out at the deadline; stopping is always READY; the last step
+ * waits but trains no extra batch; the GRADIENT phase never answers
+ * TRAIN_MORE. The round, slot and slice helpers: slices of P
+ * consecutive rounds tile the model exactly (also n not divisible by P and
+ * n < P), slice_cap is the largest. slice_use: the stale window edge +-1,
+ * DELTA only with our copy of the same step and range, PLAIN otherwise,
+ * out-of-model ranges refused. Deterministic (no randomness needed).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "plan.h"
+
+enum { P_ = GOSSIP_PLAN_PARAMS, G_ = GOSSIP_PLAN_GRADIENT };
+enum { READY = GOSSIP_PLAN_READY, MORE = GOSSIP_PLAN_TRAIN_MORE };
+enum { WAIT = GOSSIP_PLAN_WAIT };
+
+#define MS 1000ull /* the plan's clock is in microseconds */
+
+/* K = 2, R = 2 (so the PARAMS bound starts above t = 4 and wants t - 4),
+ * S = 3, 2 extra batches, 50 ms. */
+static struct gossip_plan_cfg base_cfg(void)
+{
+        struct gossip_plan_cfg c = {
+            .nparams = 100,
+            .avg_every = 2,
+            .avg_lag = 2,
+            .parts = 4,
+            .staleness = 3,
+            .fill_batches = 2,
+            .wait_ms = 50,
+            .grads = 1,
+        };
+        return c;
+}
+
+/* One row: a change to the base cfg and view, and the first answer. */
+struct row {
+        const char *what;
+        /* cfg changes (-1: keep) */
+        long wait_ms, alive_cfg_k, grads, fill;
+        /* view */
+        int phase;
+        uint64_t step, last_in, min_peer;
+        size_t alive, pending;
+        int stopping;
+        /* expected first answer, and whether the bound applied */
+        int action, bound;
+        uint64_t want;
+};
+
+#define NONE UINT64_MAX
+static const struct row rows[] = {
+    /* PARAMS phase, t = 10: wants a slice of step >= 6 */
+    {"params satisfied", -1, -1, -1, -1, P_, 10, 6, NONE, 3, 0, 0, READY, 1, 6},
+    {"params newer than needed", -1, -1, -1, -1, P_, 10, 11, NONE, 3, 0, 0,
+     READY, 1, 6},
+    {"params unsatisfied", -1, -1, -1, -1, P_, 10, 5, NONE, 3, 0, 0, MORE, 1,
+     6},
+    {"params unsatisfied, no fill", -1, -1, -1, 0, P_, 10, 5, NONE, 3, 0, 0,
+     WAIT, 1, 6},
+    {"params stopping", -1, -1, -1, -1, P_, 10, 0, NONE, 3, 0, 1, READY, 1, 6},
+    {"params off: wait_ms 0", 0, -1, -1, -1, P_, 10, 0, NONE, 3, 0, 0, READY, 0,
+     0},
+    {"params off: alone", -1, -1, -1, -1, P_, 10, 0, NONE, 1, 0, 0, READY, 0,
+     0},
+    {"params off: K = 0", -1, 0, -1, -1, P_, 10, 0, NONE, 3, 0, 0, READY, 0, 0},
+    {"params off: t = R*K", -1, -1, -1, -1, P_, 4, 0, NONE, 3, 0, 0, READY, 0,
+     0},
+    {"params on: t = R*K + 1", -1, -1, -1, -1, P_, 5, 0, NONE, 3, 0, 0, MORE, 1,
+     1},
+    {"params on: t = R*K + 1, satisfied", -1, -1, -1, -1, P_, 5, 1, NONE, 3, 0,
+     0, READY, 1, 1},
+    /* GRADIENT phase, t = 10, S = 3 */
+    {"grad satisfied", -1, -1, -1, -1, G_, 10, 0, 7, 3, 1, 0, READY, 1, 0},
+    {"grad slowest unknown", -1, -1, -1, -1, G_, 10, 0, NONE, 3, 1, 0, READY, 1,
+     0},
+    {"grad nothing pending", -1, -1, -1, -1, G_, 10, 0, 7, 3, 0, 0, WAIT, 1, 0},
+    {"grad S + 1 ahead", -1, -1, -1, -1, G_, 10, 0, 6, 3, 2, 0, WAIT, 1, 0},
+    {"grad never trains more", -1, -1, -1, 8, G_, 10, 0, 0, 3, 0, 0, WAIT, 1,
+     0},
+    {"grad stopping", -1, -1, -1, -1, G_, 10, 0, 0, 3, 0, 1, READY, 1, 0},
+    {"grad off: no gradients", -1, -1, 0, -1, G_, 10, 0, 0, 3, 0, 0, READY, 0,
+     0},
+    {"grad off: wait_ms 0", 0, -1, -1, -1, G_, 10, 0, 0, 3, 0, 0, READY, 0, 0},
+    {"grad off: alone", -1, -1, -1, -1, G_, 10, 0, 0, 1, 0, 0, READY, 0, 0},
+    {"grad on at t <= R*K", -1, -1, -1, -1, G_, 1, 0, NONE, 3, 0, 0, WAIT, 1,
+     0},
+};
+
+static struct gossip_plan_cfg row_cfg(const struct row *r)
+{
+        struct gossip_plan_cfg c = base_cfg();
+
+        if (r->wait_ms >= 0)
+                c.wait_ms = (uint32_t)r->wait_ms;
+        if (r->alive_cfg_k >= 0)
+                c.avg_every = (uint32_t)r->alive_cfg_k;
+        if (r->grads >= 0)
+                c.grads = (int)r->grads;
+        if (r->fill >= 0)
+                c.fill_batches = (uint32_t)r->fill;
+        return c;
+}
+
+static struct gossip_plan_view row_view(const struct row *r, uint64_t now)
+{
+        struct gossip_plan_view v = {
+            .phase = r->phase,
+            .step = r->step,
+            .alive = r->alive,
+            .last_in_step = r->last_in,
+            .min_peer_step = r->min_peer,
+            .grads_pending = r->pending,
+            .now_us = now,
+            .stopping = r->stopping,
+        };
+        return v;
+}
+
+static void test_admit_table(void **state)
+{
+        (void)state;
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                const struct row *r = &rows[i];
+                struct gossip_plan_cfg c = row_cfg(r);
+                struct gossip_plan_view v = row_view(r, 1000 * MS);
+                struct gossip_plan_wait w;
+                struct gossip_plan_decision d;
+
+                gossip_plan_wait_begin(&w);
+                memset(&d, 0xa5, sizeof(d));
+                gossip_plan_admit(&c, &v, &w, &d);
+                if (d.action != r->action || w.bound != r->bound ||
+                    d.want_step != r->want)
+                        fail_msg("row \"%s\": action %d bound %d want %llu, "
+                                 "expected %d %d %llu",
+                                 r->what, d.action, w.bound,
+                                 (unsigned long long)d.want_step, r->action,
+                                 r->bound, (unsigned long long)r->want);
+                assert_int_equal(d.timed_out, 0);
+                if (d.action == WAIT)
+                        assert_int_equal(d.deadline_us,
+                                         (1000 + c.wait_ms) * MS);
+                else
+                        assert_int_equal(w.since_us, UINT64_MAX);
+        }
+}
+
+/* Unsatisfied PARAMS: TRAIN_MORE exactly fill_batches times (time passing
+ * meanwhile does not start the budget), then WAIT until first WAIT +
+ * wait_ms: still WAIT at deadline - 1, READY timed out at the deadline. */
+static void test_params_sequence(void **state)
+{
+        (void)state;
+        for (uint32_t fill = 0; fill <= 4; fill++) {
+                struct gossip_plan_cfg c = base_cfg();
+                struct gossip_plan_view v = {.phase = P_,
+                                             .step = 20,
+                                             .alive = 4,
+                                             .last_in_step = 3,
+                                             .min_peer_step = NONE,
+                                             .now_us = 5000 * MS};
+                struct gossip_plan_wait w;
+                struct gossip_plan_decision d;
+                uint64_t first_wait;
+
+                c.fill_batches = fill;
+                gossip_plan_wait_begin(&w);
+                for (uint32_t k = 0; k < fill; k++) {
+                        gossip_plan_admit(&c, &v, &w, &d);
+                        assert_int_equal(d.action, MORE);
+                        assert_int_equal(w.extra, k + 1);
+                        assert_int_equal(w.since_us, UINT64_MAX);
+                        v.now_us += 7 * MS; /* an extra batch takes 7 ms */
+                }
+                first_wait = v.now_us;
+                gossip_plan_admit(&c, &v, &w, &d);
+                assert_int_equal(d.action, WAIT);
+                assert_int_equal(d.deadline_us, first_wait + c.wait_ms * MS);
+                assert_int_equal(w.extra, fill); /* no more extra batches */
+                /* not yet: 1 ms, and 1 us, before the deadline */
+                v.now_us = first_wait + (c.wait_ms - 1) * MS;
+                gossip_plan_admit(&c, &v, &w, &d);
+                assert_int_equal(d.action, WAIT);
+                v.now_us = first_wait + c.wait_ms * MS - 1;
+                gossip_plan_admit(&c, &v, &w, &d);
+                assert_int_equal(d.action, WAIT);
+                assert_int_equal(d.timed_out, 0);
+                assert_int_equal(d.deadline_us, first_wait + c.wait_ms * MS);
+                v.now_us = first_wait + c.wait_ms * MS; /* the deadline */
+                gossip_plan_admit(&c, &v, &w, &d);
+                assert_int_equal(d.action, READY);
+                assert_int_equal(d.timed_out, 1);
+                assert_int_equal(w.bound, 1);
+                assert_int_equal(w.extra, fill);
+        }
+}
+
+/* An arrival during the wait (or during the extra batches) ends it. */
+static void test_params_arrival(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+        struct gossip_plan_view v = {.phase = P_,
+                                     .step = 20,
+                                     .alive = 2,
+                                     .last_in_step = 15,
+                                     .min_peer_step = NONE,
+                                     .now_us = 100 * MS};
+        struct gossip_plan_wait w;
+        struct gossip_plan_decision d;
+
+        (void)state;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, MORE);
+        assert_int_equal(d.want_step, 16);
+        v.last_in_step = 16; /* arrived during the extra batch */
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, READY);
+        assert_int_equal(d.timed_out, 0);
+        assert_int_equal(w.extra, 1);
+
+        c.fill_batches = 0;
+        v.last_in_step = 0;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, WAIT);
+        v.now_us += c.wait_ms * MS - 1;
+        v.last_in_step = 17;
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, READY);
+        assert_int_equal(d.timed_out, 0);
+        /* stopping during a wait: READY at once, not timed out */
+        v.last_in_step = 0;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, WAIT);
+        v.stopping = 1;
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, READY);
+        assert_int_equal(d.timed_out, 0);
+}
+
+/* GRADIENT phase: WAIT at once whatever fill_batches is, the same
+ * deadline rule, and never TRAIN_MORE on any of many asks. */
+static void test_gradient_sequence(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+        struct gossip_plan_view v = {.phase = G_,
+                                     .step = 9,
+                                     .alive = 3,
+                                     .min_peer_step = 2,
+                                     .grads_pending = 1,
+                                     .now_us = 40 * MS};
+        struct gossip_plan_wait w;
+        struct gossip_plan_decision d;
+
+        (void)state;
+        c.fill_batches = 8;
+        gossip_plan_wait_begin(&w);
+        for (uint64_t t = 40 * MS; t < (40 + c.wait_ms) * MS; t += 250) {
+                v.now_us = t;
+                gossip_plan_admit(&c, &v, &w, &d);
+                assert_int_equal(d.action, WAIT);
+                assert_int_equal(d.deadline_us, (40 + c.wait_ms) * MS);
+        }
+        assert_int_equal(w.extra, 0);
+        v.now_us = (40 + c.wait_ms) * MS;
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, READY);
+        assert_int_equal(d.timed_out, 1);
+        /* S exactly: 9 <= 6 + 3 merges */
+        v.min_peer_step = 6;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, READY);
+}
+
+/* The last step: no extra batch (no step would fold it in), but the wait
+ * for the slice stays, with the same deadline rule. */
+static void test_last_step(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+        struct gossip_plan_view v = {.phase = P_,
+                                     .step = 20,
+                                     .alive = 3,
+                                     .last_in_step = 3,
+                                     .min_peer_step = NONE,
+                                     .now_us = 7 * MS,
+                                     .last_step = 1};
+        struct gossip_plan_wait w;
+        struct gossip_plan_decision d;
+
+        (void)state;
+        c.fill_batches = 4;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, WAIT);
+        assert_int_equal(w.extra, 0);
+        assert_int_equal(d.deadline_us, 7 * MS + c.wait_ms * MS);
+        v.now_us = d.deadline_us;
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, READY);
+        assert_int_equal(d.timed_out, 1);
+        v.last_in_step = 16;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, READY);
+        assert_int_equal(d.timed_out, 0);
+}
+
+/* Stopping is READY in every phase and configuration. */
+static void test_stopping_always_ready(void **state)
+{
+        (void)state;
+        for (int phase = 0; phase <= 1; phase++)
+                for (uint32_t fill = 0; fill <= 2; fill++)
+                        for (uint64_t t = 0; t <= 12; t++) {
+                                struct gossip_plan_cfg c = base_cfg();
+                                struct gossip_plan_view v = {.phase = phase,
+                                                             .step = t,
+                                                             .alive = 5,
+                                                             .min_peer_step = 0,
+                                                             .now_us = 9,
+                                                             .stopping = 1};
+                                struct gossip_plan_wait w;
+                                struct gossip_plan_decision d;
+
+                                c.fill_batches = fill;
+                                gossip_plan_wait_begin(&w);
+                                gossip_plan_admit(&c, &v, &w, &d);
+                                assert_int_equal(d.action, READY);
+                                assert_int_equal(d.timed_out, 0);
+                        }
+}
+
+static void test_cfg_valid(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+
+        (void)state;
+        assert_true(gossip_plan_cfg_valid(&c));
+        assert_false(gossip_plan_cfg_valid(NULL));
+        c.parts = 0;
+        assert_false(gossip_plan_cfg_valid(&c));
+        c = base_cfg();
+        c.avg_lag = 0;
+        assert_false(gossip_plan_cfg_valid(&c));
+        c.avg_lag = GOSSIP_PLAN_RING - 1;
+        assert_true(gossip_plan_cfg_valid(&c));
+        c.avg_lag = GOSSIP_PLAN_RING;
+        assert_false(gossip_plan_cfg_valid(&c));
+}
+
+static void test_due_round_slot(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+
+        (void)state;
+        c.avg_every = 3;
+        for (uint64_t t = 0; t < 100; t++) {
+                assert_int_equal(gossip_plan_due(&c, t), t && t % 3 == 0);
+                assert_int_equal(gossip_plan_round(&c, t), t / 3);
+                assert_int_equal(gossip_plan_slot(&c, t),
+                                 (t / 3) % GOSSIP_PLAN_RING);
+        }
+        c.avg_every = 0;
+        for (uint64_t t = 0; t < 20; t++) {
+                assert_false(gossip_plan_due(&c, t));
+                assert_int_equal(gossip_plan_round(&c, t), t);
+                assert_int_equal(gossip_plan_slot(&c, t), t % GOSSIP_PLAN_RING);
+        }
+        c.avg_every = 1;
+        assert_false(gossip_plan_due(&c, 0));
+        assert_true(gossip_plan_due(&c, 1));
+}
+
+/* The slices of P consecutive rounds cover [0, n) exactly once, in part
+ * order, and none is larger than slice_cap (which one of them reaches). */
+static void test_slices_tile(void **state)
+{
+        static const size_t ns[] = {1, 5, 64, 100, 1000, 1023, 1024};
+        static const uint32_t ps[] = {1, 2, 3, 4, 7, 16};
+
+        (void)state;
+        for (size_t a = 0; a < sizeof(ns) / sizeof(ns[0]); a++)
+                for (size_t b = 0; b < sizeof(ps) / sizeof(ps[0]); b++) {
+                        struct gossip_plan_cfg c = base_cfg();
+                        size_t next = 0, biggest = 0;
+                        uint64_t r0 = 5; /* start mid-cycle */
+
+                        c.nparams = ns[a];
+                        c.parts = ps[b];
+                        c.avg_every = 3;
+                        for (uint64_t r = r0; r < r0 + c.parts; r++) {
+                                uint64_t t = r * c.avg_every + 1;
+                                size_t lo, count;
+                                uint32_t part =
+                                    gossip_plan_slice(&c, t, &lo, &count);
+
+                                assert_int_equal(part, r % c.parts);
+                                if (count > biggest)
+                                        biggest = count;
+                                assert_true(lo + count <= c.nparams);
+                        }
+                        /* in part order: contiguous from 0 to n */
+                        next = 0;
+                        for (uint32_t p = 0; p < c.parts; p++) {
+                                uint64_t t = (uint64_t)p * c.avg_every;
+                                size_t lo, count;
+
+                                assert_int_equal(
+                                    gossip_plan_slice(&c, t, &lo, &count), p);
+                                assert_int_equal(lo, next);
+                                next = lo + count;
+                        }
+                        assert_int_equal(next, c.nparams);
+                        assert_int_equal(biggest, gossip_plan_slice_cap(&c));
+                }
+}
+
+/* K = 4, S = 3: a slice of step s is usable at t while s + 7 >= t. */
+static void test_slice_use(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+        const uint64_t t = 40, win = 7;
+        size_t lo, count, lo2, count2;
+
+        (void)state;
+        c.avg_every = 4;
+        c.staleness = 3;
+        c.parts = 3;
+        gossip_plan_slice(&c, t - win, &lo, &count);
+        /* window edge: t - win - 1 refused, t - win and t - win + 1 used */
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, t - win - 1, lo, count, t - win - 1),
+            GOSSIP_PLAN_STALE);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, t - win, lo, count, t - win),
+            GOSSIP_PLAN_DELTA);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, t - win, lo, count, UINT64_MAX),
+            GOSSIP_PLAN_PLAIN);
+        gossip_plan_slice(&c, t - win + 1, &lo2, &count2);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, t - win + 1, lo2, count2, t - win + 1),
+            GOSSIP_PLAN_DELTA);
+        /* DELTA needs our copy of the same step ... */
+        gossip_plan_slice(&c, 36, &lo, &count);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 36),
+                         GOSSIP_PLAN_DELTA);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 37),
+                         GOSSIP_PLAN_PLAIN);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count,
+                                               36 + 4 * GOSSIP_PLAN_RING),
+                         GOSSIP_PLAN_PLAIN); /* slot reused */
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 36, lo, count, UINT64_MAX),
+            GOSSIP_PLAN_PLAIN);
+        /* ... and the same range */
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 36, lo + 1, count - 1, 36),
+            GOSSIP_PLAN_PLAIN);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count - 1, 36),
+                         GOSSIP_PLAN_PLAIN);
+        /* a round ahead of us pulls us forward: plainly */
+        gossip_plan_slice(&c, 44, &lo, &count);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 44, lo, count, UINT64_MAX),
+            GOSSIP_PLAN_PLAIN);
+        /* K = 0: no ring, so never DELTA */
+        c.avg_every = 0;
+        gossip_plan_slice(&c, 38, &lo, &count);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 38, lo, count, 38),
+                         GOSSIP_PLAN_PLAIN);
+        c.avg_every = 4;
+        /* outside the model: refused however fresh */
+        assert_int_equal(gossip_plan_slice_use(&c, t, t, c.nparams + 1, 0, t),
+                         GOSSIP_PLAN_STALE);
+        assert_int_equal(gossip_plan_slice_use(&c, t, t, c.nparams - 10, 11, t),
+                         GOSSIP_PLAN_STALE);
+        assert_int_equal(gossip_plan_slice_use(&c, t, t, 1, SIZE_MAX, t),
+                         GOSSIP_PLAN_STALE);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, t, c.nparams - 10, 10, UINT64_MAX),
+            GOSSIP_PLAN_PLAIN);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_admit_table),
+            cmocka_unit_test(test_params_sequence),
+            cmocka_unit_test(test_params_arrival),
+            cmocka_unit_test(test_gradient_sequence),
+            cmocka_unit_test(test_last_step),
+            cmocka_unit_test(test_stopping_always_ready),
+            cmocka_unit_test(test_cfg_valid),
+            cmocka_unit_test(test_due_round_slot),
+            cmocka_unit_test(test_slices_tile),
+            cmocka_unit_test(test_slice_use),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
