@@ -14,7 +14,8 @@ pkgs=(build-essential cmake pkg-config git
       libuv1-dev libsodium-dev libmsgpack-dev libblis-dev libblis-serial-dev
       libcmocka-dev
       zlib1g-dev dataset-fashion-mnist
-      gnuplot-nox iproute2 iptables procps python3)
+      gnuplot-nox iproute2 iptables procps python3
+      libnetfilter-queue-dev iputils-ping)
 
 install_missing() {
         local missing=() p
