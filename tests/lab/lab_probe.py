@@ -1,11 +1,15 @@
 #!/usr/bin/python3
 """lab_probe.py - TCP and UDP probes the link-lab test runs inside the lab.
 
-  tcp-recv --port P [--skip S]      accept one connection, count bytes;
+  tcp-recv --port P [--skip S] [--connects C]
+                                    accept C connections, count the last's
+                                    bytes;
                                     print JSON: bytes, seconds, goodput of
                                     the part after the first S seconds
-  tcp-send --to ADDR:P --seconds D  connect (the connect time is one RTT),
-                                    send for D seconds; print JSON
+  tcp-send --to ADDR:P --seconds D [--connects C]
+                                    connect C times (a connect takes one
+                                    RTT; the median is printed), send for D
+                                    seconds on the last; print JSON
   udp-recv --port P --count N [--idle S]
                                     receive numbered datagrams until N came
                                     or none for S seconds; print JSON
@@ -38,6 +42,8 @@ def tcp_recv(a):
     ls.listen(1)
     print("listening", file=sys.stderr, flush=True)
     ls.settimeout(a.timeout)
+    for _ in range(a.connects - 1):  # handshake-only connections
+        ls.accept()[0].close()
     c, _ = ls.accept()
     c.settimeout(a.timeout)
     total = mark_bytes = 0
@@ -60,11 +66,24 @@ def tcp_recv(a):
                       "goodput_bps": steady}))
 
 
-def tcp_send(a):
+def connect_timed(dst):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     t0 = time.monotonic()
-    s.connect(hostport(a.to))
-    connect_s = time.monotonic() - t0
+    s.connect(dst)
+    return s, time.monotonic() - t0
+
+
+def tcp_send(a):
+    """The receiver accepts a.connects connections: the first ones only
+    time the handshake (one RTT each), the last one carries the data."""
+    times = []
+    for _ in range(a.connects - 1):
+        s, t = connect_timed(hostport(a.to))
+        times.append(t)
+        s.close()
+    s, t = connect_timed(hostport(a.to))
+    times.append(t)
+    connect_s = sorted(times)[len(times) // 2]
     buf = b"\0" * CHUNK
     sent = 0
     end = time.monotonic() + a.seconds
@@ -120,10 +139,14 @@ def main():
     p = sub.add_parser("tcp-recv")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--skip", type=float, default=0.0)
+    p.add_argument("--connects", type=int, default=1)
     p.add_argument("--timeout", type=float, default=30.0)
     p = sub.add_parser("tcp-send")
     p.add_argument("--to", required=True)
     p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--connects", type=int, default=1,
+                   help="connections made; the median connect time is "
+                        "reported, the last one carries the data")
     p = sub.add_parser("udp-recv")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--count", type=int, required=True)
