@@ -14,6 +14,13 @@ process, SGD with momentum and a cosine schedule, and reports:
 
 Run with Debian's interpreter: /usr/bin/python3 ddp_baseline.py --procs 4
 Prints one JSON line on stdout with the results (rank 0).
+
+One rank per host (the link lab, tests/lab/bench_lab.py): --rank R
+--master-addr ADDR runs only rank R in this process and prints that rank's
+JSON line; the caller combines them (summarize()). --max-steps N stops
+after N steps: on a slow link a bounded run measures the time per step and
+the caller projects the time to the target from it. "evals" lists (step,
+train seconds, test accuracy) at each evaluation (rank 0).
 """
 import argparse
 import gzip
@@ -64,7 +71,7 @@ def worker(rank, args, port, out_q):
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     if args.procs > 1:
-        os.environ["MASTER_ADDR"] = "127.0.0.1"
+        os.environ["MASTER_ADDR"] = args.master_addr
         os.environ["MASTER_PORT"] = str(port)
         dist.init_process_group("gloo", rank=rank, world_size=args.procs)
     xtr, ytr, xte, yte = load(args.data)
@@ -107,7 +114,8 @@ def worker(rank, args, port, out_q):
     clock = 0.0
     reached = None
     acc = 0.0
-    t_start = time.perf_counter()
+    evals = []
+    steady_from = None  # (step, clock) after the first STEADY_SKIP steps
     for epoch in range(args.max_epochs):
         perm = torch.randperm(len(xs), generator=g)
         for i in range(steps_per_epoch):
@@ -118,16 +126,21 @@ def worker(rank, args, port, out_q):
             one_step(xs[idx], ys[idx])
             clock += time.perf_counter() - t0
             step += 1
+            if step == STEADY_SKIP:
+                steady_from = (step, clock)
             if step % args.eval_every == 0:
                 with torch.no_grad():
                     acc = (model(xte).argmax(1) == yte).float().mean().item()
+                evals.append((step, clock, acc))
                 flag = torch.tensor([1.0 if acc >= args.target else 0.0])
                 if args.procs > 1:
                     dist.broadcast(flag, 0)
                 if flag.item() > 0:
                     reached = clock
                     break
-        if reached is not None:
+            if args.max_steps and step >= args.max_steps:
+                break
+        if reached is not None or (args.max_steps and step >= args.max_steps):
             break
     wall = clock
     if args.procs == 1:
@@ -135,10 +148,37 @@ def worker(rank, args, port, out_q):
     eff = min(1.0, compute_step * step / wall) if wall > 0 else 0.0
     res = {"rank": rank, "procs": args.procs, "steps": step, "seconds_to_target": reached,
            "train_seconds": wall, "test_acc": acc, "compute_efficiency": eff,
-           "compute_ms_per_step": compute_step * 1e3, "ms_per_step": wall / max(step, 1) * 1e3}
+           "compute_ms_per_step": compute_step * 1e3, "ms_per_step": wall / max(step, 1) * 1e3,
+           "evals": evals}
+    if steady_from and step > steady_from[0]:
+        res["ms_per_step_steady"] = ((wall - steady_from[1]) * 1e3 /
+                                     (step - steady_from[0]))
     out_q.put(res)
     if args.procs > 1:
         dist.destroy_process_group()
+
+
+STEADY_SKIP = 5  # steps before the steady per-step time is measured
+
+
+def summarize(results, args):
+    """One summary line from the ranks' results (rank 0's clock)."""
+    results = sorted(results, key=lambda r: r["rank"])
+    r0 = results[0]
+    return {"framework": "pytorch-ddp-gloo" if args.procs > 1 else "pytorch",
+            "procs": args.procs, "batch": args.batch, "lr": args.lr,
+            "seconds_to_target": r0["seconds_to_target"], "target": args.target,
+            "steps": r0["steps"], "test_acc": r0["test_acc"],
+            "compute_efficiency": sum(r["compute_efficiency"] for r in results) / len(results),
+            "ms_per_step": r0["ms_per_step"],
+            "ms_per_step_steady": r0.get("ms_per_step_steady"),
+            "compute_ms_per_step": sum(r["compute_ms_per_step"] for r in results) / len(results),
+            "max_steps": args.max_steps, "evals": r0["evals"],
+            "torch": torch.__version__}
+
+
+class ListQueue(list):
+    put = list.append
 
 
 def main():
@@ -154,7 +194,17 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--port", type=int, default=29511)
+    ap.add_argument("--master-addr", default="127.0.0.1")
+    ap.add_argument("--rank", type=int, default=-1,
+                    help="run only this rank here (one process per host)")
+    ap.add_argument("--max-steps", type=int, default=0,
+                    help="stop after this many steps (0: no bound)")
     args = ap.parse_args()
+    if args.rank >= 0:
+        out = ListQueue()
+        worker(args.rank, args, args.port, out)
+        print(json.dumps(out[0]))
+        return
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     procs = [ctx.Process(target=worker, args=(r, args, args.port, q)) for r in range(args.procs)]
@@ -163,16 +213,7 @@ def main():
     results = [q.get() for _ in procs]
     for p in procs:
         p.join()
-    results.sort(key=lambda r: r["rank"])
-    summary = {"framework": "pytorch-ddp-gloo" if args.procs > 1 else "pytorch",
-               "procs": args.procs, "batch": args.batch, "lr": args.lr,
-               "seconds_to_target": results[0]["seconds_to_target"], "target": args.target,
-               "steps": results[0]["steps"], "test_acc": results[0]["test_acc"],
-               "compute_efficiency": sum(r["compute_efficiency"] for r in results) / len(results),
-               "ms_per_step": results[0]["ms_per_step"],
-               "compute_ms_per_step": sum(r["compute_ms_per_step"] for r in results) / len(results),
-               "torch": torch.__version__}
-    print(json.dumps(summary))
+    print(json.dumps(summarize(results, args)))
 
 
 if __name__ == "__main__":
