@@ -39,6 +39,7 @@ BASELINE = set()  # lab_delay processes running before the test
 
 
 def check(ok, what):
+    what = " | ".join(what.splitlines())
     print(("ok   " if ok else "FAIL ") + what, flush=True)
     if not ok:
         failures.append(what)
