@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gn_rng.h"
+
 enum {
         /* Held packets by default: 100 Mbit/s x 20 ms one way is ~170
          * full-size packets; 4096 leaves room for a faster link or a
@@ -64,7 +66,7 @@ struct lab_delay {
         uint32_t limit, head, count;
         uint64_t delay_ns;
         uint64_t loss_threshold; /* drop if rand64 < this */
-        uint64_t rng;
+        uint64_t rng;            /* gn_splitmix64 state: the loss pattern */
         uint64_t seen, delayed, lost, overflow, enobufs, verdict_errors;
 };
 
@@ -82,17 +84,6 @@ static uint64_t lab_delay_now_ns(void)
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* splitmix64: a fixed, seedable sequence; the lab replays a loss pattern
- * by passing the same seed. */
-static uint64_t lab_delay_rand(struct lab_delay *d)
-{
-        uint64_t z = (d->rng += 0x9e3779b97f4a7c15u);
-
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-        return z ^ (z >> 31);
 }
 
 static void lab_delay_verdict(struct lab_delay *d, uint32_t id,
@@ -116,7 +107,7 @@ static int lab_delay_on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg,
                 return 0;
         id = ntohl(ph->packet_id);
         d->seen++;
-        if (d->loss_threshold && lab_delay_rand(d) < d->loss_threshold) {
+        if (d->loss_threshold && gn_splitmix64(&d->rng) < d->loss_threshold) {
                 d->lost++;
                 lab_delay_verdict(d, id, NF_DROP);
                 return 0;
