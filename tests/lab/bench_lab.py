@@ -39,7 +39,8 @@ against training time, every gossip node and DDP-4, log time axis.
 
 Usage (root; run it under flock /work/bench.lock):
   /usr/bin/python3 tests/lab/bench_lab.py --build build [--profiles LIST]
-      [--repeat R] [--ddp-steps N] [--out DIR] [-- extra gossipnode args]
+      [--repeat R] [--ddp-steps N] [--out DIR] [--variant LABEL:ARGS]
+      [--build-variant LABEL:DIR] [-- extra gossipnode args]
 Prints a table and one JSON line per run. Only the lab's own namespaces
 carry traffic; the lab is removed after each profile, also on failure.
 """
@@ -119,9 +120,10 @@ def tx_bytes(lab):
     return [c["tx_bytes"] for c in lab.counters()]
 
 
-def run_gossip(a, lab, extra, label):
-    """gossip-cluster's per-node flags, one node per lab host."""
-    build = os.path.abspath(a.build)
+def run_gossip(a, lab, extra, label, build=None):
+    """gossip-cluster's per-node flags, one node per lab host; binaries
+    from build (default --build)."""
+    build = os.path.abspath(build or a.build)
     exe = os.path.join(build, "node", "gossipnode")
     keygen = os.path.join(build, "tools", "gossip-keygen")
     work = tempfile.mkdtemp(prefix="gn-lab-")
@@ -291,14 +293,17 @@ def plot(out_dir, prof, rows):
     term = gplot.terminal().format(w=1100, h=650)
     with tempfile.TemporaryDirectory(prefix="gn-labplot-") as tmp:
         cmds = []
+        gossip = [r for r in rows if r["framework"].startswith("gossipnode")]
+        for k, r in enumerate(gossip):  # one dash pattern per variant
+            for i, (name, pts) in enumerate(sorted(r["evals"].items())):
+                d = gplot.write_data(tmp, "g", [p for p in pts if p[0] > 0])
+                cmds.append(f"{gplot.gp_quote(d)} using 1:2 with lines lw 2 "
+                            f"lc {i + 1} dt {k % 5 + 1} title "
+                            f"{gplot.gp_quote(r['framework'] + ' ' + name)}")
         for r in rows:
             if r["framework"].startswith("gossipnode"):
-                for i, (name, pts) in enumerate(sorted(r["evals"].items())):
-                    d = gplot.write_data(tmp, "g", [p for p in pts if p[0] > 0])
-                    cmds.append(f"{gplot.gp_quote(d)} using 1:2 with lines lw 2 "
-                                f"lc {i + 1} title "
-                                f"{gplot.gp_quote('gossipnode ' + name)}")
-            elif r.get("evals"):
+                continue
+            if r.get("evals"):
                 d = gplot.write_data(tmp, "d", [(t, acc) for _, t, acc in
                                                 r["evals"] if t > 0])
                 title = "DDP-4 (gloo)" + (
@@ -331,8 +336,8 @@ def run_profile(a, prof, extra, iso_rows, ddp_ref, rows):
             r["profile"] = prof
             iso_rows.append(r)
             emit(r)
-        for label, vextra in a.variants:
-            r = run_gossip(a, lab, extra + vextra, label)
+        for label, vextra, vbuild in a.variants:
+            r = run_gossip(a, lab, extra + vextra, label, vbuild)
             r["profile"] = prof
             rows.append(r)
             emit(r)
@@ -404,7 +409,13 @@ def parse_args():
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--variant", action="append", default=[],
-                    metavar="LABEL:ARGS")
+                    metavar="LABEL:ARGS",
+                    help="also run gossip-4 with these extra arguments")
+    ap.add_argument("--build-variant", action="append", default=[],
+                    metavar="LABEL:DIR",
+                    help="also run gossip-4 with the binaries of build "
+                         "directory DIR (e.g. the code before a change), "
+                         "interleaved with ours on every link")
     ap.add_argument("--ddp-steps", type=int, default=30,
                     help="DDP steps measured on a capped link (projected)")
     ap.add_argument("--no-torch", action="store_true")
@@ -423,8 +434,11 @@ def parse_args():
     if not a.no_torch and "veth" not in a.profiles:
         ap.error("DDP projections need the veth profile in the same run")
     a.profiles.sort(key=lambda p: p != "veth")  # the DDP reference first
-    a.variants = [("", [])] + [(v.partition(":")[0], v.partition(":")[2]
-                                .split()) for v in a.variant]
+    a.variants = [("", [], None)]
+    a.variants += [(v.partition(":")[0], v.partition(":")[2].split(), None)
+                   for v in a.variant]
+    a.variants += [(v.partition(":")[0], [], v.partition(":")[2])
+                   for v in a.build_variant]
     a.delayer = linklab.find_delayer(a.delayer or os.path.join(
         a.build, "tests", "lab", "lab_delay"))
     return a, extra
