@@ -205,6 +205,23 @@ static void test_dirichlet_covers(void **state)
         }
 }
 
+/* At A = 0.01 over 8 nodes nearly every class lands on one node, so a
+ * first draw almost always starves some node: the redraw must not. */
+static void test_dirichlet_redraws(void **state)
+{
+        struct nn_partition p = part("dirichlet:0.01", g_seed);
+        static int32_t owner[N];
+        uint32_t size[6];
+
+        (void)state;
+        assign(&p, 6, owner);
+        check_disjoint(&p, 6, owner, size);
+        for (int j = 0; j < 6; j++)
+                if (size[j] < NN_PART_MIN_SAMPLES)
+                        fail_msg("seed %" PRIu64 ": node %d holds %u", g_seed,
+                                 j, size[j]);
+}
+
 static void test_classes_exact(void **state)
 {
         static int32_t owner[N];
@@ -372,6 +389,7 @@ int main(void)
             cmocka_unit_test(test_deterministic),
             cmocka_unit_test(test_iid_is_shard),
             cmocka_unit_test(test_dirichlet_covers),
+            cmocka_unit_test(test_dirichlet_redraws),
             cmocka_unit_test(test_classes_exact),
             cmocka_unit_test(test_skew_falls_with_alpha),
             cmocka_unit_test(test_dataset_partition),
