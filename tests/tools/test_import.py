@@ -3,7 +3,7 @@
 
 Images are drawn here from GN_SEED (printed; set it to replay): folders of
 8-bit grey PNG, RGB PNG with equal channels, P5 and P2 PGM (one with
-maxval 255, one with 15, scaled), 6 rows x 5 columns so rows and columns
+maxval 255, one with 10, scaled), 6 rows x 5 columns so rows and columns
 cannot be swapped unnoticed, and CSV files with and without a header and
 --shape. Proves: the IDX files hold exactly the pixels and labels written
 (classes in name order, files in name order), classes.txt names them, and
@@ -84,9 +84,9 @@ def make_folder(root, classes, per_class):
             kind = j % 5
             fn = os.path.join(d, "img%03d" % j)
             if kind == 4:
-                im = image(15)
-                pgm(fn + ".pgm", im, ascii_=True, maxval=15)
-                px = [(v * 255 + 7) // 15 for r in im for v in r]
+                im = image(10)
+                pgm(fn + ".pgm", im, ascii_=True, maxval=10)
+                px = [(v * 255 + 5) // 10 for r in im for v in r]
             else:
                 im = image()
                 if kind == 0:
