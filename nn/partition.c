@@ -198,7 +198,9 @@ out:
         return rc;
 }
 
-/* classes:K. A class held by h nodes gets equal shares 1/h among them. */
+/* classes:K. Node j holds the K classes at positions jK, jK+1, ... (mod
+ * C) of perm, so it holds c iff (where[c] - jK) mod C < K, where where[]
+ * inverts perm. A class held by h nodes gets equal shares 1/h. */
 static int assign_classes(const struct nn_partition *p, const uint8_t *labels,
                           uint32_t n, uint32_t classes, int count,
                           int32_t *owner)
@@ -206,38 +208,38 @@ static int assign_classes(const struct nn_partition *p, const uint8_t *labels,
         uint64_t s = p->seed;
         struct groups g = {0};
         uint32_t *perm = malloc(classes * sizeof(uint32_t));
+        uint32_t *where = malloc(classes * sizeof(uint32_t));
         uint32_t *held = calloc(classes, sizeof(uint32_t));
         double *w = malloc((size_t)count * sizeof(double));
         int rc = NN_ENOMEM;
 
-        if (!perm || !held || !w)
+        if (!perm || !where || !held || !w)
                 goto out;
         for (uint32_t c = 0; c < classes; c++)
                 perm[c] = c;
         shuffle(&s, perm, classes);
+        for (uint32_t c = 0; c < classes; c++)
+                where[perm[c]] = c;
         rc = groups_make(&g, labels, n, classes, &s);
         if (rc)
                 goto out;
         for (uint64_t slot = 0; slot < (uint64_t)count * p->k; slot++)
                 held[perm[slot % classes]]++;
         for (uint32_t c = 0; c < classes; c++) {
+                if (!held[c])
+                        continue;
                 for (int j = 0; j < count; j++) {
-                        /* node j holds c iff one of its K slots maps to c */
-                        uint32_t first =
-                                     (uint32_t)(((uint64_t)j * p->k) % classes),
-                                 pos = 0;
+                        uint64_t first = (uint64_t)j * p->k % classes;
+                        uint64_t dist = (where[c] + classes - first) % classes;
 
-                        while (pos < classes &&
-                               perm[(first + pos) % classes] != c)
-                                pos++;
-                        w[j] = pos < p->k && held[c] ? 1.0 / held[c] : 0.0;
+                        w[j] = dist < p->k ? 1.0 / held[c] : 0.0;
                 }
-                if (held[c])
-                        cut_class(&g, c, w, count, owner);
+                cut_class(&g, c, w, count, owner);
         }
 out:
         groups_free(&g);
         free(perm);
+        free(where);
         free(held);
         free(w);
         return rc;
