@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn_layers.h"
+#include "gn_rng.h"
 
 /* Uniform in (0, 1), never 0 or 1 (53 random bits). */
 static double unit_open(uint64_t *s)
 {
-        return ((double)(nn__rand_u64(s) >> 11) + 0.5) * 0x1p-53;
+        return ((double)(gn_splitmix64(s) >> 11) + 0.5) * 0x1p-53;
 }
 
 /* Standard normal (Box-Muller, one of the pair). */
@@ -83,7 +83,7 @@ static void dirichlet(uint64_t *s, double a, double *p, int k)
 static void shuffle(uint64_t *s, uint32_t *v, uint32_t n)
 {
         for (uint32_t i = n; i > 1; i--) {
-                uint32_t j = (uint32_t)(nn__rand_u64(s) % i), t = v[i - 1];
+                uint32_t j = (uint32_t)(gn_splitmix64(s) % i), t = v[i - 1];
 
                 v[i - 1] = v[j];
                 v[j] = t;

@@ -33,6 +33,8 @@
 #include <sys/stat.h>
 
 #include <png.h>
+
+#include "gn_endian.h"
 #include <setjmp.h>
 
 enum {
@@ -498,14 +500,6 @@ out:
 
 /* ---- IDX out ----------------------------------------------------------- */
 
-static void be32(uint8_t *p, uint32_t v)
-{
-        p[0] = (uint8_t)(v >> 24);
-        p[1] = (uint8_t)(v >> 16);
-        p[2] = (uint8_t)(v >> 8);
-        p[3] = (uint8_t)v;
-}
-
 static int write_file(const char *dir, const char *name, const uint8_t *h,
                       size_t hl, const uint8_t *body, size_t bl)
 {
@@ -529,12 +523,12 @@ static int write_idx(const char *dir, const char *prefix, const struct set *s)
         uint8_t hi[16], hl[8];
         char name[64];
 
-        be32(hi, 0x00000803);
-        be32(hi + 4, s->n);
-        be32(hi + 8, s->rows);
-        be32(hi + 12, s->cols);
-        be32(hl, 0x00000801);
-        be32(hl + 4, s->n);
+        gn_be32_put(hi, 0x00000803);
+        gn_be32_put(hi + 4, s->n);
+        gn_be32_put(hi + 8, s->rows);
+        gn_be32_put(hi + 12, s->cols);
+        gn_be32_put(hl, 0x00000801);
+        gn_be32_put(hl + 4, s->n);
         snprintf(name, sizeof(name), "%s-images-idx3-ubyte", prefix);
         if (write_file(dir, name, hi, 16, s->px,
                        (size_t)s->n * s->rows * s->cols))

@@ -21,6 +21,8 @@
 
 #include <zlib.h>
 
+#include "gn_endian.h"
+
 enum {
         ZIP_LOCAL = 0x04034b50,
         ZIP_CENTRAL = 0x02014b50,
@@ -28,18 +30,6 @@ enum {
         ZIP_VERSION = 20, /* 2.0: plain stored files */
         NPY_ALIGN = 64,
 };
-
-static void le16(uint8_t *p, uint32_t v)
-{
-        p[0] = (uint8_t)v;
-        p[1] = (uint8_t)(v >> 8);
-}
-
-static void le32(uint8_t *p, uint32_t v)
-{
-        le16(p, v & 0xffff);
-        le16(p + 2, v >> 16);
-}
 
 static int put(struct npz *z, const void *buf, size_t len)
 {
@@ -91,7 +81,7 @@ static size_t npy_header(char *h, const char *descr, const size_t *shape,
                 h[len++] = ' ';
         h[len++] = '\n';
         memcpy(h, "\x93NUMPY\x01\x00", 8);
-        le16((uint8_t *)h + 8, (uint32_t)(len - 10));
+        gn_le16_put((uint8_t *)h + 8, (uint16_t)(len - 10));
         return len;
 }
 
@@ -115,12 +105,12 @@ static int add_entry(struct npz *z, const char *name, const uint8_t *body,
         z->off[z->n] = (uint32_t)z->pos;
         z->size[z->n] = (uint32_t)len;
         z->crc[z->n] = (uint32_t)crc32(crc32(0, NULL, 0), body, (uInt)len);
-        le32(h, ZIP_LOCAL);
-        le16(h + 4, ZIP_VERSION);
-        le32(h + 14, z->crc[z->n]);
-        le32(h + 18, (uint32_t)len);
-        le32(h + 22, (uint32_t)len);
-        le16(h + 26, (uint32_t)nl);
+        gn_le32_put(h, ZIP_LOCAL);
+        gn_le16_put(h + 4, (uint16_t)ZIP_VERSION);
+        gn_le32_put(h + 14, z->crc[z->n]);
+        gn_le32_put(h + 18, (uint32_t)len);
+        gn_le32_put(h + 22, (uint32_t)len);
+        gn_le16_put(h + 26, (uint16_t)nl);
         rc = put(z, h, sizeof(h));
         if (!rc)
                 rc = put(z, z->name[z->n], nl);
@@ -169,7 +159,7 @@ int npz_add_f32(struct npz *z, const char *name, const float *v,
                 uint32_t u;
 
                 memcpy(&u, &v[i], 4);
-                le32(b + 4 * i, u);
+                gn_le32_put(b + 4 * i, u);
         }
         rc = add_npy(z, name, "<f4", shape, ndim, b, n * 4);
         free(b);
@@ -184,8 +174,9 @@ int npz_add_i64(struct npz *z, const char *name, const int64_t *v, size_t n)
         if (!b)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
-                le32(b + 8 * i, (uint32_t)((uint64_t)v[i] & 0xffffffffu));
-                le32(b + 8 * i + 4, (uint32_t)((uint64_t)v[i] >> 32));
+                gn_le32_put(b + 8 * i,
+                            (uint32_t)((uint64_t)v[i] & 0xffffffffu));
+                gn_le32_put(b + 8 * i + 4, (uint32_t)((uint64_t)v[i] >> 32));
         }
         rc = add_npy(z, name, "<i8", &n, 1, b, n * 8);
         free(b);
@@ -202,7 +193,7 @@ int npz_add_str(struct npz *z, const char *name, const char *s)
         if (!b)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
-                le32(b + 4 * i, (uint8_t)s[i]);
+                gn_le32_put(b + 4 * i, (uint8_t)s[i]);
         snprintf(descr, sizeof(descr), "<U%zu", n ? n : 1);
         rc = add_npy(z, name, descr, NULL, 0, b, (n ? n : 1) * 4);
         free(b);
@@ -219,25 +210,25 @@ static int central(struct npz *z)
                 size_t nl = strlen(z->name[i]);
 
                 memset(h, 0, sizeof(h));
-                le32(h, ZIP_CENTRAL);
-                le16(h + 4, ZIP_VERSION);
-                le16(h + 6, ZIP_VERSION);
-                le32(h + 16, z->crc[i]);
-                le32(h + 20, z->size[i]);
-                le32(h + 24, z->size[i]);
-                le16(h + 28, (uint32_t)nl);
-                le32(h + 42, z->off[i]);
+                gn_le32_put(h, ZIP_CENTRAL);
+                gn_le16_put(h + 4, (uint16_t)ZIP_VERSION);
+                gn_le16_put(h + 6, (uint16_t)ZIP_VERSION);
+                gn_le32_put(h + 16, z->crc[i]);
+                gn_le32_put(h + 20, z->size[i]);
+                gn_le32_put(h + 24, z->size[i]);
+                gn_le16_put(h + 28, (uint16_t)nl);
+                gn_le32_put(h + 42, z->off[i]);
                 rc = put(z, h, sizeof(h));
                 if (!rc)
                         rc = put(z, z->name[i], nl);
         }
         if (rc)
                 return rc;
-        le32(e, ZIP_END);
-        le16(e + 8, z->n);
-        le16(e + 10, z->n);
-        le32(e + 12, (uint32_t)(z->pos - start));
-        le32(e + 16, (uint32_t)start);
+        gn_le32_put(e, ZIP_END);
+        gn_le16_put(e + 8, (uint16_t)z->n);
+        gn_le16_put(e + 10, (uint16_t)z->n);
+        gn_le32_put(e + 12, (uint32_t)(z->pos - start));
+        gn_le32_put(e + 16, (uint32_t)start);
         return put(z, e, sizeof(e));
 }
 

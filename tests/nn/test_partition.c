@@ -26,7 +26,8 @@
 #include <cmocka.h>
 
 #include "partition.h"
-#include "test_rng.h"
+#include "gn_rng.h"
+#include "test_seed.h"
 
 enum { N = 6000, C = 10, NODES = 4 };
 
@@ -395,15 +396,13 @@ int main(void)
             cmocka_unit_test(test_dataset_partition),
             cmocka_unit_test(test_bad_args),
         };
-        const char *env = getenv("GN_SEED");
         uint64_t s;
 
-        g_seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
-        printf("GN_SEED=%" PRIu64 "\n", g_seed);
+        g_seed = gn_test_seed("test_partition", (uint64_t)time(NULL));
         s = g_seed;
         /* uneven class sizes, so "equal shares" is not an accident */
         for (uint32_t i = 0; i < N; i++) {
-                uint64_t r = rng_next(&s) % 100;
+                uint64_t r = gn_splitmix64(&s) % 100;
 
                 g_labels[i] = (uint8_t)(r < 19 ? 0 : r / 10 + (r % 10 < 5));
                 if (g_labels[i] >= C)
