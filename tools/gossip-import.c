@@ -35,6 +35,7 @@
 #include <png.h>
 
 #include "gn_endian.h"
+#include "gn_errbuf.h"
 #include <setjmp.h>
 
 enum {
@@ -54,12 +55,15 @@ struct set {
 
 static char g_err[PATH_MAX + 512];
 
+/* The one line main() prints on failure (gn_vseterr, base/). */
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 static int fail(const char *fmt, ...)
 {
         va_list ap;
 
         va_start(ap, fmt);
-        vsnprintf(g_err, sizeof(g_err), fmt, ap);
+        gn_vseterr(g_err, sizeof(g_err), fmt, ap);
         va_end(ap);
         return -1;
 }
