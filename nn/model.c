@@ -599,6 +599,41 @@ int nn_model_classes(const struct nn_model *m)
         return m->classes;
 }
 
+int nn_model_layers(const struct nn_model *m)
+{
+        return m->nlayers;
+}
+
+int nn_model_layer(const struct nn_model *m, int i, struct nn_layer_info *out)
+{
+        const struct layer *l;
+        static const enum nn_layer_kind kinds[] = {
+            [L_DENSE] = NN_LAYER_DENSE,
+            [L_CONV] = NN_LAYER_CONV,
+            [L_POOL] = NN_LAYER_POOL,
+        };
+
+        if (i < 0 || i >= m->nlayers)
+                return NN_EINVAL;
+        l = &m->layers[i];
+        *out = (struct nn_layer_info){
+            .kind = kinds[l->kind],
+            .relu = l->relu,
+            .in_c = l->kind == L_DENSE ? l->in_size : l->c,
+            .in_h = l->kind == L_DENSE ? 1 : l->h,
+            .in_w = l->kind == L_DENSE ? 1 : l->w,
+            .out_c = l->oc,
+            .out_h = l->oh,
+            .out_w = l->ow,
+            .k = l->kind == L_DENSE ? 0 : l->k,
+            .w_off = l->w_off,
+            .nw = l->nw,
+            .b_off = l->b_off,
+            .nb = l->nb,
+        };
+        return 0;
+}
+
 /* ---- forward / backward ------------------------------------------------ */
 
 /* Runs every layer on batch samples of x in w; returns the logits

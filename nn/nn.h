@@ -137,6 +137,30 @@ int nn_model_input_size(const struct nn_model *m);
 /* Number of output classes (width of the last dense layer). */
 int nn_model_classes(const struct nn_model *m);
 
+/* One layer as the flat buffer holds it, for exporters: weights at
+ * params[w_off .. w_off + nw), bias at [b_off .. b_off + nb). Dense
+ * weights are [out][in]; conv weights [filters][k][k][in channels]. Shapes
+ * are (channels, height, width); a dense layer's are (features, 1, 1).
+ * Inside the model images are channels-last, so a dense layer after a
+ * conv or pool reads its input flattened in (h, w, c) order, and a first
+ * dense layer on an image input reads it as stored, (c, h, w). */
+enum nn_layer_kind { NN_LAYER_DENSE = 0, NN_LAYER_CONV = 1, NN_LAYER_POOL = 2 };
+
+struct nn_layer_info {
+        enum nn_layer_kind kind;
+        int relu;             /* followed by ReLU */
+        int in_c, in_h, in_w; /* input shape */
+        int out_c, out_h, out_w;
+        int k; /* conv kernel side, pool size; 0 for dense */
+        size_t w_off, nw, b_off, nb;
+};
+
+/* Number of layers (the spec's tokens after the input). */
+int nn_model_layers(const struct nn_model *m);
+
+/* Describes layer i (0-based) into *out; NN_EINVAL if i is out of range. */
+int nn_model_layer(const struct nn_model *m, int i, struct nn_layer_info *out);
+
 /* Pre-grows the workspaces for batches up to max_batch at the current
  * thread count (starting the model's worker threads if it is > 1), so that
  * later train/evaluate calls with batch <= max_batch never allocate. */

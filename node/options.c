@@ -58,6 +58,8 @@ enum {
         OPT_AVGW,
         OPT_NAME,
         OPT_PROGRESS,
+        OPT_PARTITION,
+        OPT_PARTSEED,
         OPT_HELP,
         OPT_VERSION,
 };
@@ -78,6 +80,8 @@ static const struct option long_opts[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"shard", required_argument, NULL, OPT_SHARD},
+    {"partition", required_argument, NULL, OPT_PARTITION},
+    {"partition-seed", required_argument, NULL, OPT_PARTSEED},
     {"epochs", required_argument, NULL, OPT_EPOCHS},
     {"steps", required_argument, NULL, OPT_STEPS},
     {"time-budget", required_argument, NULL, OPT_TIME},
@@ -127,6 +131,11 @@ static const char help_text[] =
     "  --model SPEC          784-512-10 (MLP, the default) or cnn\n"
     "  --batch N             mini-batch size (default 100)\n"
     "  --shard I/N           train on slice I of N (0-based; default 0/1)\n"
+    "  --partition P         how the N slices are cut: iid (default),\n"
+    "                        dirichlet:A (label skew), classes:K (K labels\n"
+    "                        per node); docs/learning.md\n"
+    "  --partition-seed N    seed of the cut, same on every node (default\n"
+    "                        --seed)\n"
     "  --seed N              seed for init, shuffling, gossip (default 1)\n"
     "  --threads N           split each batch across N threads (default 1;\n"
     "                        deterministic for a fixed N)\n"
@@ -454,6 +463,18 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 if (parse_shard(v, &o->shard_i, &o->shard_n))
                         return BAD("I/N with 0 <= I < N");
                 break;
+        case OPT_PARTITION:
+                u = o->partition.seed; /* --partition-seed may come first */
+                if (nn_partition_parse(v, &o->partition))
+                        return BAD("iid, dirichlet:A (0.001 <= A <= 1e6) or "
+                                   "classes:K (1 <= K <= 256)");
+                o->partition.seed = u;
+                break;
+        case OPT_PARTSEED:
+                if (parse_u64(v, 0, UINT64_MAX, &o->partition.seed))
+                        return BAD("a non-negative integer");
+                o->partition_seed_set = 1;
+                break;
         case OPT_EPOCHS:
                 if (parse_u32(v, 1, 1000000, &o->epochs))
                         return BAD("an integer in 1..1000000");
@@ -593,6 +614,8 @@ static int check_combination(struct node_options *o, char *err, size_t errlen)
                 return gn_fail(err, errlen, -EINVAL,
                                "--fill-size %u is larger than --batch %u",
                                o->fill_size, o->batch);
+        if (!o->partition_seed_set)
+                o->partition.seed = o->seed;
         if (isnan(o->lr))
                 o->lr = o->optimizer == NODE_OPTIM_ADAM ? NODE_OPT_LR_ADAM
                                                         : NODE_OPT_LR_SGD;

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "partition.h"
+
 /* Defaults, with their reasons. */
 #define NODE_OPT_DATA_DEFAULT     "/usr/share/datasets/fashion-mnist"
 #define NODE_OPT_MODEL_DEFAULT    "784-512-10" /* the README's MLP */
@@ -100,7 +102,10 @@ struct node_options {
         const char *data_dir;
         const char *model;
         uint32_t batch;
-        uint32_t shard_i, shard_n; /* shard_n == 1: all data */
+        uint32_t shard_i, shard_n;     /* shard_n == 1: all data */
+        struct nn_partition partition; /* how shards are cut; seed resolved:
+                                          --partition-seed, else --seed */
+        int partition_seed_set;
         /* optimizer */
         int optimizer; /* enum node_opt_optimizer */
         float lr;      /* as given, or the optimizer's default */

@@ -263,11 +263,12 @@ static int setup_data(struct node_trainer *t, char *err, size_t errlen)
         rc = nn_dataset_load_dir(o->data_dir, 0, &t->test, err, errlen);
         if (rc)
                 return rc;
-        rc = nn_dataset_shard(&t->train_all, (int)o->shard_i, (int)o->shard_n,
-                              &t->shard);
+        rc = nn_dataset_partition(&t->train_all, &o->partition, (int)o->shard_i,
+                                  (int)o->shard_n, &t->shard);
         if (rc || t->shard.n == 0)
                 return gn_fail(err, errlen, NN_EINVAL,
-                               "--shard %u/%u: empty shard of %u samples",
+                               "--shard %u/%u with --partition: this node's "
+                               "part of the %u samples is empty",
                                o->shard_i, o->shard_n, t->train_all.n);
         rc = nn_batcher_init(&t->batcher, &t->shard, o->seed);
         if (rc)

@@ -13,8 +13,8 @@ build=${GN_BUILD_DIR:-build}
 pkgs=(build-essential cmake pkg-config git
       libuv1-dev libsodium-dev libmsgpack-dev libblis-dev libblis-serial-dev
       libcmocka-dev
-      zlib1g-dev dataset-fashion-mnist
-      gnuplot-nox iproute2 iptables procps python3
+      zlib1g-dev libpng-dev dataset-fashion-mnist
+      gnuplot-nox iproute2 iptables procps python3 python3-numpy
       libnetfilter-queue-dev iputils-ping)
 
 install_missing() {

@@ -8,3 +8,7 @@ gn_add_test(NAME test_data_fashion
 gn_add_test(NAME test_checkpoint
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_checkpoint.c
             LIBS gn_nn gn::cmocka gn::sodium LABELS unit)
+# Seeded non-IID splits (nn/partition.c): --partition's schemes.
+gn_add_test(NAME test_partition
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_partition.c
+            LIBS gn_nn gn::cmocka LABELS unit)

@@ -40,6 +40,8 @@ expect 2 '--optimizer' --optimizer lbfgs
 expect 2 '--lr-schedule' --lr-schedule linear
 expect 2 '--shard' --shard 3/3
 expect 2 '--shard' --shard 1
+expect 2 '--partition' --partition dirichlet:0
+expect 2 '--partition' --partition classes:0
 expect 2 '--epochs' --epochs 0
 expect 2 '--steps' --steps -5
 expect 2 '--time-budget' --time-budget 0

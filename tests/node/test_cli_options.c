@@ -125,6 +125,45 @@ static void test_values(void **state)
         assert_true(o.lr == 0.001f);
 }
 
+/* --partition and its seed: the scheme parsed exactly, the seed taken
+ * from --seed unless given, in either order. */
+static void test_partition(void **state)
+{
+        struct node_options o;
+        char err[256];
+
+        (void)state;
+        assert_int_equal(parse(&o, err, sizeof(err), NULL), 0);
+        assert_int_equal(o.partition.kind, NN_PART_IID);
+        assert_true(o.partition.seed == 1); /* --seed's default */
+        assert_int_equal(parse(&o, err, sizeof(err), "--partition",
+                               "dirichlet:0.25", "--shard", "1/4", "--seed",
+                               "9", NULL),
+                         0);
+        assert_int_equal(o.partition.kind, NN_PART_DIRICHLET);
+        assert_true(o.partition.alpha == 0.25);
+        assert_true(o.partition.seed == 9);
+        assert_int_equal(parse(&o, err, sizeof(err), "--partition-seed", "7",
+                               "--partition", "classes:3", "--seed", "9", NULL),
+                         0);
+        assert_int_equal(o.partition.kind, NN_PART_CLASSES);
+        assert_int_equal(o.partition.k, 3);
+        assert_true(o.partition.seed == 7);
+        assert_int_equal(parse(&o, err, sizeof(err), "--partition=iid", NULL),
+                         0);
+        assert_int_equal(o.partition.kind, NN_PART_IID);
+        /* --partitions (Ako) is another option, not an abbreviation */
+        assert_int_equal(parse(&o, err, sizeof(err), "--partitions", "4", NULL),
+                         0);
+        assert_int_equal(o.partitions, 4);
+        assert_int_equal(o.partition.kind, NN_PART_IID);
+        assert_int_equal(parse(&o, err, sizeof(err), "--partition", "4", NULL),
+                         -EINVAL);
+        assert_string_equal(err, "--partition: '4' is not iid, dirichlet:A "
+                                 "(0.001 <= A <= 1e6) or classes:K (1 <= K "
+                                 "<= 256)");
+}
+
 /* Each bad value: -EINVAL, one line, naming the option. */
 static void test_bad_values(void **state)
 {
@@ -181,6 +220,18 @@ static void test_bad_values(void **state)
             {"--avg-lag", "0"},
             {"--avg-lag", "7"},
             {"--data", ""},
+            {"--partition", ""},
+            {"--partition", "skew"},
+            {"--partition", "dirichlet"},
+            {"--partition", "dirichlet:0"},
+            {"--partition", "dirichlet:-0.5"},
+            {"--partition", "dirichlet:nan"},
+            {"--partition", "dirichlet:0.5,1"},
+            {"--partition", "classes:0"},
+            {"--partition", "classes:257"},
+            {"--partition", "classes:two"},
+            {"--partition-seed", "-1"},
+            {"--partition-seed", "x"},
         };
         struct node_options o;
         char err[256], want[64];
@@ -391,6 +442,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_defaults),
             cmocka_unit_test(test_values),
+            cmocka_unit_test(test_partition),
             cmocka_unit_test(test_bad_values),
             cmocka_unit_test(test_structure_errors),
             cmocka_unit_test(test_help_complete),
