@@ -1,0 +1,36 @@
+# Cross builds whose tests run under an emulator (cmake/toolchain-aarch64.cmake
+# sets CMAKE_CROSSCOMPILING_EMULATOR to qemu-aarch64).
+#
+# ctest puts the emulator in front of every test whose command is one of
+# our targets, but several tests start our programs by path: shell scripts,
+# test_keygen and test_gossipctl (execv), the Python cluster tests. Without
+# binfmt_misc (which is the host kernel's, not ours to register) the kernel
+# cannot run an aarch64 file, so in such a build each program's name is a
+# two-line shell wrapper that runs the real binary, NAME.<processor>, under
+# the emulator. Every path the tests know keeps working unchanged;
+# cmake/Install.cmake installs the real binary under the plain name.
+
+if(CMAKE_CROSSCOMPILING AND CMAKE_CROSSCOMPILING_EMULATOR)
+  set(GN_EMULATED ON)
+else()
+  set(GN_EMULATED OFF)
+endif()
+
+# One target for all wrapped programs, run at every build after they are
+# linked; the script converts a program only while it is still the ELF the
+# linker wrote, so a build that relinks nothing changes nothing.
+function(gn_emulator_wrap)
+  if(NOT GN_EMULATED)
+    return()
+  endif()
+  list(JOIN CMAKE_CROSSCOMPILING_EMULATOR " " emu)
+  set(cmds)
+  foreach(t ${ARGN})
+    list(APPEND cmds COMMAND ${CMAKE_COMMAND} -DOUT=$<TARGET_FILE:${t}>
+         -DSUFFIX=${CMAKE_SYSTEM_PROCESSOR} "-DEMU=${emu}"
+         -P ${PROJECT_SOURCE_DIR}/cmake/EmulatorWrapper.cmake)
+  endforeach()
+  add_custom_target(gn_emulator_wrappers ALL ${cmds} DEPENDS ${ARGN}
+                    COMMENT "emulator wrappers for ${ARGN}" VERBATIM)
+endfunction()
+
