@@ -34,3 +34,29 @@ function(gn_emulator_wrap)
                     COMMENT "emulator wrappers for ${ARGN}" VERBATIM)
 endfunction()
 
+
+# Timeouts: a test's TIMEOUT is for the native build; under the emulator
+# every one is multiplied by GN_EMULATOR_TIMEOUT_SCALE. set_tests_properties
+# only reaches tests of its own directory (before CMake 3.28), so each
+# directory with tests gets a ctest-time include (TEST_INCLUDE_FILES) that
+# scales the TIMEOUTs its CTestTestfile.cmake sets after it.
+set(GN_EMULATOR_TIMEOUT_SCALE 4 CACHE STRING
+    "Test timeouts are multiplied by this under an emulator")
+function(gn_emulator_scale_timeouts dir)
+  if(NOT GN_EMULATED)
+    return()
+  endif()
+  get_property(bin DIRECTORY ${dir} PROPERTY BINARY_DIR)
+  get_property(tests DIRECTORY ${dir} PROPERTY TESTS)
+  if(tests)
+    file(WRITE ${bin}/gn_emulator_timeouts.cmake
+         "set(GN_SCALE ${GN_EMULATOR_TIMEOUT_SCALE})\n"
+         "include(\"${PROJECT_SOURCE_DIR}/cmake/EmulatorTimeouts.cmake\")\n")
+    set_property(DIRECTORY ${dir} APPEND PROPERTY TEST_INCLUDE_FILES
+                 ${bin}/gn_emulator_timeouts.cmake)
+  endif()
+  get_property(subs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(s ${subs})
+    gn_emulator_scale_timeouts(${s})
+  endforeach()
+endfunction()

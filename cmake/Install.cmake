@@ -12,6 +12,7 @@
 # (set in the top CMakeLists.txt), so an installed gossipnode loads the same
 # libblis.so.4 as the build tree did.
 set(GN_DIST ${PROJECT_SOURCE_DIR}/tools/dist)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr) # the .deb's prefix
 # Fixed, not derived from the prefix: systemd only looks in these, and
 # Debian 12 has merged /usr (lib/ here is not CMAKE_INSTALL_LIBDIR, which
 # is the multiarch lib/<triplet>).
@@ -38,8 +39,15 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/man/gossipnode-peers.5
 install(FILES ${GN_DIST}/gossipnode.service DESTINATION ${GN_UNITDIR})
 install(FILES ${GN_DIST}/sysusers.conf DESTINATION ${GN_SYSUSERSDIR}
         RENAME gossipnode.conf)
-install(FILES ${GN_DIST}/gossipnode.conf
-        DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/gossipnode)
+# /etc itself for the package and any /usr install (the unit and the
+# daemon's default name /etc/gossipnode/gossipnode.conf); elsewhere
+# PREFIX/etc, like GNUInstallDirs.
+if(CPACK_PACKAGING_INSTALL_PREFIX OR CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(GN_CONFDIR /etc/gossipnode)
+else()
+  set(GN_CONFDIR ${CMAKE_INSTALL_SYSCONFDIR}/gossipnode)
+endif()
+install(FILES ${GN_DIST}/gossipnode.conf DESTINATION ${GN_CONFDIR})
 foreach(c gossipnode gossipctl gossip-keygen)
   install(FILES ${GN_DIST}/completion.bash
           DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
@@ -76,7 +84,6 @@ set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
 (Raspberry-Pi class) without a parameter server: members find each other by \
 gossip (SWIM), exchange signed model slices with a partner each step, and \
 any node may join or leave at any time.")
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${GN_DEB_ARCH})
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
@@ -89,4 +96,5 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${GN_DIST}/debian/postinst ${GN_DIST}/debian/prerm
     ${GN_DIST}/debian/postrm ${GN_DIST}/debian/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_STRIP_FILES ON)
 include(CPack)
