@@ -286,7 +286,7 @@ static void test_fp16_array_matches_scalar(void **state)
         g[n++] = 0x1p-149f; /* float subnormals */
         g[n++] = -0x1.8p-130f;
         while (n < N + 7) { /* random finite floats, any exponent */
-                uint32_t u = (uint32_t)rng_next(&s);
+                uint32_t u = (uint32_t)gn_splitmix64(&s);
                 if (((u >> 23) & 0xff) == 0xff)
                         u &= ~(1u << 30);
                 g[n++] = bitsf(u);
