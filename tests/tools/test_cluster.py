@@ -172,7 +172,7 @@ def check_members(t, sock, work):
         name = row.split()[0]
         assert row[col:].startswith(peers[name][0]), (row, col)
     assert text[1].endswith("self"), text[1]
-    r = t.gctl(sock, "members", "--status", "dead", check=2)
+    r = t.gctl(sock, "members", "--status", "dead", check=3)
     assert r.stdout == "", r.stdout
 
 
