@@ -52,8 +52,33 @@ add_library(gn_blis INTERFACE)
 target_include_directories(gn_blis SYSTEM INTERFACE ${BLIS_INCLUDE_DIR})
 # The variant's directory is not a default search path, so CMake records it
 # in the binaries' RUNPATH: the loader finds that build's libblis.so.4, not
-# the alternatives' one.  (Installed binaries need INSTALL_RPATH likewise.)
+# the alternatives' one.  Installed binaries get the same directory as
+# INSTALL_RPATH (cmake/Install.cmake), or `cmake --install` would strip it
+# and the alternatives (perhaps the OpenMP build) would win again.
 target_link_libraries(gn_blis INTERFACE ${BLIS_LIBRARY} Threads::Threads m)
 add_library(gn::blis ALIAS gn_blis)
-message(STATUS "BLIS: ${BLIS_LIBRARY} (headers ${BLIS_INCLUDE_DIR}, "
-               "variant ${GN_BLIS_VARIANT})")
+
+# Name the build actually linked, not the one asked for: with only
+# libblis-dev (say on arm64) the fallback above takes the alternatives'
+# libblis.so, whose real path says which variant it is.
+get_filename_component(_gn_blis_real ${BLIS_LIBRARY} REALPATH)
+get_filename_component(GN_BLIS_LIBRARY_DIR ${BLIS_LIBRARY} DIRECTORY)
+if(_gn_blis_real MATCHES "/blis-(serial|pthread|openmp)/")
+  set(GN_BLIS_VARIANT_USED ${CMAKE_MATCH_1})
+else()
+  set(GN_BLIS_VARIANT_USED "unknown")
+endif()
+if(GN_BLIS_LIBRARY_DIR MATCHES "/blis-(serial|pthread|openmp)$")
+  set(GN_BLIS_PINNED ON) # a private directory: RUNPATH pins it
+else()
+  set(GN_BLIS_PINNED OFF) # the alternatives' link: any install may flip it
+endif()
+if(NOT GN_BLIS_VARIANT STREQUAL "system" AND
+   NOT GN_BLIS_VARIANT_USED STREQUAL GN_BLIS_VARIANT)
+  message(WARNING "BLIS: asked for '${GN_BLIS_VARIANT}', linked "
+                  "'${GN_BLIS_VARIANT_USED}' (${_gn_blis_real})")
+endif()
+message(STATUS "BLIS: ${BLIS_LIBRARY} -> ${_gn_blis_real} (headers "
+               "${BLIS_INCLUDE_DIR}); variant asked ${GN_BLIS_VARIANT}, "
+               "used ${GN_BLIS_VARIANT_USED}, pinned by RUNPATH: "
+               "${GN_BLIS_PINNED}")

@@ -16,6 +16,7 @@
 #include <sched.h>
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "metrics.h"
 #include "nn.h"
 #include "peers.h"
+#include "sdnotify.h"
 #include "trainer.h"
 
 struct daemon {
@@ -44,6 +46,14 @@ struct daemon {
         struct node_metrics *metrics;
         struct node_evlog *ev;
         int stopping, trainer_done, left, closed;
+        /* systemd (node/sdnotify.h): READY=1, STATUS= and, while healthy,
+         * WATCHDOG=1, all from one loop timer */
+        uv_timer_t sd_timer;
+        int sd_ready;         /* READY=1 sent */
+        uint64_t sd_samples;  /* trainer progress seen at the last tick */
+        uint64_t sd_moved_ms; /* loop time it last moved */
+        uint64_t sd_wd_ms;    /* watchdog period; 0: none */
+        uint64_t sd_period;   /* tick once ready */
 };
 
 /* ---- hooks (training thread) ------------------------------------------- */
@@ -61,7 +71,8 @@ static void close_all(struct daemon *d)
 {
         uv_handle_t *hs[] = {
             (uv_handle_t *)&d->sig_term, (uv_handle_t *)&d->sig_int,
-            (uv_handle_t *)&d->sig_hup, (uv_handle_t *)&d->done_async};
+            (uv_handle_t *)&d->sig_hup, (uv_handle_t *)&d->done_async,
+            (uv_handle_t *)&d->sd_timer};
 
         if (d->closed)
                 return;
@@ -97,6 +108,7 @@ static void begin_stop(struct daemon *d, const char *why)
         if (d->stopping)
                 return;
         d->stopping = 1;
+        node_sd_notify("STOPPING=1");
         if (why)
                 node_log(NODE_LOG_INFO, "%s: stopping after this step", why);
         node_trainer_stop(d->trainer);
@@ -109,6 +121,8 @@ static void on_done_async(uv_async_t *a)
         struct daemon *d = a->data;
 
         d->trainer_done = 1;
+        if (!d->stopping && !d->cluster)
+                node_sd_notify("STOPPING=1"); /* begin_stop does it else */
         if (d->cluster && !d->stopping)
                 begin_stop(d, NULL); /* a stop criterion: say goodbye */
         maybe_close(d);
@@ -118,8 +132,14 @@ static void on_signal(uv_signal_t *s, int signum)
 {
         struct daemon *d = s->data;
         char err[512];
+        int rc;
 
         if (signum == SIGHUP) {
+                rc = node_evlog_reopen(d->ev);
+                if (rc)
+                        node_log(NODE_LOG_ERROR,
+                                 "SIGHUP: cannot reopen the event log: %s",
+                                 strerror(-rc));
                 if (!d->cluster)
                         node_log(NODE_LOG_INFO, "SIGHUP: no peers file");
                 else if (node_cluster_reload(d->cluster, err, sizeof(err)))
@@ -148,6 +168,70 @@ static int start_signals(struct daemon *d)
                         return rc;
         }
         return 0;
+}
+
+/* ---- systemd: readiness, status, watchdog -------------------------------- */
+
+/* v formatted with fmt, or "-" for a value not known yet (NaN). */
+static const char *sd_val(char *buf, size_t n, const char *fmt, double v)
+{
+        if (!isfinite(v))
+                return "-";
+        snprintf(buf, n, fmt, v);
+        return buf;
+}
+
+/* Loop, each tick: READY=1 once the trainer has trained a sample (so any
+ * join and state fetch is over and the model is ours), then STATUS= and,
+ * only while healthy (node_sd_healthy(): the sample count moved within
+ * one watchdog period, or the run is over), WATCHDOG=1. A wedged trainer
+ * or loop stops the pings, and systemd restarts the unit. */
+static void on_sd_timer(uv_timer_t *h)
+{
+        struct daemon *d = h->data;
+        struct node_train_stats st;
+        char msg[256], a[16], b[16], c[24];
+        uint64_t now = uv_now(&d->loop);
+
+        node_trainer_stats(d->trainer, &st);
+        if (st.loss == 0 && st.acc == 0) /* no progress window yet */
+                st.loss = st.acc = NAN;
+        if (st.samples != d->sd_samples) {
+                d->sd_samples = st.samples;
+                d->sd_moved_ms = now;
+        }
+        if (!d->sd_ready && st.samples > 0) {
+                d->sd_ready = 1;
+                node_sd_notify("READY=1\nSTATUS=training");
+                uv_timer_set_repeat(h, d->sd_period);
+                return;
+        }
+        snprintf(
+            msg, sizeof(msg), "STATUS=%s step %llu, loss %s, acc %s, test %s%s",
+            d->sd_ready ? "training" : "joining", (unsigned long long)st.step,
+            sd_val(c, sizeof(c), "%.3f", st.loss),
+            sd_val(a, sizeof(a), "%.1f%%", st.acc),
+            sd_val(b, sizeof(b), "%.1f%%", st.test_acc),
+            node_sd_healthy(d->sd_ready, st.running, now, d->sd_moved_ms,
+                            d->sd_wd_ms)
+                ? "\nWATCHDOG=1"
+                : "");
+        node_sd_notify(msg);
+}
+
+/* Loop: start the timer if systemd listens: every 200 ms until ready (so
+ * READY=1 follows the first step closely), then every 5 s or half the
+ * watchdog period, whichever is shorter. */
+static void sd_start(struct daemon *d)
+{
+        d->sd_period = 5000;
+        if (!getenv("NOTIFY_SOCKET"))
+                return;
+        d->sd_wd_ms = node_sd_watchdog_usec() / 1000;
+        if (d->sd_wd_ms && d->sd_wd_ms / 2 < d->sd_period)
+                d->sd_period = d->sd_wd_ms / 2 ? d->sd_wd_ms / 2 : 1;
+        d->sd_moved_ms = uv_now(&d->loop);
+        uv_timer_start(&d->sd_timer, on_sd_timer, 200, 200);
 }
 
 /* ---- control socket and metrics (loop thread) ---------------------------- */
@@ -289,6 +373,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
         }
         uv_async_init(&d->loop, &d->done_async, on_done_async);
         d->done_async.data = d;
+        uv_timer_init(&d->loop, &d->sd_timer);
+        d->sd_timer.data = d;
         rc = start_signals(d);
         if (rc) {
                 snprintf(err, errlen, "signals: %s", uv_strerror(rc));
@@ -342,6 +428,8 @@ int node_daemon_run(const struct node_options *o, char *err, size_t errlen)
                         snprintf(err, errlen, "start: %s", strerror(-rc));
                 else if (o->wait_ms == 0 || o->fill_batches)
                         loop_thread_batch();
+                if (rc == 0)
+                        sd_start(&d);
         }
         if (loop_ok) {
                 if (rc) {

@@ -28,6 +28,7 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *log_out;
 static char log_name[NODE_OPT_NAME_MAX] = "node";
 static int log_max = NODE_LOG_INFO;
+static int log_journal; /* prefix lines with syslog priorities "<N>" */
 
 void node_log_setup(FILE *out, const char *name, int max_level)
 {
@@ -36,6 +37,13 @@ void node_log_setup(FILE *out, const char *name, int max_level)
         log_max = max_level;
         if (name)
                 snprintf(log_name, sizeof(log_name), "%s", name);
+        pthread_mutex_unlock(&log_lock);
+}
+
+void node_log_set_journal(int on)
+{
+        pthread_mutex_lock(&log_lock);
+        log_journal = on;
         pthread_mutex_unlock(&log_lock);
 }
 
@@ -56,6 +64,14 @@ void node_log(int level, const char *fmt, ...)
         va_end(ap);
         pthread_mutex_lock(&log_lock);
         if (log_out && level <= log_max) {
+                /* journald reads "<N>" as the line's priority: 3 err,
+                 * 4 warning, 6 info, 7 debug (sd-daemon(3)) */
+                if (log_journal)
+                        fprintf(log_out, "<%d>",
+                                level == NODE_LOG_ERROR  ? 3
+                                : level == NODE_LOG_WARN ? 4
+                                : level == NODE_LOG_INFO ? 6
+                                                         : 7);
                 fprintf(log_out, "[%s] %s%s\n", log_name,
                         level == NODE_LOG_ERROR  ? "error: "
                         : level == NODE_LOG_WARN ? "warning: "
@@ -68,6 +84,7 @@ void node_log(int level, const char *fmt, ...)
 
 struct node_evlog {
         int fd;
+        char *path;                       /* for node_evlog_reopen() */
         char name[EVLOG_STR_MAX * 6 + 3]; /* already JSON-escaped, quoted */
 };
 
@@ -120,9 +137,13 @@ int node_evlog_open(const char *path, const char *name, struct node_evlog **out)
         l = calloc(1, sizeof(*l));
         if (!l)
                 return -ENOMEM;
+        l->path = strdup(path);
         l->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (l->fd < 0) {
-                int e = -errno;
+        if (l->fd < 0 || !l->path) {
+                int e = l->fd < 0 ? -errno : -ENOMEM;
+                if (l->fd >= 0)
+                        close(l->fd);
+                free(l->path);
                 free(l);
                 return e;
         }
@@ -139,11 +160,31 @@ void node_evlog_set_name(struct node_evlog *l, const char *name)
                 json_str(l->name, sizeof(l->name), &pos, name);
 }
 
+/* The new file replaces the old descriptor with dup2(), which is atomic:
+ * a writer on another thread writes whole lines to one file or the other. */
+int node_evlog_reopen(struct node_evlog *l)
+{
+        int fd, rc = 0;
+
+        if (!l)
+                return 0;
+        fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        if (dup2(fd, l->fd) < 0)
+                rc = -errno;
+        else
+                fcntl(l->fd, F_SETFD, FD_CLOEXEC); /* dup2 clears it */
+        close(fd);
+        return rc;
+}
+
 void node_evlog_close(struct node_evlog *l)
 {
         if (!l)
                 return;
         close(l->fd);
+        free(l->path);
         free(l);
 }
 

@@ -28,6 +28,10 @@
  * (enum node_log_level) is above max_level. out NULL: drop everything. */
 void node_log_setup(FILE *out, const char *name, int max_level);
 
+/* Prefix each line with its syslog priority ("<3>" error ... "<7>" debug),
+ * for journald when stderr is its stream (node_sd_journal_stream()). */
+void node_log_set_journal(int on);
+
 /* Change the prefix name (e.g. once the peers file has named us). */
 void node_log_set_name(const char *name);
 
@@ -46,6 +50,11 @@ int node_evlog_open(const char *path, const char *name,
 
 /* Change the node name written from now on (NULL l is fine). */
 void node_evlog_set_name(struct node_evlog *l, const char *name);
+
+/* Open the file again by its path (after logrotate moved it: SIGHUP) and
+ * write there from now on. 0 or a negative errno (the old file stays);
+ * NULL l is fine. */
+int node_evlog_reopen(struct node_evlog *l);
 
 /* Close it (NULL is fine). */
 void node_evlog_close(struct node_evlog *l);

@@ -4,15 +4,20 @@
  * to an exit status (0 done, 1 runtime error, 2 bad command line).
  *
  * This is the only place that prints errors to the user and decides the
- * exit status; everything below returns codes and messages.
+ * exit status; everything below returns codes and messages. The config
+ * file (node/conffile.h) becomes arguments in front of the command line's.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <sodium.h>
 
-#include "daemon.h"
 #include <signal.h>
+#include <unistd.h>
+
+#include "conffile.h"
+#include "daemon.h"
+#include "sdnotify.h"
 
 #include "evlog.h"
 #include "nn.h"
@@ -22,36 +27,59 @@
 int main(int argc, char **argv)
 {
         struct node_options o;
+        struct node_conf_argv ca;
         char err[1024] = "";
         int rc;
 
-        rc = node_options_parse(argc, argv, &o, err, sizeof(err));
-        if (rc == NODE_OPT_HELP) {
-                fputs(node_options_help(), stdout);
-                return 0;
-        }
-        if (rc == NODE_OPT_VERSION) {
-                printf("gossipnode %s\n", node_version());
-                return 0;
-        }
+        rc = node_conf_argv_build(argc, argv, &ca, err, sizeof(err));
         if (rc) {
                 fprintf(stderr, "gossipnode: %s\n", err);
                 return 2;
         }
+        /* o's strings point into ca.argv: it lives until we return */
+        rc = node_options_parse(ca.argc, ca.argv, &o, err, sizeof(err));
+        if (rc == NODE_OPT_HELP) {
+                fputs(node_options_help(), stdout);
+                printf("\nConfig file:\n"
+                       "  --config FILE   read 'key = value' lines (long "
+                       "option names) first;\n"
+                       "                  default %s if it exists;\n"
+                       "                  the command line wins\n"
+                       "  --no-config     read no config file\n",
+                       NODE_CONF_DEFAULT);
+                rc = 0;
+                goto out;
+        }
+        if (rc == NODE_OPT_VERSION) {
+                printf("gossipnode %s\n", node_version());
+                rc = 0;
+                goto out;
+        }
+        if (rc) {
+                fprintf(stderr, "gossipnode: %s\n", err);
+                rc = 2;
+                goto out;
+        }
         if (sodium_init() < 0 || nn_lib_init() != 0) {
                 fprintf(stderr, "gossipnode: cannot initialise libsodium or "
                                 "BLIS\n");
-                return 1;
+                rc = 1;
+                goto out;
         }
         /* libuv writes with write(2): a peer or gossipctl that hangs up
          * mid-write must be an EPIPE error on that stream, not our death. */
         signal(SIGPIPE, SIG_IGN);
         node_log_setup(stderr, o.name ? o.name : "node", o.log_level);
+        node_log_set_journal(node_sd_journal_stream(STDERR_FILENO));
         rc = node_daemon_run(&o, err, sizeof(err));
         nn_lib_finalize();
         if (rc) {
-                fprintf(stderr, "gossipnode: %s\n", err);
-                return 1;
+                fprintf(stderr, "%sgossipnode: %s\n",
+                        node_sd_journal_stream(STDERR_FILENO) ? "<3>" : "",
+                        err);
+                rc = 1;
         }
-        return 0;
+out:
+        node_conf_argv_free(&ca);
+        return rc;
 }

@@ -27,6 +27,10 @@
 #include "keys.h"
 #include "peers.h"
 
+#ifndef GN_VERSION
+#define GN_VERSION "unknown"
+#endif
+
 struct opts {
         const char *out, *show, *addr, *name;
         int force;
@@ -39,6 +43,7 @@ static int usage(const char *why)
         fprintf(why ? stderr : stdout,
                 "usage: gossip-keygen --out FILE [--force] [--addr ADDR:PORT] "
                 "[--name NAME]\n"
+                "       gossip-keygen --version\n"
                 "       gossip-keygen --show FILE [--addr ADDR:PORT] "
                 "[--name NAME]\n"
                 "Writes an Ed25519 secret key to FILE (mode 0600, never "
@@ -169,6 +174,10 @@ int main(int argc, char **argv)
                                                                : NULL;
                 if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
                         return usage(NULL);
+                if (strcmp(a, "--version") == 0) {
+                        printf("gossip-keygen %s\n", GN_VERSION);
+                        return 0;
+                }
                 if (strcmp(a, "--force") == 0) {
                         o.force = 1;
                         continue;

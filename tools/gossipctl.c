@@ -10,8 +10,9 @@
  * scripts see every field the daemon sends, including ones this client does
  * not know.
  *
- * Exit status: 0 success, 1 error (no daemon, daemon error, bad usage),
- * 2 the command worked but nothing matched (members --status REGEX).
+ * Exit status (the convention of every gossipnode tool): 0 success, 1 error
+ * (no daemon, daemon error), 2 bad usage, 3 the command worked but nothing
+ * matched (members --status REGEX).
  * Everything that talks to the daemon opens a fresh connection, so watch
  * survives a daemon restart.
  */
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,7 +41,8 @@
 #define ROWS_MAX           4096 /* table rows shown (members of one cluster) */
 #define COLS_MAX           12
 
-enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_NOMATCH = 2 };
+/* One convention for every gossipnode tool (gossipnode(1) EXIT STATUS). */
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_NOMATCH = 3 };
 
 struct opts {
         const char *socket;
@@ -75,8 +78,9 @@ static const char usage_text[] =
     "                 " CTL_DEFAULT_SOCKET ")\n"
     "  --timeout MS   give up on an unresponsive daemon (default 10000)\n"
     "  --json         print the response data as JSON\n"
+    "  --version      print gossipctl's version\n"
     "\n"
-    "Exit status: 0 ok, 1 error, 2 nothing matched.\n";
+    "Exit status: 0 ok, 1 error, 2 bad usage, 3 nothing matched.\n";
 
 /* Print a usage complaint (fmt has one %s for what); returns -1. */
 static int usage_error(const char *fmt, const char *what)
@@ -142,6 +146,8 @@ static const char *connect_reason(int err)
                 return "connection refused";
         case -ENOENT:
                 return "no such socket";
+        case -ENOTDIR:
+                return "no such directory";
         case -EACCES:
                 return "permission denied";
         case -ENOTSOCK:
@@ -149,6 +155,24 @@ static const char *connect_reason(int err)
         default:
                 return strerror(-err);
         }
+}
+
+/* A connect that failed with err (ENOENT, EACCES): if the socket's
+ * directory is missing, say so (the daemon is not running, or runs without
+ * --control) rather than "permission denied" or "no such socket". */
+static int socket_dir_state(const char *path, int err)
+{
+        char dir[300];
+        const char *slash = strrchr(path, '/');
+        struct stat st;
+
+        if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir))
+                return err;
+        memcpy(dir, path, (size_t)(slash - path));
+        dir[slash - path] = '\0';
+        if (stat(dir, &st) != 0 && errno == ENOENT)
+                return -ENOTDIR;
+        return err;
 }
 
 /* One request on a fresh connection. 0 with r filled (r->ok may be 0), or
@@ -164,6 +188,8 @@ static int call(const struct opts *o, const char *cmd, const char *key,
 
         memset(r, 0, sizeof(*r));
         fd = ctlc_connect(o->socket, o->timeout_ms);
+        if (fd == -ENOENT || fd == -EACCES)
+                fd = socket_dir_state(o->socket, fd);
         if (fd < 0) {
                 snprintf(msg, sizeof(msg), "no gossipnode at %s (%s)",
                          o->socket, connect_reason(fd));
@@ -594,17 +620,17 @@ static void on_sigint(int sig)
         g_stop = 1;
 }
 
-static void watch_once(const struct opts *o, FILE *f)
+/* One refresh. On a terminal it clears the screen first; into a pipe or
+ * a file it writes no screen codes, refreshes separated by a blank line. */
+static void watch_once(const struct opts *o, FILE *f, int tty)
 {
         struct ctlc_resp r;
         char err[700], ts[32], a[32], b[32], c[32], d[32], e[32], g[32];
         time_t now = time(NULL);
 
         strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
-        fprintf(f,
-                "\033[H\033[2Jgossipctl watch  %s  %s  (every %gs, Ctrl-C "
-                "quits)\n\n",
-                o->socket, ts, o->interval_s);
+        fprintf(f, "%sgossipctl watch  %s  %s  (every %gs, Ctrl-C quits)\n\n",
+                tty ? "\033[H\033[2J" : "", o->socket, ts, o->interval_s);
         if (call(o, "train", NULL, NULL, &r, err, sizeof(err)) != 0) {
                 fprintf(f, "%s\n", err);
                 return;
@@ -636,13 +662,16 @@ static int cmd_watch(const struct opts *o)
         struct sigaction sa;
         struct timespec ts;
         long n = 0;
+        int tty = isatty(STDOUT_FILENO);
 
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_sigint;
         sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: nanosleep returns */
         sigaction(SIGTERM, &sa, NULL);
         while (!g_stop) {
-                watch_once(o, stdout);
+                if (n > 0 && !tty)
+                        fputc('\n', stdout);
+                watch_once(o, stdout, tty);
                 fflush(stdout);
                 if (o->count > 0 && ++n >= o->count)
                         break;
@@ -687,7 +716,8 @@ static int parse_number(const char *s, double lo, double hi, double *out)
         return 0;
 }
 
-/* Handle one option at argv[*i]. 0 ok, 1 --help, -1 error (printed). */
+/* Handle one option at argv[*i]. 0 ok, 1 --help, 2 --version, -1 error
+ * (printed). */
 static int parse_option(int argc, char **argv, int *i, struct opts *o,
                         int *seen_status, int *seen_watch)
 {
@@ -700,6 +730,8 @@ static int parse_option(int argc, char **argv, int *i, struct opts *o,
         } else if (strcmp(argv[*i], "--help") == 0 ||
                    strcmp(argv[*i], "-h") == 0) {
                 return 1;
+        } else if (strcmp(argv[*i], "--version") == 0) {
+                return 2;
         } else if ((v = opt_value(argc, argv, i, "--socket", &missing))) {
                 o->socket = v;
         } else if ((v = opt_value(argc, argv, i, "--status", &missing))) {
@@ -727,7 +759,7 @@ static int parse_option(int argc, char **argv, int *i, struct opts *o,
         return 0;
 }
 
-/* Parse argv into o. 0 ok, 1 --help, -1 error (printed). */
+/* Parse argv into o. 0 ok, 1 --help, 2 --version, -1 error (printed). */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
         const char *pos[3] = {NULL, NULL, NULL};
@@ -778,10 +810,14 @@ int main(int argc, char **argv)
         if (o.socket == NULL || *o.socket == '\0')
                 o.socket = CTL_DEFAULT_SOCKET;
         rc = parse_args(argc, argv, &o);
+        if (rc == 2) {
+                printf("gossipctl %s\n", GN_VERSION);
+                return EXIT_OK;
+        }
         if (rc != 0) {
                 if (rc > 0)
                         fputs(usage_text, stdout);
-                return rc > 0 ? EXIT_OK : EXIT_ERR;
+                return rc > 0 ? EXIT_OK : EXIT_USAGE;
         }
         if (sodium_init() < 0)
                 return EXIT_ERR;
@@ -802,5 +838,5 @@ int main(int argc, char **argv)
         if (strcmp(o.cmd, "watch") == 0)
                 return cmd_watch(&o);
         usage_error("unknown command '%s'", o.cmd);
-        return EXIT_ERR;
+        return EXIT_USAGE;
 }

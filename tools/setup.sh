@@ -2,7 +2,9 @@
 # gossipnode set-up: installs what is missing (Debian 12, as root), builds,
 # and runs one of:
 #   cluster  a local multi-node cluster training on Fashion-MNIST (main job)
-#   test     the whole test suite (normal build, then ASan+UBSan unit tests)
+#   test     the whole test suite (normal build, then ASan+UBSan unit tests),
+#            the amd64 .deb installed and checked, the aarch64 cross-build
+#            with its whole ctest under qemu-aarch64 and its .deb
 #   build    just install + build
 # Environment: GN_NODES (cluster size, default 4), GN_BUILD_DIR (default build).
 set -euo pipefail
@@ -15,7 +17,14 @@ pkgs=(build-essential cmake pkg-config git
       libcmocka-dev
       zlib1g-dev libpng-dev dataset-fashion-mnist
       gnuplot-nox iproute2 iptables procps python3 python3-numpy
-      libnetfilter-queue-dev iputils-ping)
+      libnetfilter-queue-dev iputils-ping
+      systemd man-db util-linux binutils)
+# aarch64 cross-build and tests under qemu (cmake/toolchain-aarch64.cmake);
+# the :arm64 ones need `dpkg --add-architecture arm64` (arm64_setup).
+cross_pkgs=(gcc-aarch64-linux-gnu qemu-user
+            libuv1-dev:arm64 libsodium-dev:arm64 libmsgpack-dev:arm64
+            libblis-dev:arm64 libblis-serial-dev:arm64 libcmocka-dev:arm64
+            zlib1g-dev:arm64 libpng-dev:arm64 libnetfilter-queue-dev:arm64)
 
 install_missing() {
         local missing=() p
@@ -44,6 +53,33 @@ do_build() { # dir, extra cmake args...
         cmake --build "$dir" -j "$(nproc)"
 }
 
+# Debian's arm64 packages beside the native ones (multiarch), once.
+arm64_setup() {
+        if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+                [ "$(id -u)" -eq 0 ] || { echo "setup: need root" >&2; exit 1; }
+                dpkg --add-architecture arm64
+                apt-get update -q
+        fi
+        install_missing "${cross_pkgs[@]}"
+}
+
+# The .deb from build dir $1: built, and (native only) installed, checked,
+# purged by tools/dist/check-package.sh.
+package_check() {
+        local dir=$1 deb
+        (cd "$dir" && cpack -G DEB >/dev/null)
+        deb=$(ls "$dir"/gossipnode_*.deb)
+        ls -l "$deb"
+        if [ "$dir" = "$build" ]; then
+                bash tools/dist/check-package.sh "$deb"
+        else
+                dpkg-deb -f "$deb" Architecture | grep -qx arm64
+                dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/bin/gossipnode |
+                        od -An -tx1 -j18 -N2 | grep -q 'b7 00' # EM_AARCH64
+                echo "setup: $deb is an arm64 package of aarch64 binaries"
+        fi
+}
+
 cmd=${1:-cluster}
 case "$cmd" in
 build)
@@ -64,6 +100,17 @@ test)
                 TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
                 ctest --output-on-failure -j 2 -L unit --timeout 900)
         bash tests/node/tsan_cluster.sh "$build-tsan"
+        echo "setup: the amd64 package, installed from scratch and checked"
+        package_check "$build"
+        echo "setup: aarch64 cross-build, the whole ctest under qemu-aarch64"
+        arm64_setup
+        do_build "$build-arm64" \
+                -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake
+        # test timeouts are scaled for the emulator (cmake/Emulator.cmake)
+        SECONDS=0
+        (cd "$build-arm64" && ctest --output-on-failure -j 2)
+        echo "setup: aarch64 ctest under qemu took ${SECONDS}s"
+        package_check "$build-arm64"
         ;;
 cluster)
         install_missing

@@ -256,6 +256,64 @@ static void test_half_rounding(void **state)
                checked);
 }
 
+/* The array path (NEON FCVTN on aarch64, vectorised integer code elsewhere)
+ * equals the scalar conversion bit for bit, both ways: on every half value,
+ * on every midpoint between neighbours (the ties), on float subnormals, on
+ * values past 65504 (saturated), and on random finite floats. */
+static void test_fp16_array_matches_scalar(void **state)
+{
+        enum { N = 256 * 320 }; /* whole chunks, and a tail below */
+        uint64_t s = g_seed ^ 0x16;
+        struct gossip_codec c;
+        struct gossip_codec_info info;
+        static float g[N + 7], out[N + 7];
+        static uint8_t buf[GOSSIP_CODEC_HEADER_BYTES + 2 * (N + 7)];
+        size_t n = 0, len;
+
+        (void)state;
+        for (uint32_t h = 0; h < 0x7c00; h++) { /* every finite half, +-, */
+                float f = gossip_half_to_float((uint16_t)h);
+                float up = gossip_half_to_float((uint16_t)(h + 1));
+                g[n++] = (h & 1) ? -f : f;
+                if (h + 1 < 0x7c00)
+                        g[n++] = (f + up) / 2; /* the tie */
+        }
+        g[n++] = 65504.0f;
+        g[n++] = 65519.99f;
+        g[n++] = -65520.0f;
+        g[n++] = 1e38f;
+        g[n++] = -0.0f;
+        g[n++] = 0x1p-149f; /* float subnormals */
+        g[n++] = -0x1.8p-130f;
+        while (n < N + 7) { /* random finite floats, any exponent */
+                uint32_t u = (uint32_t)gn_splitmix64(&s);
+                if (((u >> 23) & 0xff) == 0xff)
+                        u &= ~(1u << 30);
+                g[n++] = bitsf(u);
+        }
+        codec(&c, GOSSIP_CODEC_FP16, n, 1, 0, 0, 0);
+        len = enc(&c, 0, g, buf, sizeof(buf));
+        assert_int_equal(len, GOSSIP_CODEC_HEADER_BYTES + 2 * n);
+        for (size_t i = 0; i < n; i++) {
+                const uint8_t *p = buf + GOSSIP_CODEC_HEADER_BYTES + 2 * i;
+                uint16_t got = (uint16_t)(p[0] | p[1] << 8);
+                uint16_t want = gossip_float_to_half(g[i]);
+                if (got != want)
+                        fail_msg(
+                            "element %zu: %a -> 0x%04x, scalar 0x%04x (seed "
+                            "%" PRIu64 ")",
+                            i, (double)g[i], got, want, g_seed);
+        }
+        assert_int_equal(gossip_codec_decode(buf, len, n, out, &info), 0);
+        for (size_t i = 0; i < n; i++) {
+                float want = gossip_half_to_float(gossip_float_to_half(g[i]));
+                if (memcmp(&out[i], &want, 4) != 0)
+                        fail_msg("element %zu: decoded %a, scalar %a", i,
+                                 (double)out[i], (double)want);
+        }
+        gossip_codec_free(&c);
+}
+
 static void test_fp16_codec(void **state)
 {
         enum { N = 1000 };
@@ -887,6 +945,7 @@ int main(void)
             cmocka_unit_test(test_fp32_exact),
             cmocka_unit_test(test_half_every_value),
             cmocka_unit_test(test_half_rounding),
+            cmocka_unit_test(test_fp16_array_matches_scalar),
             cmocka_unit_test(test_fp16_codec),
             cmocka_unit_test(test_int8),
             cmocka_unit_test(test_topk_exact_k),

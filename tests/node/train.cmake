@@ -24,3 +24,13 @@ if(TARGET gossipnode)
                          SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+# test_notify: READY/STATUS/WATCHDOG/STOPPING datagrams, journald prefixes
+# and a malformed config line, against a fake $NOTIFY_SOCKET.
+find_program(GN_PYTHON3_NOTIFY NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(TARGET gossipnode AND GN_PYTHON3_NOTIFY)
+  add_test(NAME test_notify
+           COMMAND ${GN_PYTHON3_NOTIFY} ${CMAKE_CURRENT_SOURCE_DIR}/test_notify.py
+                   $<TARGET_FILE:gossipnode>)
+  set_tests_properties(test_notify PROPERTIES LABELS slow TIMEOUT 300
+                       SKIP_RETURN_CODE 77)
+endif()

@@ -1,0 +1,23 @@
+# Run by ctest (TEST_INCLUDE_FILES, cmake/Emulator.cmake) at the top of a
+# directory's CTestTestfile.cmake, before its tests are declared; GN_SCALE
+# is the factor. It wraps set_tests_properties so that every TIMEOUT set
+# after it is multiplied (the original stays reachable with a leading _).
+# Commands are global in ctest: wrap only once (a second wrap would make
+# _set_tests_properties the first wrapper, calling itself).
+if(COMMAND _gn_timeouts_wrapped)
+  return()
+endif()
+function(_gn_timeouts_wrapped)
+endfunction()
+macro(set_tests_properties)
+  set(_gn_args ${ARGN})
+  list(FIND _gn_args TIMEOUT _gn_i)
+  if(_gn_i GREATER -1)
+    math(EXPR _gn_j "${_gn_i} + 1")
+    list(GET _gn_args ${_gn_j} _gn_to)
+    math(EXPR _gn_to "${_gn_to} * ${GN_SCALE}")
+    list(REMOVE_AT _gn_args ${_gn_j})
+    list(INSERT _gn_args ${_gn_j} ${_gn_to})
+  endif()
+  _set_tests_properties(${_gn_args})
+endmacro()
