@@ -284,6 +284,14 @@ static void count_reject(struct gossip *g, const void *buf, size_t len, int rc)
                 m->rejects[-rc]++;
 }
 
+int gossip_frame_authenticate(const struct gossip *g, const void *buf,
+                              size_t len, int channel)
+{
+        if (!g)
+                return GOSSIP_EINVAL;
+        return gossip_wire_authenticate(buf, len, channel, NULL, g->kr);
+}
+
 int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
                       const void *buf, size_t len, int channel)
 {

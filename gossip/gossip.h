@@ -150,6 +150,13 @@ void gossip_destroy(struct gossip *g);
 int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
                       const void *buf, size_t len, int channel);
 
+/* Is buf, received on channel, a frame signed (or MAC'd) by a trusted key
+ * for that channel? 0 or the negative reason; changes nothing (no replay
+ * window, no counters), so the frame is fed to gossip_on_message() after.
+ * For a transport's first-frame check (node_net_config.verify). */
+int gossip_frame_authenticate(const struct gossip *g, const void *buf,
+                              size_t len, int channel);
+
 /* Do whatever is due at env->now_ms (probes, timeouts, sync). */
 void gossip_tick(struct gossip *g);
 

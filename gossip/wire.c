@@ -857,6 +857,37 @@ static size_t channel_max(const struct gossip_wire_limits *lim, int channel)
                                       : GOSSIP_WIRE_STREAM_MAX;
 }
 
+/* Checks 1-12 of docs/protocol.md 2.3: layout, signer, signature or tag,
+ * channel. 0 and *body_len, or a GOSSIP_E* code. Reads no state but kr. */
+static int authenticate(const uint8_t *b, size_t len, int channel,
+                        const struct gossip_wire_limits *lim,
+                        const struct gossip_keyring *kr, uint64_t *body_len)
+{
+        uint64_t key_id;
+        const uint8_t *pk;
+        int err;
+
+        err = check_prefix(b, len, channel_max(lim, channel), body_len);
+        if (err)
+                return err;
+        key_id = gn_be_get(b + OFF_KEY_ID, 8);
+        pk = gossip_keyring_find(kr, key_id);
+        if (!pk)
+                return GOSSIP_EUNKNOWNKEY;
+        if (b[OFF_FLAGS] & FLAG_MAC)
+                err = verify_mac(b, OFF_BODY + *body_len,
+                                 gossip_keyring_mac_key(kr, key_id));
+        else
+                err = verify(b, OFF_BODY + *body_len,
+                             b[OFF_FLAGS] & FLAG_DIGEST, pk);
+        if (err)
+                return GOSSIP_EBADSIG;
+        /* Signed for the other channel: a cross-channel replay. */
+        if (!(b[OFF_FLAGS] & FLAG_STREAM) != (channel == GOSSIP_CH_DGRAM))
+                return GOSSIP_EREPLAY;
+        return 0;
+}
+
 static int decode_frame(const uint8_t *b, size_t len, int channel,
                         const struct gossip_wire_limits *lim,
                         const struct gossip_keyring *kr,
@@ -864,11 +895,10 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
 {
         struct gossip_update *upd = m->updates;
         uint32_t upd_cap = m->updates_cap;
-        const uint8_t *pk;
         uint64_t body_len;
         int err;
 
-        err = check_prefix(b, len, channel_max(lim, channel), &body_len);
+        err = authenticate(b, len, channel, lim, kr, &body_len);
         if (err)
                 return err;
         memset(m, 0, sizeof(*m));
@@ -880,21 +910,6 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
         m->incarnation = gn_be_get(b + OFF_INC, 8);
         m->seq = gn_be_get(b + OFF_SEQ, 8);
         m->step = gn_be_get(b + OFF_STEP, 8);
-
-        pk = gossip_keyring_find(kr, m->key_id);
-        if (!pk)
-                return GOSSIP_EUNKNOWNKEY;
-        if (b[OFF_FLAGS] & FLAG_MAC)
-                err = verify_mac(b, OFF_BODY + body_len,
-                                 gossip_keyring_mac_key(kr, m->key_id));
-        else
-                err = verify(b, OFF_BODY + body_len, b[OFF_FLAGS] & FLAG_DIGEST,
-                             pk);
-        if (err)
-                return GOSSIP_EBADSIG;
-        /* Signed for the other channel: a cross-channel replay. */
-        if (!(b[OFF_FLAGS] & FLAG_STREAM) != (channel == GOSSIP_CH_DGRAM))
-                return GOSSIP_EREPLAY;
         if (rp && gossip__replay_check(rp, m->key_id, channel, m->incarnation,
                                        m->seq))
                 return GOSSIP_EREPLAY;
@@ -905,6 +920,18 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
                 err = gossip__replay_commit(rp, m->key_id, channel,
                                             m->incarnation, m->seq);
         return err;
+}
+
+int gossip_wire_authenticate(const void *buf, size_t len, int channel,
+                             const struct gossip_wire_limits *lim,
+                             const struct gossip_keyring *kr)
+{
+        uint64_t body_len;
+
+        if (!buf || !kr ||
+            (channel != GOSSIP_CH_DGRAM && channel != GOSSIP_CH_STREAM))
+                return GOSSIP_EINVAL;
+        return authenticate(buf, len, channel, lim, kr, &body_len);
 }
 
 int gossip_wire_decode(const void *buf, size_t len, int channel,

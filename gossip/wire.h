@@ -276,6 +276,16 @@ int gossip_wire_decode(const void *buf, size_t len, int channel,
                        struct gossip_replay *rp, struct gossip_msg *out,
                        struct gossip_wire_stats *st);
 
+/* Checks 1-12 of docs/protocol.md 2.3 (bounds, layout, a keyring signer,
+ * signature or MAC, channel) and nothing after: no replay window, no body.
+ * 0 when a trusted key made buf for this channel, else the GOSSIP_E* code
+ * gossip_wire_decode() would give. Keeps no state and counts nothing, so
+ * the same frame can be decoded afterwards (a transport authenticating a
+ * connection's first frame). */
+int gossip_wire_authenticate(const void *buf, size_t len, int channel,
+                             const struct gossip_wire_limits *lim,
+                             const struct gossip_keyring *kr);
+
 /* The claimed (unverified!) sender key id and kind of a frame, for per-peer
  * counters on rejects. 0, or GOSSIP_ESHORT / GOSSIP_EDECODE (bad magic). */
 int gossip_wire_peek_sender(const void *buf, size_t len, uint64_t *key_id,
