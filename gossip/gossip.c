@@ -104,6 +104,7 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         g->on_member = cfg->on_member;
         g->cb_ctx = cfg->cb_ctx;
         g->n_live = 1;
+        g->n_known = 1;
         g->kr = gossip_keyring_new();
         g->rp = gossip_replay_new();
         if (!g->kr || !g->rp)

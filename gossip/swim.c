@@ -176,6 +176,8 @@ void gossip__member_remove(struct gossip *g, struct swim_member *m)
 
         if (is_live(m->state))
                 g->n_live--;
+        if (m->state != SWIM_UNKNOWN)
+                g->n_known--;
         if (m->in_suspects)
                 list_del(g->suspects, &g->n_suspects, m);
         if (m->in_bq)
@@ -238,18 +240,32 @@ static void awareness_add(struct gossip *g, int delta)
 
 /* Lifeguard: timeout(c) = max - (max - min) * log(c+1) / log(k+1), at
  * least min, where c is the number of independent confirmations and k the
- * number expected. min = suspicion_mult * max(1, log10 n) * period. */
+ * number expected. min = suspicion_mult * max(1, log10 n) * period.
+ *
+ * n counts the members we know (heard of, in any state, ourselves
+ * included), as memberlist does, not the live ones: a node cut off from
+ * the rest sees them go suspect and dead, and must not take that as the
+ * cluster shrinking. k = suspicion_mult - 2, but at most n - 2 (the others
+ * besides us and the suspect that could confirm). memberlist drops k to 0
+ * (timeout min) when n - 2 < suspicion_mult - 2; we keep k = n - 2, so in
+ * a 3-member cluster a lone suspecter waits max (no one can corroborate
+ * it), while two who agree reach min with one confirmation. Only with 2
+ * members (k = 0, nobody could confirm) does the timeout start at min. */
 static uint64_t suspicion_timeout(const struct gossip *g, uint32_t c)
 {
-        double n = (double)(g->n_live ? g->n_live : 1);
+        double n = (double)(g->n_known ? g->n_known : 1);
         double lg = n > 10 ? log10(n) : 1.0;
         double mn = g->tun.suspicion_mult * lg * g->tun.probe_period_ms;
         double mx = mn * g->tun.suspicion_max_mult;
         long k = (long)g->tun.suspicion_mult - 2;
         double t;
 
-        if (k < 1 || (double)g->n_live < (double)k + 2)
+        if (k > (long)g->n_known - 2)
+                k = (long)g->n_known - 2;
+        if (k < 1)
                 return (uint64_t)mn;
+        if (c > (uint32_t)k)
+                c = (uint32_t)k;
         t = mx - (mx - mn) * log((double)c + 1) / log((double)k + 1);
         return (uint64_t)(t < mn ? mn : t);
 }
@@ -365,8 +381,10 @@ static void set_state(struct gossip *g, struct swim_member *m, int state,
                 g->suspects[g->n_suspects++] = m;
                 m->in_suspects = true;
         }
-        if (old == SWIM_UNKNOWN)
+        if (old == SWIM_UNKNOWN) {
                 g->n_learned++;
+                g->n_known++;
+        }
         m->state = state;
         m->state_ms = gossip__now(g);
         if (g->on_member) {
@@ -501,8 +519,24 @@ static void apply_gone(struct gossip *g, struct swim_member *m, uint64_t inc,
         bq_push(g, m);
 }
 
-/* Merge one update from `from` (a key id). In a SYNC, "dead" only starts a
- * suspicion: the sender's view may be stale, and a suspicion is refutable. */
+/* Does a remote "dead" about m only count as a suspicion? Yes when we see m
+ * alive (our view is at least as fresh as the rumour: let m refute it),
+ * or suspect but heard from directly since the suspicion began; always in
+ * a SYNC (a whole view, possibly stale) about a member we know. */
+static bool dead_as_suspect(const struct swim_member *m, bool is_sync)
+{
+        if (m->state == SWIM_UNKNOWN)
+                return false;
+        if (is_sync || m->state == GOSSIP_ALIVE)
+                return true;
+        return m->state == GOSSIP_SUSPECT &&
+               m->last_heard_ms >= m->suspect_start_ms;
+}
+
+/* Merge one update from `from` (a key id). A remote "dead" about a member
+ * we see alive (or in a SYNC) only starts a suspicion: the sender's view may
+ * be stale (a healed partition), and a suspicion is refutable; only our
+ * own suspicion timeout turns a member we saw alive into dead. */
 static void apply_update(struct gossip *g, const struct gossip_update *u,
                          uint64_t from, bool is_sync)
 {
@@ -523,7 +557,7 @@ static void apply_update(struct gossip *g, const struct gossip_update *u,
                 apply_suspect(g, m, u->incarnation, from);
                 break;
         case GOSSIP_DEAD:
-                if (is_sync && m->state != SWIM_UNKNOWN)
+                if (dead_as_suspect(m, is_sync))
                         apply_suspect(g, m, u->incarnation, from);
                 else
                         apply_gone(g, m, u->incarnation, GOSSIP_DEAD);

@@ -35,7 +35,7 @@
  * Invariants: members are the trusted keys (struct swim_member exists for
  * each; state SWIM_UNKNOWN until first heard of); a member's incarnation
  * never decreases; n_live counts members (ourselves included) that are
- * alive or suspect.
+ * alive or suspect; n_known those not SWIM_UNKNOWN (ourselves included).
  */
 #ifndef GOSSIP_SWIM_H
 #define GOSSIP_SWIM_H
@@ -121,7 +121,8 @@ struct gossip {
         /* members, sorted by key_id */
         struct swim_member **tab;
         size_t n_tab, cap_tab;
-        size_t n_live; /* alive + suspect, ourselves included */
+        size_t n_live;  /* alive + suspect, ourselves included */
+        size_t n_known; /* heard of (any state), ourselves included */
 
         /* round-robin probe order */
         struct swim_member **plist;

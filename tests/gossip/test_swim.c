@@ -34,6 +34,8 @@ struct watch {
         unsigned dead[MAXN];    /* transitions to dead, by subject */
         unsigned suspect[MAXN]; /* transitions to suspect, by subject */
         unsigned left[MAXN];
+        unsigned alive_dead[MAXN]; /* alive -> dead directly, by subject */
+        unsigned any_dead[MAXN];   /* any -> dead, by subject */
 };
 
 static void on_member(void *ctx, const struct gossip_member_info *m, int old)
@@ -51,6 +53,10 @@ static void on_member(void *ctx, const struct gossip_member_info *m, int old)
                         (unsigned long long)sim_now(s), j,
                         gossip_state_name(old), gossip_state_name(m->state),
                         (unsigned long long)m->incarnation);
+        if (m->state == GOSSIP_DEAD && old == GOSSIP_ALIVE)
+                w->alive_dead[j]++;
+        if (m->state == GOSSIP_DEAD)
+                w->any_dead[j]++;
         if (m->state == GOSSIP_DEAD)
                 w->dead[j]++;
         else if (m->state == GOSSIP_SUSPECT)
@@ -488,6 +494,136 @@ static void test_partition_heal(void **state)
         sim_destroy(s);
 }
 
+/*
+ * Partition {0,1} | {2} of a 3-node cluster, long enough that each side
+ * declares the other dead, then heal (the namespace-lab case of issue 11).
+ * After the heal no live member may go alive -> dead anywhere, nor dead at
+ * all: every remote "dead" about a member we see alive merges as a
+ * suspicion (docs/reliability.md), which its subject refutes the first
+ * time it hears it (it is told directly each period, "buddy system"), so
+ * only a suspicion left unrefuted for the whole suspicion timeout could
+ * kill it - and every suspecter re-tells the suspect each period T.
+ * Bound on the heal itself: the first cross SYNC within 2 x 6.25 s (every
+ * other sync round picks a dead/suspect member; with 2 or 3 members that
+ * is the dead side at once), refutation and gossip within ~1 s: 15 s.
+ * Run over 8 seeds from the base seed (the lab saw it 3 times of 3).
+ */
+static void test_partition_heal_small(void **state)
+{
+        uint64_t base = sim_seed_from_env("partition_heal_small", 1011);
+        struct expect live = {NULL, GOSSIP_ALIVE, NULL};
+        int group[3] = {1, 1, 2};
+
+        (void)state;
+        for (uint64_t r = 0; r < 8; r++) {
+                struct watch w;
+                struct sim *s = mk(3, base + r, 0.0, &w);
+                unsigned a2d = 0, dead = 0;
+                uint64_t t0, t_ok;
+                bool ok;
+
+                cold_start(s);
+                sim_partition(s, group);
+                sim_run_until(s, sim_now(s) + 60000);
+                assert_int_equal(sim_state(s, 0, 2), GOSSIP_DEAD);
+                assert_int_equal(sim_state(s, 1, 2), GOSSIP_DEAD);
+                assert_int_equal(sim_state(s, 2, 0), GOSSIP_DEAD);
+                assert_int_equal(sim_state(s, 2, 1), GOSSIP_DEAD);
+                memset(w.alive_dead, 0, sizeof(w.alive_dead));
+                memset(w.any_dead, 0, sizeof(w.any_dead));
+                sim_partition(s, NULL);
+                t0 = sim_now(s);
+                ok = sim_run_until_pred(s, t0 + 15000, 100, all_see, &live);
+                t_ok = sim_now(s) - t0;
+                if (!ok)
+                        print_state_mismatch(s, &live);
+                sim_run_until(s, t0 + 120000);
+                for (size_t j = 0; j < 3; j++) {
+                        a2d += w.alive_dead[j];
+                        dead += w.any_dead[j];
+                }
+                fprintf(stderr,
+                        "partition_heal_small: seed %llu: alive %.1f s "
+                        "after heal (bound 15 s), then %u alive->dead, %u "
+                        "->dead in 120 s\n",
+                        (unsigned long long)(base + r),
+                        ok ? t_ok / 1000.0 : -1.0, a2d, dead);
+                assert_true(ok);
+                assert_int_equal(a2d, 0);
+                assert_int_equal(dead, 0);
+                assert_true(all_see(s, &live));
+                sim_destroy(s);
+        }
+}
+
+/* Every node in `who` sees node j in `state`. */
+static bool sees(struct sim *s, const size_t *who, size_t n_who, size_t j,
+                 int state)
+{
+        for (size_t i = 0; i < n_who; i++)
+                if (sim_state(s, who[i], j) != state)
+                        return false;
+        return true;
+}
+
+/*
+ * Small clusters: node 0 cut off from the rest ({0} | {1..n-1}), n = 3
+ * and 5. Node 0 knows n members (ourselves included), so it expects
+ * k = min(suspicion_mult - 2, n - 2) >= 1 confirmations, and nobody can
+ * confirm what it suspects: each suspicion lasts the max, 6 x 4 s = 24 s.
+ * Its suspicions start no earlier than the cut (the probe that fails is
+ * answered by nobody after it), so "not yet": at t0 + 24 s - 0.1 s node 0
+ * has declared nobody dead. Then: round-robin probes reach each of the
+ * n - 1 others within n - 1 periods, each stretched by awareness + 1 <= 8
+ * (Lifeguard: +1 per failed probe and per missing NACK, so it soon reaches
+ * its cap): <= 8 (n - 1) s, + 24 s + 1 s slack: all dead by
+ * t0 + 8 (n - 1) + 25 s.
+ * The majority side: each of its members probes node 0 within n - 1
+ * periods and suspects it; the first suspicion gossiped (~0.2 s) meets the
+ * others' own and counts as a confirmation; with k = min(2, n - 2)
+ * confirmations the timeout is min = 4 s, with fewer at most
+ * max - (max - min) * log 2 / log 3 = 11.4 s for n = 5. Bound: n - 1
+ * periods + 11.4 s + 1 s: t0 + 17 s.
+ */
+static void test_small_cluster_lone_node(void **state)
+{
+        uint64_t seed = sim_seed_from_env("small_cluster_lone_node", 1021);
+        (void)state;
+        for (size_t n = 3; n <= 5; n += 2) {
+                struct watch w;
+                struct sim *s = mk(n, seed + n, 0.0, &w);
+                int group[5] = {1, 2, 2, 2, 2};
+                size_t zero[1] = {0}, rest[4] = {1, 2, 3, 4};
+                uint64_t t0;
+
+                cold_start(s);
+                sim_partition(s, group);
+                t0 = sim_now(s);
+                sim_run_until(s, t0 + 17000);
+                for (size_t j = 1; j < n; j++)
+                        assert_int_equal(
+                            sim_state(s, rest[j - 1], 0) == GOSSIP_DEAD, 1);
+                sim_run_until(s, t0 + 24000 - 100);
+                for (size_t j = 1; j < n; j++) {
+                        if (sim_state(s, 0, j) == GOSSIP_DEAD)
+                                fprintf(stderr,
+                                        "small_cluster: n=%zu node 0 has %zu "
+                                        "dead before 24 s\n",
+                                        n, j);
+                        assert_int_not_equal(sim_state(s, 0, j), GOSSIP_DEAD);
+                }
+                sim_run_until(s, t0 + 8000 * (n - 1) + 25000);
+                for (size_t j = 1; j < n; j++)
+                        assert_true(sees(s, zero, 1, j, GOSSIP_DEAD));
+                fprintf(stderr,
+                        "small_cluster: n=%zu lone node 0: nobody dead at "
+                        "24 s - 0.1, all dead by %zu s; the others: node 0 "
+                        "dead by 17 s\n",
+                        n, 8 * (n - 1) + 25);
+                sim_destroy(s);
+        }
+}
+
 /* Crash and restart with the same key: the new life joins and is alive
  * everywhere at a higher incarnation than the old life's "dead". */
 static void test_restart(void **state)
@@ -764,6 +900,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_leave),
             cmocka_unit_test(test_force_leave),
             cmocka_unit_test(test_partition_heal),
+            cmocka_unit_test(test_partition_heal_small),
+            cmocka_unit_test(test_small_cluster_lone_node),
             cmocka_unit_test(test_restart),
             cmocka_unit_test(test_join_retry),
             cmocka_unit_test(test_loss_no_false_dead),
