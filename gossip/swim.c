@@ -14,12 +14,13 @@
  *  - at most one probe in flight; the next one starts a (scaled) probe
  *    period after the previous one started.
  *
- * Confirmations (Lifeguard): wire updates carry no originator, so a
- * confirmation is a suspect update for the same incarnation arriving from a
- * distinct *sender*. That counts a forwarder as independent, which shortens
- * suspicion towards its minimum faster than Lifeguard intends; the minimum
- * (suspicion_mult * log10(n) periods) still bounds how fast a live node is
- * declared dead, and is what the false-positive test exercises.
+ * Confirmations (Lifeguard): a suspect update carries its origin, the
+ * member whose own failed probe raised it; a confirmation is a suspect
+ * update for the same incarnation from a distinct origin, so forwarders
+ * of one rumour count once. A node whose own probe fails on a member it
+ * already suspects confirms it and re-spreads the entry with itself as
+ * origin. An update without an origin (an older sender) counts its
+ * sender, as before; an origin we do not know is not believed either.
  */
 #include "swim.h"
 #include "gn_rng.h"
@@ -295,6 +296,8 @@ static void entry_of(const struct swim_member *m, struct gossip_update *u)
         u->incarnation = m->inc;
         u->addr = m->addr;
         u->state = (uint8_t)m->state;
+        if (m->state == GOSSIP_SUSPECT)
+                u->origin = m->origin;
         memcpy(u->name, m->name, GOSSIP_WIRE_NAME_MAX);
         u->name[GOSSIP_WIRE_NAME_MAX - 1] = 0;
 }
@@ -419,6 +422,7 @@ static void suspect(struct gossip *g, struct swim_member *m, uint64_t inc,
         m->suspect_start_ms = gossip__now(g);
         m->n_confirm = 0;
         m->confirmers[0] = from;
+        m->origin = from;
         set_state(g, m, GOSSIP_SUSPECT, inc);
         m->suspect_deadline_ms = m->suspect_start_ms + suspicion_timeout(g, 0);
         bq_push(g, m);
@@ -426,19 +430,22 @@ static void suspect(struct gossip *g, struct swim_member *m, uint64_t inc,
         tell(g, m);
 }
 
-static void confirm(struct gossip *g, struct swim_member *m, uint64_t from)
+/* An independent confirmation of m's suspicion by `from` (an origin).
+ * true if it counted (a confirmer not seen before). */
+static bool confirm(struct gossip *g, struct swim_member *m, uint64_t from)
 {
         uint32_t i, have = m->n_confirm + 1;
 
         if (have >= SWIM_MAX_CONFIRM)
-                return;
+                return false;
         for (i = 0; i < have; i++)
                 if (m->confirmers[i] == from)
-                        return;
+                        return false;
         m->confirmers[have] = from;
         m->n_confirm++;
         m->suspect_deadline_ms =
             m->suspect_start_ms + suspicion_timeout(g, m->n_confirm);
+        return true;
 }
 
 static void refute(struct gossip *g, uint64_t inc)
@@ -519,18 +526,38 @@ static void apply_gone(struct gossip *g, struct swim_member *m, uint64_t inc,
         bq_push(g, m);
 }
 
+/* Who raised the suspicion u spreads: its origin when given and believable
+ * (a member we know, not the subject itself), else its sender `from`. */
+static uint64_t suspect_origin(const struct gossip *g,
+                               const struct gossip_update *u, uint64_t from)
+{
+        if (!u->origin || u->origin == u->key_id)
+                return from;
+        if (u->origin != g->self.key_id && !gossip__member_find(g, u->origin))
+                return from;
+        return u->origin;
+}
+
 /* Does a remote "dead" about m only count as a suspicion? Yes when we see m
  * alive (our view is at least as fresh as the rumour: let m refute it),
- * or suspect but heard from directly since the suspicion began; always in
- * a SYNC (a whole view, possibly stale) about a member we know. */
-static bool dead_as_suspect(const struct swim_member *m, bool is_sync)
+ * and when we suspect m but heard from it directly since, or suspect it
+ * for less than the suspicion minimum (m has not yet had the time to
+ * refute to us that the rumour's author gave it); always in a SYNC (a whole
+ * view, possibly stale) about a member we know. */
+static bool dead_as_suspect(const struct gossip *g, const struct swim_member *m,
+                            bool is_sync)
 {
+        uint64_t now = gossip__now(g);
+
         if (m->state == SWIM_UNKNOWN)
                 return false;
         if (is_sync || m->state == GOSSIP_ALIVE)
                 return true;
-        return m->state == GOSSIP_SUSPECT &&
-               m->last_heard_ms >= m->suspect_start_ms;
+        if (m->state != GOSSIP_SUSPECT)
+                return false;
+        return m->last_heard_ms >= m->suspect_start_ms ||
+               now - m->suspect_start_ms <
+                   suspicion_timeout(g, SWIM_MAX_CONFIRM);
 }
 
 /* Merge one update from `from` (a key id). A remote "dead" about a member
@@ -554,10 +581,10 @@ static void apply_update(struct gossip *g, const struct gossip_update *u,
                 apply_alive(g, m, u);
                 break;
         case GOSSIP_SUSPECT:
-                apply_suspect(g, m, u->incarnation, from);
+                apply_suspect(g, m, u->incarnation, suspect_origin(g, u, from));
                 break;
         case GOSSIP_DEAD:
-                if (dead_as_suspect(m, is_sync))
+                if (dead_as_suspect(g, m, is_sync))
                         apply_suspect(g, m, u->incarnation, from);
                 else
                         apply_gone(g, m, u->incarnation, GOSSIP_DEAD);
@@ -714,10 +741,14 @@ static void probe_fail(struct gossip *g)
         else
                 awareness_add(g, 1);
         p->m = NULL;
-        if (m->state == GOSSIP_ALIVE)
+        if (m->state == GOSSIP_ALIVE) {
                 suspect(g, m, m->inc, g->self.key_id);
-        else if (m->state == GOSSIP_SUSPECT)
-                confirm(g, m, g->self.key_id);
+        } else if (m->state == GOSSIP_SUSPECT &&
+                   confirm(g, m, g->self.key_id)) {
+                /* our own, independent suspicion: spread it as such */
+                m->origin = g->self.key_id;
+                bq_push(g, m);
+        }
 }
 
 static void on_ack(struct gossip *g, struct swim_member *from,

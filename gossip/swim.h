@@ -72,7 +72,8 @@ struct swim_member {
         /* suspicion (state SUSPECT) */
         uint64_t suspect_start_ms, suspect_deadline_ms;
         uint32_t n_confirm;
-        uint64_t confirmers[SWIM_MAX_CONFIRM];
+        uint64_t confirmers[SWIM_MAX_CONFIRM]; /* [0]: who raised it */
+        uint64_t origin; /* the origin our suspect entry carries */
         /* dissemination of this member's entry */
         uint32_t tx_left;
         bool in_bq, in_suspects;

@@ -98,9 +98,9 @@ enum {
         ADDR4_BYTES = 6,  /* IPv4 address + port */
         ADDR6_BYTES = 18, /* IPv6 address + port */
         /* Largest encoding of one update: array hdr, 2 x uint64, state,
-         * bin8 IPv6 address, str8 name. */
+         * bin8 IPv6 address, str8 name, uint64 origin. */
         UPDATE_MAX_BYTES =
-            1 + 9 + 1 + 9 + 2 + ADDR6_BYTES + 2 + GOSSIP_WIRE_NAME_MAX,
+            1 + 9 + 1 + 9 + 2 + ADDR6_BYTES + 2 + GOSSIP_WIRE_NAME_MAX + 9,
 };
 
 struct kind_info {
@@ -220,13 +220,17 @@ static int pack_update(msgpack_packer *pk, const struct gossip_update *u)
         size_t n = strlen(u->name);
         int r;
 
-        r = msgpack_pack_array(pk, n ? 5 : 4);
+        r = msgpack_pack_array(pk, u->origin ? 6 : n ? 5 : 4);
         r = r ? r : msgpack_pack_uint64(pk, u->key_id);
         r = r ? r : msgpack_pack_uint8(pk, u->state);
         r = r ? r : msgpack_pack_uint64(pk, u->incarnation);
         r = r ? r : pack_addr(pk, &u->addr);
         if (n)
                 r = r ? r : msgpack_pack_str_with_body(pk, u->name, n);
+        else if (u->origin)
+                r = r ? r : msgpack_pack_nil(pk);
+        if (u->origin)
+                r = r ? r : msgpack_pack_uint64(pk, u->origin);
         return r;
 }
 
@@ -657,7 +661,8 @@ static int get_name(const msgpack_object *o, char *name)
         return 0;
 }
 
-/* [key_id, state, incarnation, addr|nil, (name|nil), ...ignored] */
+/* [key_id, state, incarnation, addr|nil, (name|nil), (origin),
+ *  ...ignored] */
 static int get_update(const msgpack_object *o, struct gossip_update *u)
 {
         const msgpack_object *f;
@@ -672,7 +677,12 @@ static int get_update(const msgpack_object *o, struct gossip_update *u)
                 return -1;
         u->state = (uint8_t)state;
         u->name[0] = 0;
-        return o->via.array.size > 4 ? get_name(&f[4], u->name) : 0;
+        u->origin = 0;
+        if (o->via.array.size > 4 && get_name(&f[4], u->name))
+                return -1;
+        if (o->via.array.size > 5 && get_u64(&f[5], &u->origin))
+                return -1;
+        return 0;
 }
 
 static int get_updates(const msgpack_object *o, struct gossip_msg *m)

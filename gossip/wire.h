@@ -115,6 +115,10 @@ struct gossip_update {
         struct gossip_addr addr;         /* family 0: no address known */
         uint8_t state;                   /* 0..GOSSIP_WIRE_STATE_MAX */
         char name[GOSSIP_WIRE_NAME_MAX]; /* NUL-terminated, "" = none */
+        /* SUSPECT: key id of the member whose own failed probe raised this
+         * suspicion (Lifeguard's confirmations count distinct origins);
+         * 0 = not given (an older sender: count the frame's sender). */
+        uint64_t origin;
 };
 
 /* GRADIENT and PARAMS. */

@@ -750,6 +750,131 @@ static void on_app(void *ctx, const struct gossip_member_info *from, int kind,
         g->n++;
 }
 
+/*
+ * Confirmations count distinct origins, not forwarders (Lifeguard). An
+ * observer V knows 5 to 7 members (itself, subject X, origins O1..O3,
+ * forwarders F1 F2), so it expects k = min(4 - 2, n - 2) = 2 confirmations: min
+ * 4 s, max 24 s. Hand-made, signed update carriers (ACK with ack_seq 0) reach V
+ * at t = 1 s; V is ticked only at the instants checked, so no probe of its
+ * own can fail and confirm. Derived deadlines from the suspicion's start
+ * (1 s): one origin forwarded by F1 and F2 - no confirmation, 24 s;
+ * two origins - one, 24 - 20 log 2 / log 3 = 11.38 s; three - min, 4 s.
+ * Each case: X is suspect 100 ms before its deadline, dead at it.
+ */
+struct conf_case {
+        const char *name;
+        int origin[3]; /* per rumour: index of its origin, -1 = none */
+        int n;
+        uint64_t deadline; /* ms after the suspicion starts */
+};
+
+static void send_carrier(struct gossip *v, const uint8_t *sk,
+                         const struct gossip_addr *from, uint64_t seq,
+                         struct gossip_update *u, uint32_t n_u)
+{
+        struct gossip_msg m = {0};
+        uint8_t buf[512];
+        size_t len;
+        uint32_t sent;
+
+        m.kind = GOSSIP_MSG_ACK;
+        m.channel = GOSSIP_CH_DGRAM;
+        m.incarnation = 1;
+        m.seq = seq;
+        m.updates = u;
+        m.n_updates = n_u;
+        assert_int_equal(
+            gossip_wire_encode(&m, sk, buf, sizeof(buf), &len, &sent), 0);
+        assert_int_equal(sent, n_u);
+        assert_int_equal(gossip_on_message(v, from, buf, len, GOSSIP_CH_DGRAM),
+                         0);
+}
+
+static void run_conf_case(const struct conf_case *c)
+{
+        /* 0 V, 1 X, 2 O1, 3 O2, 4 O3, 5 F1, 6 F2 */
+        enum { NK = 7 };
+        uint8_t pk[NK][GOSSIP_KEY_BYTES], sk[NK][GOSSIP_SECRET_BYTES];
+        uint8_t seed[32] = {0};
+        struct gossip_peer peers[NK];
+        struct gossip_config cv = {0};
+        struct cap xv = {0};
+        struct gossip_env ev = {cap_send, cap_now, 7, &xv};
+        struct gossip_member_info mi;
+        struct gossip *v;
+        uint64_t seq = 1;
+
+        for (int i = 0; i < NK; i++) {
+                seed[0] = (uint8_t)(i + 1);
+                crypto_sign_seed_keypair(pk[i], sk[i], seed);
+                memset(&peers[i], 0, sizeof(peers[i]));
+                memcpy(peers[i].key, pk[i], GOSSIP_KEY_BYTES);
+                peers[i].addr.family = 4;
+                peers[i].addr.addr[0] = 10;
+                peers[i].addr.addr[3] = (uint8_t)(i + 1);
+                peers[i].addr.port = 7946;
+        }
+        memcpy(cv.public_key, pk[0], 32);
+        memcpy(cv.secret_key, sk[0], 64);
+        cv.addr = peers[0].addr;
+        cv.incarnation = 1;
+        cv.peers = peers;
+        cv.n_peers = NK;
+        assert_int_equal(gossip_create(&cv, &ev, &v), 0);
+        /* at t = 0: X, the origins' authors and the forwarders are heard
+         * from directly: V knows 1 + 4 members (O2/O3 only when used) */
+        int known[NK] = {0, 1, 1, 0, 0, 1, 1};
+        for (int r = 0; r < c->n; r++)
+                if (c->origin[r] >= 0)
+                        known[c->origin[r]] = 1;
+        for (int i = 1; i < NK; i++)
+                if (known[i])
+                        send_carrier(v, sk[i], &peers[i].addr, seq++, NULL, 0);
+        /* t = 1 s: the rumours, each through a forwarder (F1, F2, F1) */
+        xv.now = 1000;
+        for (int r = 0; r < c->n; r++) {
+                struct gossip_update u = {0};
+                int fw = r % 2 ? 6 : 5;
+                u.key_id = gossip_key_id(pk[1]);
+                u.state = GOSSIP_SUSPECT;
+                u.incarnation = 1;
+                if (c->origin[r] >= 0)
+                        u.origin = gossip_key_id(pk[c->origin[r]]);
+                send_carrier(v, sk[fw], &peers[fw].addr, seq++, &u, 1);
+        }
+        assert_int_equal(gossip_member_get(v, pk[1], &mi), 0);
+        assert_int_equal(mi.state, GOSSIP_SUSPECT);
+        xv.now = 1000 + c->deadline - 100;
+        gossip_tick(v);
+        assert_int_equal(gossip_member_get(v, pk[1], &mi), 0);
+        if (mi.state != GOSSIP_SUSPECT)
+                fail_msg("%s: X %s at %llu ms, want suspect until %llu",
+                         c->name, gossip_state_name(mi.state),
+                         (unsigned long long)(c->deadline - 100),
+                         (unsigned long long)c->deadline);
+        xv.now = 1000 + c->deadline;
+        gossip_tick(v);
+        assert_int_equal(gossip_member_get(v, pk[1], &mi), 0);
+        if (mi.state != GOSSIP_DEAD)
+                fail_msg("%s: X %s at %llu ms, want dead", c->name,
+                         gossip_state_name(mi.state),
+                         (unsigned long long)c->deadline);
+        gossip_destroy(v);
+}
+
+static void test_confirmations_count_origins(void **state)
+{
+        const struct conf_case cases[] = {
+            {"one origin, two forwarders", {2, 2, 2}, 3, 24000},
+            {"two origins", {2, 3, -1}, 2, 11381},
+            {"three origins", {2, 3, 4}, 3, 4000},
+        };
+        (void)state;
+        assert_true(sodium_init() >= 0);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                run_conf_case(&cases[i]);
+}
+
 static void test_facade_app_and_rejects(void **state)
 {
         uint8_t pk[3][GOSSIP_KEY_BYTES], sk[3][GOSSIP_SECRET_BYTES];
@@ -893,6 +1018,7 @@ int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_facade_app_and_rejects),
+            cmocka_unit_test(test_confirmations_count_origins),
             cmocka_unit_test(test_cold_start_64),
             cmocka_unit_test(test_crash_10pct),
             cmocka_unit_test(test_one_way_cut),
