@@ -123,6 +123,9 @@ struct gossip_stats {
         uint64_t rejects[GOSSIP_REJECT_SLOTS]; /* index -GOSSIP_E* */
         uint64_t probes, probe_timeouts, indirect_probes, nacks;
         uint64_t suspects_raised, refutes, deaths_declared;
+        /* probes that ended with no ACK at all (each raises or confirms a
+         * suspicion of our own); stream-channel fallback PINGs sent */
+        uint64_t probe_failures, stream_probes;
         uint64_t syncs_sent, syncs_received;
         uint64_t app_in, app_out;
         uint64_t kind_in[GOSSIP_KIND_SLOTS];  /* accepted frames by kind */

@@ -700,6 +700,7 @@ static void probe_indirect(struct gossip *g)
 {
         struct swim_probe *p = &g->probe;
         struct swim_member *used[SWIM_MAX_INDIRECT];
+        struct gossip_msg sp = {0};
         uint32_t k = g->tun.indirect_checks, n = 0, tries, i;
 
         if (k > SWIM_MAX_INDIRECT)
@@ -727,6 +728,15 @@ static void probe_indirect(struct gossip *g)
                 g->st.indirect_probes++;
         }
         p->expected_nacks = n;
+        /* memberlist's TCP fallback: the stream retransmits what datagram
+         * loss ate; answered on the stream, within the same period */
+        sp.kind = GOSSIP_MSG_PING;
+        sp.channel = GOSSIP_CH_STREAM;
+        sp.u.ping.target = p->m->key_id;
+        if (gossip__send(g, p->m, &p->m->addr, &sp) == 0) {
+                p->stream_seq = sp.seq;
+                g->st.stream_probes++;
+        }
 }
 
 static void probe_fail(struct gossip *g)
@@ -741,6 +751,7 @@ static void probe_fail(struct gossip *g)
         else
                 awareness_add(g, 1);
         p->m = NULL;
+        g->st.probe_failures++;
         if (m->state == GOSSIP_ALIVE) {
                 suspect(g, m, m->inc, g->self.key_id);
         } else if (m->state == GOSSIP_SUSPECT &&
@@ -770,7 +781,8 @@ static void on_ack(struct gossip *g, struct swim_member *from,
                 }
                 return;
         }
-        if (p->m && s == p->seq && from == p->m && !msg->u.ack.nack) {
+        if (p->m && from == p->m && !msg->u.ack.nack &&
+            (s == p->seq || (p->stream_seq && s == p->stream_seq))) {
                 uint32_t rtt = (uint32_t)(gossip__now(g) - p->sent_ms);
                 from->rtt_ms = from->rtt_ms ? (7 * from->rtt_ms + rtt) / 8
                                             : (rtt ? rtt : 1);
@@ -1013,10 +1025,16 @@ void gossip__swim_on_msg(struct gossip *g, struct swim_member *from,
                 if (m->u.ping.target && m->u.ping.target != g->self.key_id)
                         return; /* meant for a previous owner of the addr */
                 out.kind = GOSSIP_MSG_ACK;
-                out.channel = GOSSIP_CH_DGRAM;
+                out.channel = m->channel; /* a stream PING: a stream ACK */
                 out.u.ack.ack_seq = m->seq;
                 out.u.ack.target = g->self.key_id;
-                gossip__send(g, from, from_addr, &out);
+                /* a stream frame's from_addr is the sender's ephemeral
+                 * port: answer its listening address */
+                gossip__send(g, from,
+                             m->channel == GOSSIP_CH_STREAM && from->addr.family
+                                 ? &from->addr
+                                 : from_addr,
+                             &out);
                 break;
         }
         case GOSSIP_MSG_PING_REQ:

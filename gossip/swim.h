@@ -10,7 +10,9 @@
  *  - every probe period, PING the next member of a shuffled round-robin
  *    list; no ACK within the probe timeout: PING_REQ through k others, who
  *    ping the target for us and answer ACK, or NACK when they hear nothing
- *    (Lifeguard: a missing NACK means *we* are slow, not the target);
+ *    (Lifeguard: a missing NACK means *we* are slow, not the target), and
+ *    at the same time one PING on the stream channel (memberlist's TCP
+ *    fallback: datagram loss alone does not make a member suspect);
  *  - no ACK by the end of the period: the target becomes SUSPECT; after the
  *    suspicion timeout (Lifeguard: starts at max, shrinks towards min as
  *    independent confirmations arrive) it is DEAD;
@@ -89,6 +91,7 @@ struct swim_probe {
         struct swim_member *m;   /* NULL: no probe in flight */
         uint64_t seq;            /* our PING's seq */
         uint64_t req_lo, req_hi; /* our PING_REQs' seqs */
+        uint64_t stream_seq;     /* our fallback PING on the stream, or 0 */
         uint64_t sent_ms, timeout_at, end_at;
         uint32_t expected_nacks, nacks;
         bool indirect, acked;
