@@ -45,3 +45,15 @@ if(TARGET gn::cmocka AND TARGET gn_gossip)
               LABELS unit TIMEOUT 120)
   set_tests_properties(test_net_lockout PROPERTIES RUN_SERIAL TRUE)
 endif()
+
+# Membership across a real partition {0,1}|{2} and its heal (issue 11):
+# three namespaces on a bridge, a membership-only node in each. ~85 s.
+if(TARGET gn_gossip)
+  add_executable(swim_node ${CMAKE_CURRENT_LIST_DIR}/netns/swim_node.c)
+  target_link_libraries(swim_node PRIVATE gn_nodenet_t gn_gossip)
+  add_test(NAME netns_swim
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/netns/netns_swim.sh
+                   $<TARGET_FILE:swim_node>)
+  set_tests_properties(netns_swim PROPERTIES LABELS netns TIMEOUT 240
+                       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+endif()
