@@ -104,6 +104,7 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         g->on_member = cfg->on_member;
         g->cb_ctx = cfg->cb_ctx;
         g->n_live = 1;
+        g->n_known = 1;
         g->kr = gossip_keyring_new();
         g->rp = gossip_replay_new();
         if (!g->kr || !g->rp)
@@ -282,6 +283,14 @@ static void count_reject(struct gossip *g, const void *buf, size_t len, int rc)
         m = gossip__member_find(g, id);
         if (m && -rc < GOSSIP_REJECT_SLOTS)
                 m->rejects[-rc]++;
+}
+
+int gossip_frame_authenticate(const struct gossip *g, const void *buf,
+                              size_t len, int channel)
+{
+        if (!g)
+                return GOSSIP_EINVAL;
+        return gossip_wire_authenticate(buf, len, channel, NULL, g->kr);
 }
 
 int gossip_on_message(struct gossip *g, const struct gossip_addr *from,

@@ -123,6 +123,9 @@ struct gossip_stats {
         uint64_t rejects[GOSSIP_REJECT_SLOTS]; /* index -GOSSIP_E* */
         uint64_t probes, probe_timeouts, indirect_probes, nacks;
         uint64_t suspects_raised, refutes, deaths_declared;
+        /* probes that ended with no ACK at all (each raises or confirms a
+         * suspicion of our own); stream-channel fallback PINGs sent */
+        uint64_t probe_failures, stream_probes;
         uint64_t syncs_sent, syncs_received;
         uint64_t app_in, app_out;
         uint64_t kind_in[GOSSIP_KIND_SLOTS];  /* accepted frames by kind */
@@ -149,6 +152,13 @@ void gossip_destroy(struct gossip *g);
  * it was rejected (also counted in the stats); rejection is normal life. */
 int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
                       const void *buf, size_t len, int channel);
+
+/* Is buf, received on channel, a frame signed (or MAC'd) by a trusted key
+ * for that channel? 0 or the negative reason; changes nothing (no replay
+ * window, no counters), so the frame is fed to gossip_on_message() after.
+ * For a transport's first-frame check (node_net_config.verify). */
+int gossip_frame_authenticate(const struct gossip *g, const void *buf,
+                              size_t len, int channel);
 
 /* Do whatever is due at env->now_ms (probes, timeouts, sync). */
 void gossip_tick(struct gossip *g);

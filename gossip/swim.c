@@ -14,12 +14,13 @@
  *  - at most one probe in flight; the next one starts a (scaled) probe
  *    period after the previous one started.
  *
- * Confirmations (Lifeguard): wire updates carry no originator, so a
- * confirmation is a suspect update for the same incarnation arriving from a
- * distinct *sender*. That counts a forwarder as independent, which shortens
- * suspicion towards its minimum faster than Lifeguard intends; the minimum
- * (suspicion_mult * log10(n) periods) still bounds how fast a live node is
- * declared dead, and is what the false-positive test exercises.
+ * Confirmations (Lifeguard): a suspect update carries its origin, the
+ * member whose own failed probe raised it; a confirmation is a suspect
+ * update for the same incarnation from a distinct origin, so forwarders
+ * of one rumour count once. A node whose own probe fails on a member it
+ * already suspects confirms it and re-spreads the entry with itself as
+ * origin. An update without an origin (an older sender) counts its
+ * sender, as before; an origin we do not know is not believed either.
  */
 #include "swim.h"
 #include "gn_rng.h"
@@ -176,6 +177,8 @@ void gossip__member_remove(struct gossip *g, struct swim_member *m)
 
         if (is_live(m->state))
                 g->n_live--;
+        if (m->state != SWIM_UNKNOWN)
+                g->n_known--;
         if (m->in_suspects)
                 list_del(g->suspects, &g->n_suspects, m);
         if (m->in_bq)
@@ -238,18 +241,32 @@ static void awareness_add(struct gossip *g, int delta)
 
 /* Lifeguard: timeout(c) = max - (max - min) * log(c+1) / log(k+1), at
  * least min, where c is the number of independent confirmations and k the
- * number expected. min = suspicion_mult * max(1, log10 n) * period. */
+ * number expected. min = suspicion_mult * max(1, log10 n) * period.
+ *
+ * n counts the members we know (heard of, in any state, ourselves
+ * included), as memberlist does, not the live ones: a node cut off from
+ * the rest sees them go suspect and dead, and must not take that as the
+ * cluster shrinking. k = suspicion_mult - 2, but at most n - 2 (the others
+ * besides us and the suspect that could confirm). memberlist drops k to 0
+ * (timeout min) when n - 2 < suspicion_mult - 2; we keep k = n - 2, so in
+ * a 3-member cluster a lone suspecter waits max (no one can corroborate
+ * it), while two who agree reach min with one confirmation. Only with 2
+ * members (k = 0, nobody could confirm) does the timeout start at min. */
 static uint64_t suspicion_timeout(const struct gossip *g, uint32_t c)
 {
-        double n = (double)(g->n_live ? g->n_live : 1);
+        double n = (double)(g->n_known ? g->n_known : 1);
         double lg = n > 10 ? log10(n) : 1.0;
         double mn = g->tun.suspicion_mult * lg * g->tun.probe_period_ms;
         double mx = mn * g->tun.suspicion_max_mult;
         long k = (long)g->tun.suspicion_mult - 2;
         double t;
 
-        if (k < 1 || (double)g->n_live < (double)k + 2)
+        if (k > (long)g->n_known - 2)
+                k = (long)g->n_known - 2;
+        if (k < 1)
                 return (uint64_t)mn;
+        if (c > (uint32_t)k)
+                c = (uint32_t)k;
         t = mx - (mx - mn) * log((double)c + 1) / log((double)k + 1);
         return (uint64_t)(t < mn ? mn : t);
 }
@@ -279,6 +296,8 @@ static void entry_of(const struct swim_member *m, struct gossip_update *u)
         u->incarnation = m->inc;
         u->addr = m->addr;
         u->state = (uint8_t)m->state;
+        if (m->state == GOSSIP_SUSPECT)
+                u->origin = m->origin;
         memcpy(u->name, m->name, GOSSIP_WIRE_NAME_MAX);
         u->name[GOSSIP_WIRE_NAME_MAX - 1] = 0;
 }
@@ -365,8 +384,10 @@ static void set_state(struct gossip *g, struct swim_member *m, int state,
                 g->suspects[g->n_suspects++] = m;
                 m->in_suspects = true;
         }
-        if (old == SWIM_UNKNOWN)
+        if (old == SWIM_UNKNOWN) {
                 g->n_learned++;
+                g->n_known++;
+        }
         m->state = state;
         m->state_ms = gossip__now(g);
         if (g->on_member) {
@@ -401,6 +422,7 @@ static void suspect(struct gossip *g, struct swim_member *m, uint64_t inc,
         m->suspect_start_ms = gossip__now(g);
         m->n_confirm = 0;
         m->confirmers[0] = from;
+        m->origin = from;
         set_state(g, m, GOSSIP_SUSPECT, inc);
         m->suspect_deadline_ms = m->suspect_start_ms + suspicion_timeout(g, 0);
         bq_push(g, m);
@@ -408,19 +430,22 @@ static void suspect(struct gossip *g, struct swim_member *m, uint64_t inc,
         tell(g, m);
 }
 
-static void confirm(struct gossip *g, struct swim_member *m, uint64_t from)
+/* An independent confirmation of m's suspicion by `from` (an origin).
+ * true if it counted (a confirmer not seen before). */
+static bool confirm(struct gossip *g, struct swim_member *m, uint64_t from)
 {
         uint32_t i, have = m->n_confirm + 1;
 
         if (have >= SWIM_MAX_CONFIRM)
-                return;
+                return false;
         for (i = 0; i < have; i++)
                 if (m->confirmers[i] == from)
-                        return;
+                        return false;
         m->confirmers[have] = from;
         m->n_confirm++;
         m->suspect_deadline_ms =
             m->suspect_start_ms + suspicion_timeout(g, m->n_confirm);
+        return true;
 }
 
 static void refute(struct gossip *g, uint64_t inc)
@@ -501,8 +526,44 @@ static void apply_gone(struct gossip *g, struct swim_member *m, uint64_t inc,
         bq_push(g, m);
 }
 
-/* Merge one update from `from` (a key id). In a SYNC, "dead" only starts a
- * suspicion: the sender's view may be stale, and a suspicion is refutable. */
+/* Who raised the suspicion u spreads: its origin when given and believable
+ * (a member we know, not the subject itself), else its sender `from`. */
+static uint64_t suspect_origin(const struct gossip *g,
+                               const struct gossip_update *u, uint64_t from)
+{
+        if (!u->origin || u->origin == u->key_id)
+                return from;
+        if (u->origin != g->self.key_id && !gossip__member_find(g, u->origin))
+                return from;
+        return u->origin;
+}
+
+/* Does a remote "dead" about m only count as a suspicion? Yes when we see m
+ * alive (our view is at least as fresh as the rumour: let m refute it),
+ * and when we suspect m but heard from it directly since, or suspect it
+ * for less than the suspicion minimum (m has not yet had the time to
+ * refute to us that the rumour's author gave it); always in a SYNC (a whole
+ * view, possibly stale) about a member we know. */
+static bool dead_as_suspect(const struct gossip *g, const struct swim_member *m,
+                            bool is_sync)
+{
+        uint64_t now = gossip__now(g);
+
+        if (m->state == SWIM_UNKNOWN)
+                return false;
+        if (is_sync || m->state == GOSSIP_ALIVE)
+                return true;
+        if (m->state != GOSSIP_SUSPECT)
+                return false;
+        return m->last_heard_ms >= m->suspect_start_ms ||
+               now - m->suspect_start_ms <
+                   suspicion_timeout(g, SWIM_MAX_CONFIRM);
+}
+
+/* Merge one update from `from` (a key id). A remote "dead" about a member
+ * we see alive (or in a SYNC) only starts a suspicion: the sender's view may
+ * be stale (a healed partition), and a suspicion is refutable; only our
+ * own suspicion timeout turns a member we saw alive into dead. */
 static void apply_update(struct gossip *g, const struct gossip_update *u,
                          uint64_t from, bool is_sync)
 {
@@ -520,10 +581,10 @@ static void apply_update(struct gossip *g, const struct gossip_update *u,
                 apply_alive(g, m, u);
                 break;
         case GOSSIP_SUSPECT:
-                apply_suspect(g, m, u->incarnation, from);
+                apply_suspect(g, m, u->incarnation, suspect_origin(g, u, from));
                 break;
         case GOSSIP_DEAD:
-                if (is_sync && m->state != SWIM_UNKNOWN)
+                if (dead_as_suspect(g, m, is_sync))
                         apply_suspect(g, m, u->incarnation, from);
                 else
                         apply_gone(g, m, u->incarnation, GOSSIP_DEAD);
@@ -639,6 +700,7 @@ static void probe_indirect(struct gossip *g)
 {
         struct swim_probe *p = &g->probe;
         struct swim_member *used[SWIM_MAX_INDIRECT];
+        struct gossip_msg sp = {0};
         uint32_t k = g->tun.indirect_checks, n = 0, tries, i;
 
         if (k > SWIM_MAX_INDIRECT)
@@ -666,6 +728,15 @@ static void probe_indirect(struct gossip *g)
                 g->st.indirect_probes++;
         }
         p->expected_nacks = n;
+        /* memberlist's TCP fallback: the stream retransmits what datagram
+         * loss ate; answered on the stream, within the same period */
+        sp.kind = GOSSIP_MSG_PING;
+        sp.channel = GOSSIP_CH_STREAM;
+        sp.u.ping.target = p->m->key_id;
+        if (gossip__send(g, p->m, &p->m->addr, &sp) == 0) {
+                p->stream_seq = sp.seq;
+                g->st.stream_probes++;
+        }
 }
 
 static void probe_fail(struct gossip *g)
@@ -680,10 +751,15 @@ static void probe_fail(struct gossip *g)
         else
                 awareness_add(g, 1);
         p->m = NULL;
-        if (m->state == GOSSIP_ALIVE)
+        g->st.probe_failures++;
+        if (m->state == GOSSIP_ALIVE) {
                 suspect(g, m, m->inc, g->self.key_id);
-        else if (m->state == GOSSIP_SUSPECT)
-                confirm(g, m, g->self.key_id);
+        } else if (m->state == GOSSIP_SUSPECT &&
+                   confirm(g, m, g->self.key_id)) {
+                /* our own, independent suspicion: spread it as such */
+                m->origin = g->self.key_id;
+                bq_push(g, m);
+        }
 }
 
 static void on_ack(struct gossip *g, struct swim_member *from,
@@ -705,7 +781,8 @@ static void on_ack(struct gossip *g, struct swim_member *from,
                 }
                 return;
         }
-        if (p->m && s == p->seq && from == p->m && !msg->u.ack.nack) {
+        if (p->m && from == p->m && !msg->u.ack.nack &&
+            (s == p->seq || (p->stream_seq && s == p->stream_seq))) {
                 uint32_t rtt = (uint32_t)(gossip__now(g) - p->sent_ms);
                 from->rtt_ms = from->rtt_ms ? (7 * from->rtt_ms + rtt) / 8
                                             : (rtt ? rtt : 1);
@@ -948,10 +1025,16 @@ void gossip__swim_on_msg(struct gossip *g, struct swim_member *from,
                 if (m->u.ping.target && m->u.ping.target != g->self.key_id)
                         return; /* meant for a previous owner of the addr */
                 out.kind = GOSSIP_MSG_ACK;
-                out.channel = GOSSIP_CH_DGRAM;
+                out.channel = m->channel; /* a stream PING: a stream ACK */
                 out.u.ack.ack_seq = m->seq;
                 out.u.ack.target = g->self.key_id;
-                gossip__send(g, from, from_addr, &out);
+                /* a stream frame's from_addr is the sender's ephemeral
+                 * port: answer its listening address */
+                gossip__send(g, from,
+                             m->channel == GOSSIP_CH_STREAM && from->addr.family
+                                 ? &from->addr
+                                 : from_addr,
+                             &out);
                 break;
         }
         case GOSSIP_MSG_PING_REQ:

@@ -10,7 +10,9 @@
  *  - every probe period, PING the next member of a shuffled round-robin
  *    list; no ACK within the probe timeout: PING_REQ through k others, who
  *    ping the target for us and answer ACK, or NACK when they hear nothing
- *    (Lifeguard: a missing NACK means *we* are slow, not the target);
+ *    (Lifeguard: a missing NACK means *we* are slow, not the target), and
+ *    at the same time one PING on the stream channel (memberlist's TCP
+ *    fallback: datagram loss alone does not make a member suspect);
  *  - no ACK by the end of the period: the target becomes SUSPECT; after the
  *    suspicion timeout (Lifeguard: starts at max, shrinks towards min as
  *    independent confirmations arrive) it is DEAD;
@@ -35,7 +37,7 @@
  * Invariants: members are the trusted keys (struct swim_member exists for
  * each; state SWIM_UNKNOWN until first heard of); a member's incarnation
  * never decreases; n_live counts members (ourselves included) that are
- * alive or suspect.
+ * alive or suspect; n_known those not SWIM_UNKNOWN (ourselves included).
  */
 #ifndef GOSSIP_SWIM_H
 #define GOSSIP_SWIM_H
@@ -72,7 +74,8 @@ struct swim_member {
         /* suspicion (state SUSPECT) */
         uint64_t suspect_start_ms, suspect_deadline_ms;
         uint32_t n_confirm;
-        uint64_t confirmers[SWIM_MAX_CONFIRM];
+        uint64_t confirmers[SWIM_MAX_CONFIRM]; /* [0]: who raised it */
+        uint64_t origin; /* the origin our suspect entry carries */
         /* dissemination of this member's entry */
         uint32_t tx_left;
         bool in_bq, in_suspects;
@@ -88,6 +91,7 @@ struct swim_probe {
         struct swim_member *m;   /* NULL: no probe in flight */
         uint64_t seq;            /* our PING's seq */
         uint64_t req_lo, req_hi; /* our PING_REQs' seqs */
+        uint64_t stream_seq;     /* our fallback PING on the stream, or 0 */
         uint64_t sent_ms, timeout_at, end_at;
         uint32_t expected_nacks, nacks;
         bool indirect, acked;
@@ -121,7 +125,8 @@ struct gossip {
         /* members, sorted by key_id */
         struct swim_member **tab;
         size_t n_tab, cap_tab;
-        size_t n_live; /* alive + suspect, ourselves included */
+        size_t n_live;  /* alive + suspect, ourselves included */
+        size_t n_known; /* heard of (any state), ourselves included */
 
         /* round-robin probe order */
         struct swim_member **plist;

@@ -98,9 +98,9 @@ enum {
         ADDR4_BYTES = 6,  /* IPv4 address + port */
         ADDR6_BYTES = 18, /* IPv6 address + port */
         /* Largest encoding of one update: array hdr, 2 x uint64, state,
-         * bin8 IPv6 address, str8 name. */
+         * bin8 IPv6 address, str8 name, uint64 origin. */
         UPDATE_MAX_BYTES =
-            1 + 9 + 1 + 9 + 2 + ADDR6_BYTES + 2 + GOSSIP_WIRE_NAME_MAX,
+            1 + 9 + 1 + 9 + 2 + ADDR6_BYTES + 2 + GOSSIP_WIRE_NAME_MAX + 9,
 };
 
 struct kind_info {
@@ -220,13 +220,17 @@ static int pack_update(msgpack_packer *pk, const struct gossip_update *u)
         size_t n = strlen(u->name);
         int r;
 
-        r = msgpack_pack_array(pk, n ? 5 : 4);
+        r = msgpack_pack_array(pk, u->origin ? 6 : n ? 5 : 4);
         r = r ? r : msgpack_pack_uint64(pk, u->key_id);
         r = r ? r : msgpack_pack_uint8(pk, u->state);
         r = r ? r : msgpack_pack_uint64(pk, u->incarnation);
         r = r ? r : pack_addr(pk, &u->addr);
         if (n)
                 r = r ? r : msgpack_pack_str_with_body(pk, u->name, n);
+        else if (u->origin)
+                r = r ? r : msgpack_pack_nil(pk);
+        if (u->origin)
+                r = r ? r : msgpack_pack_uint64(pk, u->origin);
         return r;
 }
 
@@ -657,7 +661,8 @@ static int get_name(const msgpack_object *o, char *name)
         return 0;
 }
 
-/* [key_id, state, incarnation, addr|nil, (name|nil), ...ignored] */
+/* [key_id, state, incarnation, addr|nil, (name|nil), (origin),
+ *  ...ignored] */
 static int get_update(const msgpack_object *o, struct gossip_update *u)
 {
         const msgpack_object *f;
@@ -672,7 +677,12 @@ static int get_update(const msgpack_object *o, struct gossip_update *u)
                 return -1;
         u->state = (uint8_t)state;
         u->name[0] = 0;
-        return o->via.array.size > 4 ? get_name(&f[4], u->name) : 0;
+        u->origin = 0;
+        if (o->via.array.size > 4 && get_name(&f[4], u->name))
+                return -1;
+        if (o->via.array.size > 5 && get_u64(&f[5], &u->origin))
+                return -1;
+        return 0;
 }
 
 static int get_updates(const msgpack_object *o, struct gossip_msg *m)
@@ -857,6 +867,37 @@ static size_t channel_max(const struct gossip_wire_limits *lim, int channel)
                                       : GOSSIP_WIRE_STREAM_MAX;
 }
 
+/* Checks 1-12 of docs/protocol.md 2.3: layout, signer, signature or tag,
+ * channel. 0 and *body_len, or a GOSSIP_E* code. Reads no state but kr. */
+static int authenticate(const uint8_t *b, size_t len, int channel,
+                        const struct gossip_wire_limits *lim,
+                        const struct gossip_keyring *kr, uint64_t *body_len)
+{
+        uint64_t key_id;
+        const uint8_t *pk;
+        int err;
+
+        err = check_prefix(b, len, channel_max(lim, channel), body_len);
+        if (err)
+                return err;
+        key_id = gn_be_get(b + OFF_KEY_ID, 8);
+        pk = gossip_keyring_find(kr, key_id);
+        if (!pk)
+                return GOSSIP_EUNKNOWNKEY;
+        if (b[OFF_FLAGS] & FLAG_MAC)
+                err = verify_mac(b, OFF_BODY + *body_len,
+                                 gossip_keyring_mac_key(kr, key_id));
+        else
+                err = verify(b, OFF_BODY + *body_len,
+                             b[OFF_FLAGS] & FLAG_DIGEST, pk);
+        if (err)
+                return GOSSIP_EBADSIG;
+        /* Signed for the other channel: a cross-channel replay. */
+        if (!(b[OFF_FLAGS] & FLAG_STREAM) != (channel == GOSSIP_CH_DGRAM))
+                return GOSSIP_EREPLAY;
+        return 0;
+}
+
 static int decode_frame(const uint8_t *b, size_t len, int channel,
                         const struct gossip_wire_limits *lim,
                         const struct gossip_keyring *kr,
@@ -864,11 +905,10 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
 {
         struct gossip_update *upd = m->updates;
         uint32_t upd_cap = m->updates_cap;
-        const uint8_t *pk;
         uint64_t body_len;
         int err;
 
-        err = check_prefix(b, len, channel_max(lim, channel), &body_len);
+        err = authenticate(b, len, channel, lim, kr, &body_len);
         if (err)
                 return err;
         memset(m, 0, sizeof(*m));
@@ -880,21 +920,6 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
         m->incarnation = gn_be_get(b + OFF_INC, 8);
         m->seq = gn_be_get(b + OFF_SEQ, 8);
         m->step = gn_be_get(b + OFF_STEP, 8);
-
-        pk = gossip_keyring_find(kr, m->key_id);
-        if (!pk)
-                return GOSSIP_EUNKNOWNKEY;
-        if (b[OFF_FLAGS] & FLAG_MAC)
-                err = verify_mac(b, OFF_BODY + body_len,
-                                 gossip_keyring_mac_key(kr, m->key_id));
-        else
-                err = verify(b, OFF_BODY + body_len, b[OFF_FLAGS] & FLAG_DIGEST,
-                             pk);
-        if (err)
-                return GOSSIP_EBADSIG;
-        /* Signed for the other channel: a cross-channel replay. */
-        if (!(b[OFF_FLAGS] & FLAG_STREAM) != (channel == GOSSIP_CH_DGRAM))
-                return GOSSIP_EREPLAY;
         if (rp && gossip__replay_check(rp, m->key_id, channel, m->incarnation,
                                        m->seq))
                 return GOSSIP_EREPLAY;
@@ -905,6 +930,18 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
                 err = gossip__replay_commit(rp, m->key_id, channel,
                                             m->incarnation, m->seq);
         return err;
+}
+
+int gossip_wire_authenticate(const void *buf, size_t len, int channel,
+                             const struct gossip_wire_limits *lim,
+                             const struct gossip_keyring *kr)
+{
+        uint64_t body_len;
+
+        if (!buf || !kr ||
+            (channel != GOSSIP_CH_DGRAM && channel != GOSSIP_CH_STREAM))
+                return GOSSIP_EINVAL;
+        return authenticate(buf, len, channel, lim, kr, &body_len);
 }
 
 int gossip_wire_decode(const void *buf, size_t len, int channel,

@@ -115,6 +115,10 @@ struct gossip_update {
         struct gossip_addr addr;         /* family 0: no address known */
         uint8_t state;                   /* 0..GOSSIP_WIRE_STATE_MAX */
         char name[GOSSIP_WIRE_NAME_MAX]; /* NUL-terminated, "" = none */
+        /* SUSPECT: key id of the member whose own failed probe raised this
+         * suspicion (Lifeguard's confirmations count distinct origins);
+         * 0 = not given (an older sender: count the frame's sender). */
+        uint64_t origin;
 };
 
 /* GRADIENT and PARAMS. */
@@ -275,6 +279,16 @@ int gossip_wire_decode(const void *buf, size_t len, int channel,
                        const struct gossip_keyring *kr,
                        struct gossip_replay *rp, struct gossip_msg *out,
                        struct gossip_wire_stats *st);
+
+/* Checks 1-12 of docs/protocol.md 2.3 (bounds, layout, a keyring signer,
+ * signature or MAC, channel) and nothing after: no replay window, no body.
+ * 0 when a trusted key made buf for this channel, else the GOSSIP_E* code
+ * gossip_wire_decode() would give. Keeps no state and counts nothing, so
+ * the same frame can be decoded afterwards (a transport authenticating a
+ * connection's first frame). */
+int gossip_wire_authenticate(const void *buf, size_t len, int channel,
+                             const struct gossip_wire_limits *lim,
+                             const struct gossip_keyring *kr);
 
 /* The claimed (unverified!) sender key id and kind of a frame, for per-peer
  * counters on rejects. 0, or GOSSIP_ESHORT / GOSSIP_EDECODE (bad magic). */

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -377,6 +379,61 @@ static int write_tmp(const char *tmp, const uint8_t *buf, size_t len, char *err,
         return rc;
 }
 
+/* The pid of a "<base>.tmp.<pid>" name, or 0 if name is not one. */
+static long tmp_pid(const char *name, const char *base)
+{
+        size_t n = strlen(base);
+        char *end;
+        long pid;
+
+        if (strncmp(name, base, n) != 0 || strncmp(name + n, ".tmp.", 5) != 0)
+                return 0;
+        name += n + 5;
+        if (*name < '0' || *name > '9')
+                return 0;
+        errno = 0;
+        pid = strtol(name, &end, 10);
+        return *end || errno || pid <= 0 ? 0 : pid;
+}
+
+int nn_checkpoint_clean_tmp(const char *path)
+{
+        char dir[PATH_MAX], victim[PATH_MAX];
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        const char *base = slash ? slash + 1 : path;
+        struct dirent *e;
+        DIR *d;
+        int removed = 0;
+
+        if (path == NULL || !*base)
+                return NN_EINVAL;
+        if (!slash)
+                snprintf(dir, sizeof(dir), ".");
+        else if (slash == path)
+                snprintf(dir, sizeof(dir), "/");
+        else if ((size_t)(slash - path) < sizeof(dir))
+                snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+        else
+                return NN_EINVAL;
+        d = opendir(dir);
+        if (!d)
+                return NN_EIO;
+        while ((e = readdir(d)) != NULL) {
+                long pid = tmp_pid(e->d_name, base);
+                if (pid == 0 || pid == (long)getpid())
+                        continue;
+                /* a writer that is still running keeps its file */
+                if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+                        continue;
+                if (snprintf(victim, sizeof(victim), "%s/%s", dir, e->d_name) <
+                        (int)sizeof(victim) &&
+                    unlink(victim) == 0)
+                        removed++;
+        }
+        closedir(d);
+        return removed;
+}
+
 int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
                        char *err, size_t errlen)
 {
@@ -412,6 +469,7 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
                           path);
                 goto out;
         }
+        (void)nn_checkpoint_clean_tmp(path); /* best effort */
         made = 1;
         rc = write_tmp(tmp, buf, len, err, errlen);
         if (rc != 0)

@@ -81,6 +81,13 @@ int nn_checkpoint_check(const struct nn_checkpoint *ck, const char *spec,
 int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
                        char *err, size_t errlen);
 
+/* Removes what earlier saves to path left behind when they died between
+ * creating and renaming their temp file: path.tmp.<pid> for any pid that
+ * is not ours and names no running process. Returns how many were removed
+ * (0 or more), or NN_EIO if path's directory cannot be read. Called by
+ * nn_checkpoint_save; a program should also call it at start. */
+int nn_checkpoint_clean_tmp(const char *path);
+
 /* Loads and verifies path into *out (see nn_checkpoint_decode). */
 int nn_checkpoint_load(const char *path, struct nn_checkpoint *out, char *err,
                        size_t errlen);

@@ -69,11 +69,14 @@ int node_key_pk_from_base64(const char *s, size_t len,
                 return -EINVAL;
         if (sodium_base642bin(pk, GOSSIP_KEY_BYTES, s, len, NULL, &got, &end,
                               sodium_base64_VARIANT_ORIGINAL) != 0 ||
-            got != GOSSIP_KEY_BYTES || end != s + len ||
-            /* the all-zero key and other non-points can never verify */
-            !crypto_core_ed25519_is_valid_point(pk)) {
+            got != GOSSIP_KEY_BYTES || end != s + len) {
                 memset(pk, 0, GOSSIP_KEY_BYTES);
                 return -EINVAL;
+        }
+        /* the all-zero key and other non-points can never verify */
+        if (!crypto_core_ed25519_is_valid_point(pk)) {
+                memset(pk, 0, GOSSIP_KEY_BYTES);
+                return -EDOM;
         }
         return 0;
 }

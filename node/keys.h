@@ -63,7 +63,9 @@ void node_key_pk_to_base64(const uint8_t pk[GOSSIP_KEY_BYTES],
                            char out[NODE_KEY_PK_B64_SIZE]);
 
 /* Parse exactly len chars of padded base64 into a 32-byte key. 0, or
- * -EINVAL if it is not exactly 44 valid base64 chars decoding to 32 bytes. */
+ * -EINVAL if it is not exactly 44 valid base64 chars decoding to 32 bytes,
+ * or -EDOM if those 32 bytes are not an Ed25519 public key (not a point
+ * of the curve, or of small order: such a key can never verify). */
 int node_key_pk_from_base64(const char *s, size_t len,
                             uint8_t pk[GOSSIP_KEY_BYTES]);
 

@@ -376,6 +376,30 @@ static void http__handle(struct http_conn *c)
                 http__simple(c, 404, "Not Found", NULL);
 }
 
+/* Can the n bytes received so far still begin an HTTP request? The
+ * request line holds printable ASCII only (CR ends it) and starts with a
+ * method token of capital letters. Anything else (TLS, binary, a stray
+ * protocol) is answered 400 at once rather than left to time out. */
+static int http__plausible(const char *p, size_t n)
+{
+        size_t i, method = 0;
+        int in_method = 1;
+        for (i = 0; i < n && p[i] != '\n'; i++) {
+                unsigned char ch = (unsigned char)p[i];
+                if (in_method && ch == ' ') {
+                        if (method == 0)
+                                return 0;
+                        in_method = 0;
+                } else if (in_method) {
+                        if (ch < 'A' || ch > 'Z' || ++method > 16)
+                                return 0;
+                } else if ((ch < 0x20 || ch > 0x7e) && ch != '\r') {
+                        return 0;
+                }
+        }
+        return 1;
+}
+
 static void http__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
         struct http_conn *c = h->data;
@@ -404,7 +428,9 @@ static void http__read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         }
         c->have += (size_t)nread;
         c->req[c->have] = 0;
-        if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
+        if (!http__plausible(c->req, c->have))
+                http__simple(c, 400, "Bad Request", NULL);
+        else if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
                 if (strlen(c->req) != c->have) /* NUL inside: garbage */
                         http__simple(c, 400, "Bad Request", NULL);
                 else

@@ -65,7 +65,13 @@ struct conn {
         uv_connect_t creq;
         struct gossip_addr peer;
         int closing;
-        int inbound; /* accepted by our listener */
+        int inbound;            /* accepted by our listener */
+        int authed;             /* inbound: first frame passed cfg.verify */
+        struct gossip_addr src; /* inbound: remote address, port 0 */
+        uint64_t opened_ms;     /* accepted */
+        uint64_t last_rx_ms;    /* last byte received */
+        uint64_t frame_ms;      /* first header byte of the current frame */
+        uint64_t last_frame_ms; /* last complete frame */
         struct conn *prev, *next;
         /* reassembly of the incoming stream */
         uint8_t hdr[4];
@@ -82,9 +88,10 @@ struct dest {
         struct frame *pend_head, *pend_tail;
         size_t queued;
         uint32_t fails;
-        uint64_t retry_at; /* uv_now when backoff ends */
-        uint64_t since;    /* connect start / last write progress */
-        size_t last_wq;    /* write queue size at the last tick */
+        uint64_t retry_at;   /* uv_now when backoff ends */
+        uint64_t since;      /* connect start / last write progress */
+        uint64_t idle_since; /* connected / last frame written */
+        size_t last_wq;      /* write queue size at the last tick */
         struct node_net_peer_stats st;
 };
 
@@ -98,8 +105,8 @@ struct node_net {
         int closing;
         int timer_open;
         int handles; /* open libuv handles we own (closing ones included) */
-        int inbound;
-        size_t rx_buffered; /* sum of every conn's body_cap */
+        int inbound, pending; /* inbound conns; not yet authenticated */
+        size_t rx_buffered;   /* sum of every conn's body_cap */
         struct conn *conns;
         struct dest **dests;
         size_t ndests, cap_dests;
@@ -220,8 +227,11 @@ static void conn__close(struct conn *c)
                 c->dest->st.connected = 0;
                 c->dest = NULL;
         }
-        if (c->inbound)
+        if (c->inbound) {
                 c->net->inbound--;
+                if (!c->authed)
+                        c->net->pending--;
+        }
         uv_close((uv_handle_t *)&c->tcp, conn__closed);
 }
 
@@ -252,14 +262,27 @@ static void conn__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
         *buf = uv_buf_init((char *)c->net->rbuf, NET_RBUF);
 }
 
-static void conn__deliver(struct conn *c, const uint8_t *p, size_t len)
+/* Hand a complete frame up; the first one of an inbound connection must
+ * pass cfg.verify. 0, or -EACCES when the connection must be closed. */
+static int conn__deliver(struct conn *c, const uint8_t *p, size_t len)
 {
         struct node_net *net = c->net;
+        c->last_frame_ms = uv_now(net->loop);
+        if (c->inbound && !c->authed) {
+                if (net->cfg.verify &&
+                    net->cfg.verify(net->cfg.verify_ctx, p, len) != 0) {
+                        net->st.auth_failures++;
+                        return -EACCES;
+                }
+                c->authed = 1;
+                net->pending--;
+        }
         net->st.frames_in++;
         net->st.bytes_in += len;
         if (net->cfg.on_frame)
                 net->cfg.on_frame(net->cfg.ctx, &c->peer, p, len,
                                   GOSSIP_CH_STREAM);
+        return 0;
 }
 
 /* Make room for n more body bytes, growing with what arrives (never past
@@ -293,7 +316,11 @@ static int conn__grow(struct conn *c, size_t n)
 static int conn__feed(struct conn *c, const uint8_t *p, size_t n)
 {
         struct node_net *net = c->net;
+        int err;
+        c->last_rx_ms = uv_now(net->loop);
         while (n > 0 && !c->closing && !net->closing) {
+                if (c->hdr_have == 0)
+                        c->frame_ms = c->last_rx_ms;
                 if (c->hdr_have < 4) {
                         size_t k = 4 - c->hdr_have;
                         k = k < n ? k : n;
@@ -305,8 +332,12 @@ static int conn__feed(struct conn *c, const uint8_t *p, size_t n)
                                 break;
                         c->want = gn_be32_get(c->hdr);
                         c->body_have = 0;
-                        if (c->want == 0 || c->want > net->cfg.stream_max) {
+                        if (c->want > net->cfg.stream_max) {
                                 net->st.oversize++;
+                                return -EMSGSIZE;
+                        }
+                        if (c->want < net->cfg.stream_min) {
+                                net->st.undersize++;
                                 return -EMSGSIZE;
                         }
                         continue;
@@ -315,7 +346,8 @@ static int conn__feed(struct conn *c, const uint8_t *p, size_t n)
                 k = k < n ? k : n;
                 if (c->body_have == 0 && k == c->want) {
                         c->hdr_have = 0; /* whole frame in hand: no copy */
-                        conn__deliver(c, p, k);
+                        if ((err = conn__deliver(c, p, k)) != 0)
+                                return err;
                 } else {
                         if (conn__grow(c, k) != 0)
                                 return -ENOMEM;
@@ -323,9 +355,11 @@ static int conn__feed(struct conn *c, const uint8_t *p, size_t n)
                         c->body_have += k;
                         if (c->body_have == c->want) {
                                 c->hdr_have = 0;
-                                conn__deliver(c, c->body, c->want);
-                                if (c->body_cap > NET_KEEP_BODY)
+                                err = conn__deliver(c, c->body, c->want);
+                                if (c->body_cap > NET_KEEP_BODY || err)
                                         conn__free_body(c);
+                                if (err)
+                                        return err;
                         }
                 }
                 p += k;
@@ -434,7 +468,7 @@ static void frame__written(uv_write_t *req, int status)
                 d->st.bytes_out += len;
                 net->st.frames_out++;
                 net->st.bytes_out += len;
-                d->since = uv_now(net->loop);
+                d->since = d->idle_since = uv_now(net->loop);
         } else {
                 dest__drop(d, f);
                 struct conn *c = req->handle->data;
@@ -480,7 +514,7 @@ static void dest__connected(uv_connect_t *req, int status)
         d->st.connected = 1;
         d->st.last_error = 0;
         net->st.connects++;
-        d->since = uv_now(net->loop);
+        d->since = d->idle_since = uv_now(net->loop);
         d->last_wq = 0;
         uv_tcp_nodelay(&c->tcp, 1);
         conn__user_timeout(c, net->cfg.stall_timeout_ms);
@@ -557,11 +591,54 @@ static struct dest *dest__get(struct node_net *net,
         return d;
 }
 
-/* Housekeeping: connect timeouts and stalled writes. */
+/* Milliseconds a frame of len bytes may take at NODE_NET_RX_MIN_RATE. */
+static uint64_t net__rx_allow_ms(size_t len)
+{
+        return (uint64_t)len * 1000 / NODE_NET_RX_MIN_RATE;
+}
+
+/* Why inbound c must be closed now (the counter to bump), or NULL. */
+static uint64_t *conn__expired(struct conn *c, uint64_t now)
+{
+        struct node_net *net = c->net;
+        const struct node_net_config *cfg = &net->cfg;
+        size_t want = c->hdr_have == 4 ? c->want : 0;
+        if (!c->authed)
+                return now - c->opened_ms >=
+                               cfg->hello_timeout_ms + net__rx_allow_ms(want)
+                           ? &net->st.hello_timeouts
+                           : NULL;
+        if (c->hdr_have > 0)
+                return now - c->last_rx_ms >= cfg->stall_timeout_ms ||
+                               now - c->frame_ms >= cfg->stall_timeout_ms +
+                                                        net__rx_allow_ms(want)
+                           ? &net->st.rx_stalls
+                           : NULL;
+        return now - c->last_frame_ms >= cfg->idle_timeout_ms
+                   ? &net->st.idle_timeouts
+                   : NULL;
+}
+
+/* Inbound deadlines: first frame, stalled frames, idle connections. */
+static void net__tick_inbound(struct node_net *net, uint64_t now)
+{
+        uint64_t *why;
+        for (struct conn *c = net->conns; c; c = c->next) {
+                if (!c->inbound || c->closing)
+                        continue;
+                if ((why = conn__expired(c, now)) != NULL) {
+                        (*why)++;
+                        conn__close(c);
+                }
+        }
+}
+
+/* Housekeeping: connect timeouts, stalled writes, idle connections. */
 static void net__tick(uv_timer_t *t)
 {
         struct node_net *net = t->data;
         uint64_t now = uv_now(net->loop);
+        net__tick_inbound(net, now);
         for (size_t i = 0; i < net->ndests; i++) {
                 struct dest *d = net->dests[i];
                 if (d->state == D_CONNECTING &&
@@ -578,6 +655,12 @@ static void net__tick(uv_timer_t *t)
                                 net->st.stalls++;
                                 dest__fail(d, UV_ETIMEDOUT);
                         }
+                } else if (d->state == D_UP && d->conn &&
+                           now - d->idle_since >=
+                               net->cfg.idle_timeout_ms / 2) {
+                        net->st.idle_closes++;
+                        conn__close(d->conn);
+                        d->state = D_IDLE;
                 } else if (d->state == D_UP) {
                         d->since = now;
                 }
@@ -728,6 +811,51 @@ static int net__send_dgram(struct node_net *net, const struct gossip_addr *to,
 
 /* ---- listener ---- */
 
+/* Unauthenticated inbound connections from c's source address, c aside. */
+static uint32_t net__pending_from(struct node_net *net, const struct conn *c)
+{
+        uint32_t n = 0;
+        for (struct conn *o = net->conns; o; o = o->next)
+                if (o != c && o->inbound && !o->authed && !o->closing &&
+                    node_net_addr_equal(&o->src, &c->src))
+                        n++;
+        return n;
+}
+
+/* The oldest inbound connection still waiting for its first frame, c
+ * aside (the list is newest first), or NULL. */
+static struct conn *net__oldest_pending(struct node_net *net,
+                                        const struct conn *c)
+{
+        struct conn *found = NULL;
+        for (struct conn *o = net->conns; o; o = o->next)
+                if (o != c && o->inbound && !o->authed && !o->closing)
+                        found = o;
+        return found;
+}
+
+/* May freshly accepted c stay? Applies the per-address cap, then makes
+ * room by evicting the oldest unauthenticated connection when full.
+ * 0, or -EBUSY (counted) when c must go. */
+static int net__admit(struct node_net *net, struct conn *c)
+{
+        struct conn *victim;
+        if (net__pending_from(net, c) >= net->cfg.pending_per_addr) {
+                net->st.addr_rejects++;
+                return -EBUSY;
+        }
+        if ((uint32_t)net->inbound <= net->cfg.inbound_max)
+                return 0;
+        victim = net__oldest_pending(net, c);
+        if (!victim) {
+                net->st.accept_rejects++;
+                return -EBUSY;
+        }
+        net->st.evictions++;
+        conn__close(victim);
+        return 0;
+}
+
 static void net__accept(uv_stream_t *server, int status)
 {
         struct node_net *net = server->data;
@@ -741,18 +869,21 @@ static void net__accept(uv_stream_t *server, int status)
                 return;
         c->inbound = 1;
         net->inbound++;
-        if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+        net->pending++;
+        c->opened_ms = c->last_rx_ms = uv_now(net->loop);
+        if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
+            uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) != 0 ||
+            node_net_addr_from_sockaddr((struct sockaddr *)&ss, &c->peer)) {
                 conn__close(c);
                 return;
         }
-        if (net->inbound > NODE_NET_INBOUND_MAX) {
-                net->st.accept_rejects++;
+        c->src = c->peer;
+        c->src.port = 0;
+        if (net__admit(net, c) != 0) {
                 conn__close(c);
                 return;
         }
         net->st.accepts++;
-        if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0)
-                node_net_addr_from_sockaddr((struct sockaddr *)&ss, &c->peer);
         if (uv_read_start((uv_stream_t *)&c->tcp, conn__alloc, conn__read))
                 conn__close(c);
 }
@@ -775,6 +906,18 @@ static void net__defaults(struct node_net_config *c)
                 c->backoff_max_ms = c->backoff_min_ms;
         if (!c->rx_max)
                 c->rx_max = NODE_NET_RX_MAX;
+        if (!c->stream_min)
+                c->stream_min = NODE_NET_STREAM_MIN;
+        if (c->stream_min > c->stream_max)
+                c->stream_min = c->stream_max;
+        if (!c->hello_timeout_ms)
+                c->hello_timeout_ms = NODE_NET_HELLO_TIMEOUT_MS;
+        if (!c->idle_timeout_ms)
+                c->idle_timeout_ms = NODE_NET_IDLE_TIMEOUT_MS;
+        if (!c->pending_per_addr)
+                c->pending_per_addr = NODE_NET_PENDING_PER_ADDR;
+        if (!c->inbound_max)
+                c->inbound_max = NODE_NET_INBOUND_MAX;
         if (!c->connect_timeout_ms)
                 c->connect_timeout_ms = NODE_NET_CONNECT_TIMEOUT_MS;
         if (!c->stall_timeout_ms)
@@ -912,7 +1055,7 @@ int node_net_send(struct node_net *net, const struct gossip_addr *to,
         if (channel == GOSSIP_CH_STREAM) {
                 if (len == 0)
                         return -EINVAL;
-                if (len > net->cfg.stream_max)
+                if (len > net->cfg.stream_max || len < net->cfg.stream_min)
                         return -EMSGSIZE;
                 return net__send_stream(net, to, buf, len);
         }
@@ -945,6 +1088,8 @@ void node_net_env(struct node_net *net, struct gossip_env *env)
 void node_net_stats(const struct node_net *net, struct node_net_stats *out)
 {
         *out = net->st;
+        out->inbound_open = (uint64_t)net->inbound;
+        out->inbound_pending = (uint64_t)net->pending;
 }
 
 size_t node_net_peer_stats(const struct node_net *net,

@@ -15,11 +15,38 @@
  *
  * Incoming datagrams and reassembled stream frames are handed to on_frame.
  * A stream frame's length is checked against stream_max before any byte of
- * its body is buffered; an oversize (or zero) length closes the connection
+ * its body is buffered; an oversize length closes the connection
  * and is counted. The body buffer grows with the bytes that actually arrive,
  * so a peer that announces a big frame and stalls holds little memory, and
  * all partial frames together stay under rx_max (else the connection that
  * would exceed it is closed and counted).
+ * A length below stream_min (the smallest wire frame, 60 bytes, protocol.md
+ * section 6) closes the connection too, counted as undersize.
+ *
+ * Inbound connections cannot starve the node (the listener is open to
+ * anyone who can reach the port; only frames are authenticated):
+ *  - the first frame on an inbound connection is handed to cfg.verify
+ *    (when set) before on_frame; anything but 0 closes the connection
+ *    (auth_failures) and the frame is not delivered. Later frames are not
+ *    checked here: the user verifies every frame anyway. The first frame
+ *    must complete within hello_timeout_ms plus its length at
+ *    NODE_NET_RX_MIN_RATE, counted from the accept (hello_timeouts);
+ *  - at most pending_per_addr connections from one source address
+ *    (IP, any port) may wait for their first frame; more are refused at
+ *    accept (addr_rejects). Authenticated ones do not count: several
+ *    nodes on one host all connect from the same address;
+ *  - when NODE_NET_INBOUND_MAX connections are open, a new one evicts the
+ *    oldest connection still waiting for its first frame (evictions), so
+ *    unauthenticated connections can never keep a real peer out; only
+ *    when every one is authenticated is the new one refused
+ *    (accept_rejects);
+ *  - a frame that has begun and sees no byte for stall_timeout_ms, or
+ *    takes longer than stall_timeout_ms plus its length at
+ *    NODE_NET_RX_MIN_RATE, is cut off (rx_stalls); an inbound connection
+ *    with no frame for idle_timeout_ms is closed (idle_timeouts). Our own
+ *    outgoing connections close after idle_timeout_ms / 2 without a frame
+ *    (idle_closes), before the peer's timeout can race a write.
+ *
  * For a TCP frame, `from` is the remote end of the connection, i.e. the
  * sender's ephemeral port, not its listen port: the protocol core identifies
  * senders by their signed key, never by the address, so that is fine.
@@ -90,6 +117,26 @@ enum {
         NODE_NET_RX_MAX = 2 * NODE_NET_STREAM_MAX,
         /* Inbound TCP connections accepted at once (fd exhaustion guard). */
         NODE_NET_INBOUND_MAX = 256,
+        /* The smallest stream frame: a MAC frame with an empty body
+         * (GOSSIP_WIRE_MAC_OVERHEAD, protocol.md section 6). */
+        NODE_NET_STREAM_MIN = 60,
+        /* A real peer connects because it has a frame queued, and sends it
+         * at once: 3 s is many round trips even on a congested link, while
+         * a silent connection holds a slot for no longer. */
+        NODE_NET_HELLO_TIMEOUT_MS = 3000,
+        /* Frames in progress must average at least this (bytes/s) on top
+         * of the grace period: a 1 Mbit/s link carries ~125 KB/s, so a
+         * real peer has 4x headroom; a 5 MB state transfer gets 160 s. A
+         * trickle (slowloris) cannot hold a slot for longer. */
+        NODE_NET_RX_MIN_RATE = 32 << 10,
+        /* Unauthenticated connections per source address: a restarting
+         * peer may have a couple in flight; an attacker with one address
+         * gets no more than this. */
+        NODE_NET_PENDING_PER_ADDR = 4,
+        /* A connection that carried no frame for 2 min is closed: nodes
+         * exchange every step (well under a second), and reconnecting
+         * costs one round trip. */
+        NODE_NET_IDLE_TIMEOUT_MS = 120000,
         /* Distinct destinations tracked (the peers file bounds real use). */
         NODE_NET_DEST_MAX = 4096,
 };
@@ -98,6 +145,15 @@ enum {
  * channel is GOSSIP_CH_DGRAM or GOSSIP_CH_STREAM. */
 typedef void (*node_net_frame_cb)(void *ctx, const struct gossip_addr *from,
                                   const void *buf, size_t len, int channel);
+
+/* Called with the first complete frame of each inbound TCP connection,
+ * before on_frame; buf is borrowed for the call. Return 0 when the frame
+ * is authentic (e.g. its signer is trusted and its signature or MAC
+ * verifies; gossip_frame_authenticate() does exactly that and has this
+ * shape after a cast of its first argument), anything else to have the
+ * connection closed. Must not keep state that a second check of the same
+ * frame would trip over (replay windows): on_frame sees the frame next. */
+typedef int (*node_net_verify_cb)(void *ctx, const void *buf, size_t len);
 
 struct node_net_config {
         struct gossip_addr listen;   /* family 4 or 6; port 0 = ephemeral */
@@ -108,8 +164,15 @@ struct node_net_config {
         uint32_t backoff_max_ms;     /* 0 = default */
         uint32_t connect_timeout_ms; /* 0 = default */
         uint32_t stall_timeout_ms;   /* 0 = default */
-        size_t rx_max; /* reassembly bytes, all connections; 0 = default */
-        uint64_t seed; /* jitter of the reconnect backoff */
+        size_t rx_max;     /* reassembly bytes, all connections; 0 = default */
+        size_t stream_min; /* bytes per frame; 0 = default */
+        uint32_t hello_timeout_ms; /* 0 = default */
+        uint32_t idle_timeout_ms;  /* 0 = default */
+        uint32_t pending_per_addr; /* 0 = default */
+        uint32_t inbound_max;      /* 0 = NODE_NET_INBOUND_MAX */
+        node_net_verify_cb verify; /* NULL: any first frame will do */
+        void *verify_ctx;          /* passed to verify */
+        uint64_t seed;             /* jitter of the reconnect backoff */
         node_net_frame_cb on_frame;
         void *ctx; /* passed to on_frame */
 };
@@ -131,8 +194,18 @@ struct node_net_stats {
         uint64_t disconnects;      /* established outgoing ones lost */
         uint64_t stalls;  /* closed for no write progress (ours or TCP's) */
         uint64_t accepts; /* inbound connections accepted */
-        uint64_t accept_rejects; /* over NODE_NET_INBOUND_MAX */
-        uint64_t inbound_errors; /* inbound read errors / resets */
+        uint64_t accept_rejects;  /* full of authenticated connections */
+        uint64_t inbound_errors;  /* inbound read errors / resets */
+        uint64_t undersize;       /* length prefix below stream_min */
+        uint64_t auth_failures;   /* first frame refused by verify */
+        uint64_t hello_timeouts;  /* no first frame in time */
+        uint64_t addr_rejects;    /* over pending_per_addr at accept */
+        uint64_t evictions;       /* unauthenticated, made room when full */
+        uint64_t rx_stalls;       /* frame cut off: no byte or too slow */
+        uint64_t idle_timeouts;   /* inbound closed for no frame */
+        uint64_t idle_closes;     /* our outbound closed for no frame */
+        uint64_t inbound_open;    /* inbound connections open now */
+        uint64_t inbound_pending; /* of those, not yet authenticated */
 };
 
 /* One outgoing destination (stream channel). */
@@ -165,7 +238,8 @@ int node_net_local_addr(const struct node_net *net, struct gossip_addr *out);
 
 /* Send one frame of len bytes to `to` on channel (GOSSIP_CH_DGRAM or
  * GOSSIP_CH_STREAM). buf is copied. 0 when handed to the kernel or queued;
- * -EMSGSIZE over the channel's bound, -ENOBUFS when the destination's queue
+ * -EMSGSIZE over the channel's bound (or under stream_min on the stream),
+ * -ENOBUFS when the destination's queue
  * is full (frame dropped, counted), the last connect error while in
  * backoff (dropped, counted), -EINVAL on a bad address or channel. */
 int node_net_send(struct node_net *net, const struct gossip_addr *to,

@@ -280,7 +280,17 @@ static int parse_line(struct parser *ps, char *s, unsigned line)
         }
         memset(&p, 0, sizeof(p));
         /* the address last: it may need a (slow) name lookup */
-        if (node_key_pk_from_base64(tok[1], strlen(tok[1]), p.pk) < 0) {
+        rc = node_key_pk_from_base64(tok[1], strlen(tok[1]), p.pk);
+        if (rc == -EDOM) {
+                gn_seterr(ps->err, ps->errlen,
+                          "%s:%u: public key is not a valid Ed25519 point "
+                          "(right length and base64, but no Ed25519 key "
+                          "has these bytes: mistyped, or another kind of "
+                          "key?)",
+                          ps->fname, line);
+                return -EINVAL;
+        }
+        if (rc < 0) {
                 gn_seterr(ps->err, ps->errlen,
                           "%s:%u: bad public key (expected %d base64 chars)",
                           ps->fname, line, NODE_KEY_PK_B64_LEN);

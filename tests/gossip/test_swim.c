@@ -34,6 +34,8 @@ struct watch {
         unsigned dead[MAXN];    /* transitions to dead, by subject */
         unsigned suspect[MAXN]; /* transitions to suspect, by subject */
         unsigned left[MAXN];
+        unsigned alive_dead[MAXN]; /* alive -> dead directly, by subject */
+        unsigned any_dead[MAXN];   /* any -> dead, by subject */
 };
 
 static void on_member(void *ctx, const struct gossip_member_info *m, int old)
@@ -51,6 +53,10 @@ static void on_member(void *ctx, const struct gossip_member_info *m, int old)
                         (unsigned long long)sim_now(s), j,
                         gossip_state_name(old), gossip_state_name(m->state),
                         (unsigned long long)m->incarnation);
+        if (m->state == GOSSIP_DEAD && old == GOSSIP_ALIVE)
+                w->alive_dead[j]++;
+        if (m->state == GOSSIP_DEAD)
+                w->any_dead[j]++;
         if (m->state == GOSSIP_DEAD)
                 w->dead[j]++;
         else if (m->state == GOSSIP_SUSPECT)
@@ -488,6 +494,201 @@ static void test_partition_heal(void **state)
         sim_destroy(s);
 }
 
+/*
+ * Partition {0,1} | {2} of a 3-node cluster, long enough that each side
+ * declares the other dead, then heal (the namespace-lab case of issue 11).
+ * After the heal no live member may go alive -> dead anywhere, nor dead at
+ * all: every remote "dead" about a member we see alive merges as a
+ * suspicion (docs/reliability.md), which its subject refutes the first
+ * time it hears it (it is told directly each period, "buddy system"), so
+ * only a suspicion left unrefuted for the whole suspicion timeout could
+ * kill it - and every suspecter re-tells the suspect each period T.
+ * Bound on the heal itself: the first cross SYNC within 2 x 6.25 s (every
+ * other sync round picks a dead/suspect member; with 2 or 3 members that
+ * is the dead side at once), refutation and gossip within ~1 s: 15 s.
+ * Run over 8 seeds from the base seed (the lab saw it 3 times of 3).
+ */
+static void test_partition_heal_small(void **state)
+{
+        uint64_t base = gn_test_seed("partition_heal_small", 1011);
+        struct expect live = {NULL, GOSSIP_ALIVE, NULL};
+        int group[3] = {1, 1, 2};
+
+        (void)state;
+        for (uint64_t r = 0; r < 8; r++) {
+                struct watch w;
+                struct sim *s = mk(3, base + r, 0.0, &w);
+                unsigned a2d = 0, dead = 0;
+                uint64_t t0, t_ok;
+                bool ok;
+
+                cold_start(s);
+                sim_partition(s, group);
+                sim_run_until(s, sim_now(s) + 60000);
+                assert_int_equal(sim_state(s, 0, 2), GOSSIP_DEAD);
+                assert_int_equal(sim_state(s, 1, 2), GOSSIP_DEAD);
+                assert_int_equal(sim_state(s, 2, 0), GOSSIP_DEAD);
+                assert_int_equal(sim_state(s, 2, 1), GOSSIP_DEAD);
+                memset(w.alive_dead, 0, sizeof(w.alive_dead));
+                memset(w.any_dead, 0, sizeof(w.any_dead));
+                sim_partition(s, NULL);
+                t0 = sim_now(s);
+                ok = sim_run_until_pred(s, t0 + 15000, 100, all_see, &live);
+                t_ok = sim_now(s) - t0;
+                if (!ok)
+                        print_state_mismatch(s, &live);
+                sim_run_until(s, t0 + 120000);
+                for (size_t j = 0; j < 3; j++) {
+                        a2d += w.alive_dead[j];
+                        dead += w.any_dead[j];
+                }
+                fprintf(stderr,
+                        "partition_heal_small: seed %llu: alive %.1f s "
+                        "after heal (bound 15 s), then %u alive->dead, %u "
+                        "->dead in 120 s\n",
+                        (unsigned long long)(base + r),
+                        ok ? t_ok / 1000.0 : -1.0, a2d, dead);
+                assert_true(ok);
+                assert_int_equal(a2d, 0);
+                assert_int_equal(dead, 0);
+                assert_true(all_see(s, &live));
+                sim_destroy(s);
+        }
+}
+
+/* Every node in `who` sees node j in `state`. */
+static bool sees(struct sim *s, const size_t *who, size_t n_who, size_t j,
+                 int state)
+{
+        for (size_t i = 0; i < n_who; i++)
+                if (sim_state(s, who[i], j) != state)
+                        return false;
+        return true;
+}
+
+/*
+ * Small clusters: node 0 cut off from the rest ({0} | {1..n-1}), n = 3
+ * and 5. Node 0 knows n members (ourselves included), so it expects
+ * k = min(suspicion_mult - 2, n - 2) >= 1 confirmations, and nobody can
+ * confirm what it suspects: each suspicion lasts the max, 6 x 4 s = 24 s.
+ * Its suspicions start no earlier than the cut (the probe that fails is
+ * answered by nobody after it), so "not yet": at t0 + 24 s - 0.1 s node 0
+ * has declared nobody dead. Then: round-robin probes reach each of the
+ * n - 1 others within n - 1 periods, each stretched by awareness + 1 <= 8
+ * (Lifeguard: +1 per failed probe and per missing NACK, so it soon reaches
+ * its cap): <= 8 (n - 1) s, + 24 s + 1 s slack: all dead by
+ * t0 + 8 (n - 1) + 25 s.
+ * The majority side: each of its members probes node 0 within n - 1
+ * periods and suspects it; the first suspicion gossiped (~0.2 s) meets the
+ * others' own and counts as a confirmation; with k = min(2, n - 2)
+ * confirmations the timeout is min = 4 s, with fewer at most
+ * max - (max - min) * log 2 / log 3 = 11.4 s for n = 5. Bound: n - 1
+ * periods + 11.4 s + 1 s: t0 + 17 s.
+ */
+static void test_small_cluster_lone_node(void **state)
+{
+        uint64_t seed = gn_test_seed("small_cluster_lone_node", 1021);
+        (void)state;
+        for (size_t n = 3; n <= 5; n += 2) {
+                struct watch w;
+                struct sim *s = mk(n, seed + n, 0.0, &w);
+                int group[5] = {1, 2, 2, 2, 2};
+                size_t zero[1] = {0}, rest[4] = {1, 2, 3, 4};
+                uint64_t t0;
+
+                cold_start(s);
+                sim_partition(s, group);
+                t0 = sim_now(s);
+                sim_run_until(s, t0 + 17000);
+                for (size_t j = 1; j < n; j++)
+                        assert_int_equal(
+                            sim_state(s, rest[j - 1], 0) == GOSSIP_DEAD, 1);
+                sim_run_until(s, t0 + 24000 - 100);
+                for (size_t j = 1; j < n; j++) {
+                        if (sim_state(s, 0, j) == GOSSIP_DEAD)
+                                fprintf(stderr,
+                                        "small_cluster: n=%zu node 0 has %zu "
+                                        "dead before 24 s\n",
+                                        n, j);
+                        assert_int_not_equal(sim_state(s, 0, j), GOSSIP_DEAD);
+                }
+                sim_run_until(s, t0 + 8000 * (n - 1) + 25000);
+                for (size_t j = 1; j < n; j++)
+                        assert_true(sees(s, zero, 1, j, GOSSIP_DEAD));
+                fprintf(stderr,
+                        "small_cluster: n=%zu lone node 0: nobody dead at "
+                        "24 s - 0.1, all dead by %zu s; the others: node 0 "
+                        "dead by 17 s\n",
+                        n, 8 * (n - 1) + 25);
+                sim_destroy(s);
+        }
+}
+
+static uint64_t probe_failures_all(struct sim *s)
+{
+        struct gossip_stats st;
+        uint64_t sum = 0;
+
+        for (size_t i = 0; i < sim_n(s); i++) {
+                gossip_stats_get(sim_node(s, i), &st);
+                sum += st.probe_failures;
+        }
+        return sum;
+}
+
+/*
+ * False suspicions at 20% datagram loss, 5 nodes, 30 s (Serf, i.e.
+ * memberlist with its TCP fallback, had 2-5 there; we had 19-23 observer
+ * transitions before the stream fallback). A probe raises a suspicion only
+ * if the direct round trip fails (1 - 0.8^2 = 0.36), all 3 relayed ones
+ * fail (each 4 datagrams: (1 - 0.8^4)^3 = 0.21) and the stream PING/ACK
+ * sent at the probe timeout is not back within the 0.5 s left (with
+ * 200 ms RTOs that needs a frame lost twice, ~2 x 0.04): ~0.006 per probe,
+ * ~150 probes in 30 s: ~0.9 suspicions per run. Asserted: at most 5 per
+ * run (Serf's upper end), none dead, over 8 seeds.
+ */
+static void test_loss20_five_nodes(void **state)
+{
+        uint64_t base = gn_test_seed("loss20_five_nodes", 1041);
+        unsigned total = 0, trans = 0;
+
+        (void)state;
+        for (uint64_t r = 0; r < 8; r++) {
+                struct watch w;
+                struct sim *s = mk(5, base + r, 0.0, &w);
+                unsigned sus = 0, dead = 0;
+                uint64_t f0;
+
+                cold_start(s);
+                sim_run_until(s, sim_now(s) + 10000);
+                memset(w.suspect, 0, sizeof(w.suspect));
+                memset(w.dead, 0, sizeof(w.dead));
+                f0 = probe_failures_all(s);
+                sim_set_loss_all(s, 0.2);
+                sim_run_until(s, sim_now(s) + 30000);
+                for (size_t j = 0; j < 5; j++) {
+                        sus += w.suspect[j];
+                        dead += w.dead[j];
+                }
+                uint64_t raised = probe_failures_all(s) - f0;
+                fprintf(stderr,
+                        "loss20_five_nodes: seed %llu: %llu suspicions "
+                        "raised, %u observer transitions to suspect, %u "
+                        "dead\n",
+                        (unsigned long long)(base + r),
+                        (unsigned long long)raised, sus, dead);
+                assert_true(raised <= 5);
+                assert_int_equal(dead, 0);
+                total += (unsigned)raised;
+                trans += sus;
+                sim_destroy(s);
+        }
+        fprintf(stderr,
+                "loss20_five_nodes: mean %.2f suspicions raised, %.2f "
+                "observer transitions per 30 s\n",
+                total / 8.0, trans / 8.0);
+}
+
 /* Crash and restart with the same key: the new life joins and is alive
  * everywhere at a higher incarnation than the old life's "dead". */
 static void test_restart(void **state)
@@ -612,6 +813,131 @@ static void on_app(void *ctx, const struct gossip_member_info *from, int kind,
         memcpy(g->data, p, g->len);
         memcpy(g->from, from->key, GOSSIP_KEY_BYTES);
         g->n++;
+}
+
+/*
+ * Confirmations count distinct origins, not forwarders (Lifeguard). An
+ * observer V knows 5 to 7 members (itself, subject X, origins O1..O3,
+ * forwarders F1 F2), so it expects k = min(4 - 2, n - 2) = 2 confirmations: min
+ * 4 s, max 24 s. Hand-made, signed update carriers (ACK with ack_seq 0) reach V
+ * at t = 1 s; V is ticked only at the instants checked, so no probe of its
+ * own can fail and confirm. Derived deadlines from the suspicion's start
+ * (1 s): one origin forwarded by F1 and F2 - no confirmation, 24 s;
+ * two origins - one, 24 - 20 log 2 / log 3 = 11.38 s; three - min, 4 s.
+ * Each case: X is suspect 100 ms before its deadline, dead at it.
+ */
+struct conf_case {
+        const char *name;
+        int origin[3]; /* per rumour: index of its origin, -1 = none */
+        int n;
+        uint64_t deadline; /* ms after the suspicion starts */
+};
+
+static void send_carrier(struct gossip *v, const uint8_t *sk,
+                         const struct gossip_addr *from, uint64_t seq,
+                         struct gossip_update *u, uint32_t n_u)
+{
+        struct gossip_msg m = {0};
+        uint8_t buf[512];
+        size_t len;
+        uint32_t sent;
+
+        m.kind = GOSSIP_MSG_ACK;
+        m.channel = GOSSIP_CH_DGRAM;
+        m.incarnation = 1;
+        m.seq = seq;
+        m.updates = u;
+        m.n_updates = n_u;
+        assert_int_equal(
+            gossip_wire_encode(&m, sk, buf, sizeof(buf), &len, &sent), 0);
+        assert_int_equal(sent, n_u);
+        assert_int_equal(gossip_on_message(v, from, buf, len, GOSSIP_CH_DGRAM),
+                         0);
+}
+
+static void run_conf_case(const struct conf_case *c)
+{
+        /* 0 V, 1 X, 2 O1, 3 O2, 4 O3, 5 F1, 6 F2 */
+        enum { NK = 7 };
+        uint8_t pk[NK][GOSSIP_KEY_BYTES], sk[NK][GOSSIP_SECRET_BYTES];
+        uint8_t seed[32] = {0};
+        struct gossip_peer peers[NK];
+        struct gossip_config cv = {0};
+        struct cap xv = {0};
+        struct gossip_env ev = {cap_send, cap_now, 7, &xv};
+        struct gossip_member_info mi;
+        struct gossip *v;
+        uint64_t seq = 1;
+
+        for (int i = 0; i < NK; i++) {
+                seed[0] = (uint8_t)(i + 1);
+                crypto_sign_seed_keypair(pk[i], sk[i], seed);
+                memset(&peers[i], 0, sizeof(peers[i]));
+                memcpy(peers[i].key, pk[i], GOSSIP_KEY_BYTES);
+                peers[i].addr.family = 4;
+                peers[i].addr.addr[0] = 10;
+                peers[i].addr.addr[3] = (uint8_t)(i + 1);
+                peers[i].addr.port = 7946;
+        }
+        memcpy(cv.public_key, pk[0], 32);
+        memcpy(cv.secret_key, sk[0], 64);
+        cv.addr = peers[0].addr;
+        cv.incarnation = 1;
+        cv.peers = peers;
+        cv.n_peers = NK;
+        assert_int_equal(gossip_create(&cv, &ev, &v), 0);
+        /* at t = 0: X, the origins' authors and the forwarders are heard
+         * from directly: V knows 1 + 4 members (O2/O3 only when used) */
+        int known[NK] = {0, 1, 1, 0, 0, 1, 1};
+        for (int r = 0; r < c->n; r++)
+                if (c->origin[r] >= 0)
+                        known[c->origin[r]] = 1;
+        for (int i = 1; i < NK; i++)
+                if (known[i])
+                        send_carrier(v, sk[i], &peers[i].addr, seq++, NULL, 0);
+        /* t = 1 s: the rumours, each through a forwarder (F1, F2, F1) */
+        xv.now = 1000;
+        for (int r = 0; r < c->n; r++) {
+                struct gossip_update u = {0};
+                int fw = r % 2 ? 6 : 5;
+                u.key_id = gossip_key_id(pk[1]);
+                u.state = GOSSIP_SUSPECT;
+                u.incarnation = 1;
+                if (c->origin[r] >= 0)
+                        u.origin = gossip_key_id(pk[c->origin[r]]);
+                send_carrier(v, sk[fw], &peers[fw].addr, seq++, &u, 1);
+        }
+        assert_int_equal(gossip_member_get(v, pk[1], &mi), 0);
+        assert_int_equal(mi.state, GOSSIP_SUSPECT);
+        xv.now = 1000 + c->deadline - 100;
+        gossip_tick(v);
+        assert_int_equal(gossip_member_get(v, pk[1], &mi), 0);
+        if (mi.state != GOSSIP_SUSPECT)
+                fail_msg("%s: X %s at %llu ms, want suspect until %llu",
+                         c->name, gossip_state_name(mi.state),
+                         (unsigned long long)(c->deadline - 100),
+                         (unsigned long long)c->deadline);
+        xv.now = 1000 + c->deadline;
+        gossip_tick(v);
+        assert_int_equal(gossip_member_get(v, pk[1], &mi), 0);
+        if (mi.state != GOSSIP_DEAD)
+                fail_msg("%s: X %s at %llu ms, want dead", c->name,
+                         gossip_state_name(mi.state),
+                         (unsigned long long)c->deadline);
+        gossip_destroy(v);
+}
+
+static void test_confirmations_count_origins(void **state)
+{
+        const struct conf_case cases[] = {
+            {"one origin, two forwarders", {2, 2, 2}, 3, 24000},
+            {"two origins", {2, 3, -1}, 2, 11381},
+            {"three origins", {2, 3, 4}, 3, 4000},
+        };
+        (void)state;
+        assert_true(sodium_init() >= 0);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                run_conf_case(&cases[i]);
 }
 
 static void test_facade_app_and_rejects(void **state)
@@ -757,6 +1083,7 @@ int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_facade_app_and_rejects),
+            cmocka_unit_test(test_confirmations_count_origins),
             cmocka_unit_test(test_cold_start_64),
             cmocka_unit_test(test_crash_10pct),
             cmocka_unit_test(test_one_way_cut),
@@ -764,6 +1091,9 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_leave),
             cmocka_unit_test(test_force_leave),
             cmocka_unit_test(test_partition_heal),
+            cmocka_unit_test(test_partition_heal_small),
+            cmocka_unit_test(test_small_cluster_lone_node),
+            cmocka_unit_test(test_loss20_five_nodes),
             cmocka_unit_test(test_restart),
             cmocka_unit_test(test_join_retry),
             cmocka_unit_test(test_loss_no_false_dead),

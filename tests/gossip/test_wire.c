@@ -195,6 +195,7 @@ static void assert_update_equal(const struct gossip_update *a,
                 assert_int_equal(a->addr.port, b->addr.port);
         }
         assert_string_equal(a->name, b->name);
+        assert_int_equal(a->origin, b->origin);
 }
 
 static void assert_msg_equal(const struct gossip_msg *a,
@@ -802,6 +803,83 @@ static void test_body_bounds(void **state)
         assert_int_equal(got.updates[1].key_id, 8);
 }
 
+/* The update's origin (element 5): written only when set; an older
+ * sender's 4- and 5-element updates decode with origin 0; a 7th element
+ * is ignored; an origin that is not a uint is refused. */
+#define B(...)                                                                 \
+        sizeof((const uint8_t[]){__VA_ARGS__}), (const uint8_t[])              \
+        {                                                                      \
+                __VA_ARGS__                                                    \
+        }
+static void test_update_origin_compat(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg got;
+        struct gossip_update upd[2];
+        size_t len;
+        const struct {
+                const char *name;
+                size_t n;
+                const uint8_t *body;
+                int err;
+                uint64_t origin;
+                uint8_t state;
+        } cases[] = {
+            /* {1: [[7, 1, 3, nil]]} - a suspect update as v1 wrote it */
+            {"4 elements", B(0x81, 0x01, 0x91, 0x94, 0x07, 0x01, 0x03, 0xc0), 0,
+             0, 1},
+            {"5 elements, name",
+             B(0x81, 0x01, 0x91, 0x95, 0x07, 0x01, 0x03, 0xc0, 0xa1, 'x'), 0, 0,
+             1},
+            {"6 elements, origin 9",
+             B(0x81, 0x01, 0x91, 0x96, 0x07, 0x01, 0x03, 0xc0, 0xc0, 0x09), 0,
+             9, 1},
+            {"7 elements, the last ignored",
+             B(0x81, 0x01, 0x91, 0x97, 0x07, 0x01, 0x03, 0xc0, 0xc0, 0x09, 0xa1,
+               'z'),
+             0, 9, 1},
+            {"origin not a uint",
+             B(0x81, 0x01, 0x91, 0x96, 0x07, 0x01, 0x03, 0xc0, 0xc0, 0xa1, 'x'),
+             GOSSIP_EDECODE, 0, 0},
+            {"origin negative",
+             B(0x81, 0x01, 0x91, 0x96, 0x07, 0x01, 0x03, 0xc0, 0xc0, 0xff),
+             GOSSIP_EDECODE, 0, 0},
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                len = raw_frame(f->buf, GOSSIP_MSG_PING, cases[i].body,
+                                cases[i].n, -1, 0);
+                memset(&got, 0, sizeof(got));
+                got.updates = upd;
+                got.updates_cap = 2;
+                int rc = gossip_wire_decode(f->buf, len, GOSSIP_CH_DGRAM, NULL,
+                                            f->kr, NULL, &got, NULL);
+                if (rc != cases[i].err)
+                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
+                                 cases[i].err);
+                if (rc)
+                        continue;
+                assert_int_equal(got.n_updates, 1);
+                assert_int_equal(upd[0].state, cases[i].state);
+                assert_int_equal(upd[0].origin, cases[i].origin);
+        }
+        /* encoder: no origin, no 6th element (v1 bytes unchanged) */
+        struct gossip_update u = {.key_id = 7, .state = 1, .incarnation = 3};
+        struct gossip_msg m = {.kind = GOSSIP_MSG_PING,
+                               .incarnation = 1,
+                               .seq = 100,
+                               .updates = &u,
+                               .n_updates = 1};
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44 + 3], 0x94);
+        u.origin = 9;
+        m.seq = 101;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44 + 3], 0x96);
+        (void)len;
+}
+#undef B
+
 static void test_encode_rejects_bad_messages(void **state)
 {
         struct fx *f = *state;
@@ -1281,6 +1359,19 @@ static void vector_msg(const char *name, struct gossip_msg *m,
                 strcpy(u->name, "pi-garage");
                 m->updates = u;
                 m->n_updates = 1;
+        } else if (!strcmp(name, "ping_suspect")) {
+                *sk = sk_a;
+                m->kind = GOSSIP_MSG_PING;
+                m->incarnation = 1;
+                m->seq = 12;
+                m->step = 42;
+                m->u.ping.target = id_b;
+                u->key_id = id_b;
+                u->state = 1; /* suspect */
+                u->incarnation = 3;
+                u->origin = id_a;
+                m->updates = u;
+                m->n_updates = 1;
         } else if (!strcmp(name, "ack")) {
                 *sk = sk_b;
                 m->kind = GOSSIP_MSG_ACK;
@@ -1386,8 +1477,9 @@ static void print_hex(const char *name, const uint8_t *b, size_t n)
 
 static void test_protocol_vectors(void **state)
 {
-        static const char *names[] = {"ping", "ack", "gradient", "state_req",
-                                      "params_mac"};
+        static const char *names[] = {"ping",       "ack",
+                                      "gradient",   "state_req",
+                                      "params_mac", "ping_suspect"};
         struct fx *f = *state;
         char *doc = read_file(GN_SOURCE_DIR "/docs/protocol.md");
         int print = getenv("GN_WIRE_PRINT_VECTORS") != NULL;
@@ -1444,6 +1536,7 @@ int main(void)
             T(test_replay_window),
             T(test_replay_window_model),
             T(test_body_bounds),
+            T(test_update_origin_compat),
             T(test_encode_rejects_bad_messages),
             T(test_keyring),
             T(test_keyring_live_remove),

@@ -568,6 +568,71 @@ static void test_failed_save_keeps_old(void **state)
 }
 
 /* Removes the flat test directory, whatever a failed test left in it. */
+static void touch(const char *name)
+{
+        char path[256];
+        FILE *f;
+
+        path_of(path, sizeof(path), name);
+        f = fopen(path, "wb");
+        assert_non_null(f);
+        fputs("torn", f);
+        fclose(f);
+}
+
+static int exists(const char *name)
+{
+        char path[256];
+        struct stat sb;
+
+        path_of(path, sizeof(path), name);
+        return stat(path, &sb) == 0;
+}
+
+/* Temp files of saves that died before their rename: those of dead pids
+ * go (at start, and at the next save); ours, a live writer's, and names
+ * that only look alike stay. */
+static void test_stale_tmp_removed(void **state)
+{
+        struct nn_checkpoint ck;
+        char path[256], mine[64], live[64];
+
+        (void)state;
+        path_of(path, sizeof(path), "model.ckpt");
+        snprintf(mine, sizeof(mine), "model.ckpt.tmp.%ld", (long)getpid());
+        snprintf(live, sizeof(live), "model.ckpt.tmp.%ld", (long)getppid());
+        touch("model.ckpt.tmp.2147483646"); /* above any pid_max */
+        touch("model.ckpt.tmp.2147483645");
+        touch(mine);
+        touch(live);
+        touch("model.ckpt.tmp.12x");
+        touch("other.ckpt.tmp.2147483646");
+        assert_int_equal(nn_checkpoint_clean_tmp(path), 2);
+        assert_false(exists("model.ckpt.tmp.2147483646"));
+        assert_false(exists("model.ckpt.tmp.2147483645"));
+        assert_true(exists(mine));
+        assert_true(exists(live));
+        assert_true(exists("model.ckpt.tmp.12x"));
+        assert_true(exists("other.ckpt.tmp.2147483646"));
+        assert_int_equal(nn_checkpoint_clean_tmp(path), 0);
+        /* a save cleans up too */
+        touch("model.ckpt.tmp.2147483646");
+        own_make(&ck, "784-10", 10, 0, 1, g_seed);
+        assert_int_equal(nn_checkpoint_save(path, &ck, g_err, sizeof(g_err)),
+                         0);
+        own_free(&ck);
+        assert_false(exists("model.ckpt.tmp.2147483646"));
+        assert_int_equal(nn_checkpoint_clean_tmp("/nonexistent-gn/x.ckpt"),
+                         NN_EIO);
+        const char *left[] = {"model.ckpt", mine, live, "model.ckpt.tmp.12x",
+                              "other.ckpt.tmp.2147483646"};
+        for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
+                char q[256];
+                path_of(q, sizeof(q), left[i]);
+                unlink(q);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -579,6 +644,7 @@ int main(void)
             cmocka_unit_test(test_file_roundtrip_and_mismatch),
             cmocka_unit_test(test_file_corrupt),
             cmocka_unit_test(test_failed_save_keeps_old),
+            cmocka_unit_test(test_stale_tmp_removed),
         };
         int rc;
 

@@ -33,3 +33,27 @@ add_test(NAME netns_net
                  $<TARGET_FILE:net_echo>)
 set_tests_properties(netns_net PROPERTIES LABELS netns TIMEOUT 180
                      SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# The lockout Must-show of issue 11: an attacker's idle and churning
+# connections against a node while two honest endpoints exchange signed
+# frames; compares the rate with the normal one measured in the same run.
+# RUN_SERIAL: its rate ratio should not share the two cores with -j2 peers.
+if(TARGET gn::cmocka AND TARGET gn_gossip)
+  gn_add_test(NAME test_net_lockout
+              SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_net_lockout.c
+              LIBS gn_nodenet_t gn_gossip gn::cmocka Threads::Threads
+              LABELS unit TIMEOUT 120)
+  set_tests_properties(test_net_lockout PROPERTIES RUN_SERIAL TRUE)
+endif()
+
+# Membership across a real partition {0,1}|{2} and its heal (issue 11):
+# three namespaces on a bridge, a membership-only node in each. ~85 s.
+if(TARGET gn_gossip)
+  add_executable(swim_node ${CMAKE_CURRENT_LIST_DIR}/netns/swim_node.c)
+  target_link_libraries(swim_node PRIVATE gn_nodenet_t gn_gossip)
+  add_test(NAME netns_swim
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/netns/netns_swim.sh
+                   $<TARGET_FILE:swim_node>)
+  set_tests_properties(netns_swim PROPERTIES LABELS netns TIMEOUT 240
+                       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+endif()

@@ -325,6 +325,11 @@ static void test_pk_base64(void **state)
         assert_int_equal(node_key_pk_from_base64(b64, 44, back), 0);
         assert_memory_equal(back, pk, 32);
         assert_int_equal(node_key_pk_from_base64(b64, 43, back), -EINVAL);
+        /* 32 zero bytes: base64 fine, not an Ed25519 point */
+        assert_int_equal(
+            node_key_pk_from_base64(
+                "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", 44, back),
+            -EDOM);
         memcpy(bad, b64, 44);
         bad[5] = '*';
         assert_int_equal(node_key_pk_from_base64(bad, 44, back), -EINVAL);

@@ -316,6 +316,10 @@ static void scrapes(void *arg)
         memset(big + 26, 'a', n - 26);
         j->resp[6] = http_get(j->port, big, n, &j->resp_len[6]);
         free(big);
+        /* garbage that never ends a head (a TLS hello): 400 at once, not
+         * a silent close after the read timeout */
+        static const char tls[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03";
+        j->resp[7] = http_get(j->port, tls, sizeof(tls) - 1, &j->resp_len[7]);
 }
 
 static const char *body_of(char *resp)
@@ -383,6 +387,7 @@ static void test_server(void **state)
         assert_string_equal(body_of(j.resp[4]), "");
         assert_true(strncmp(j.resp[5], "HTTP/1.1 400 ", 13) == 0);
         assert_true(strncmp(j.resp[6], "HTTP/1.1 431 ", 13) == 0);
+        assert_true(strncmp(j.resp[7], "HTTP/1.1 400 ", 13) == 0);
         assert_int_equal(f.calls, 3);
         assert_int_equal(node_metrics_scrapes(m), 3);
 

@@ -7,6 +7,12 @@
  * peer that never reads makes the sender drop with bounded memory and
  * finally trips the stall detector; a port with nothing listening fails
  * cleanly and is retried after backoff; a taken port gives -EADDRINUSE.
+ * Inbound connections cannot starve the node: a forged first frame, a
+ * length below the minimum, a silent or half-sent first frame, too many
+ * unauthenticated connections from one address, a table full of silent
+ * ones (evicted for a real peer), a stalled half frame and an idle
+ * connection are each closed and counted, with "not yet" checked well
+ * inside each deadline.
  * Every test ends with gn_test_loop_close() == 0: no handle left open.
  *
  * No timed assertions: loops run until a condition holds, with a generous
@@ -224,11 +230,16 @@ static void test_stream_large_both_ways(void **state)
         struct node_net *b = open_net(&loop, &sb, 0, NULL);
         struct gossip_addr aa = loopback(port_of(a)), ab = loopback(port_of(b));
         uint8_t *x = random_bytes(big, 3), *y = random_bytes(big, 4);
-        uint8_t small[3] = {1, 2, 3};
+        uint8_t small[NODE_NET_STREAM_MIN] = {1, 2, 3};
 
         /* queued while connecting, delivered in order */
         assert_int_equal(node_net_send(a, &ab, x, big, GOSSIP_CH_STREAM), 0);
-        assert_int_equal(node_net_send(a, &ab, small, 3, GOSSIP_CH_STREAM), 0);
+        /* below the smallest wire frame: refused locally */
+        assert_int_equal(node_net_send(a, &ab, small, NODE_NET_STREAM_MIN - 1,
+                                       GOSSIP_CH_STREAM),
+                         -EMSGSIZE);
+        assert_int_equal(
+            node_net_send(a, &ab, small, sizeof(small), GOSSIP_CH_STREAM), 0);
         assert_int_equal(node_net_send(a, &ab, y, big, GOSSIP_CH_STREAM), 0);
         assert_int_equal(node_net_send(b, &aa, y, big, GOSSIP_CH_STREAM), 0);
         struct want wb = {&sb, 3}, wa = {&sa, 1};
@@ -236,8 +247,8 @@ static void test_stream_large_both_ways(void **state)
         assert_true(run_until(&loop, have_n, &wa, WATCHDOG_MS));
         assert_int_equal(sb.len[0], big);
         assert_memory_equal(sb.buf[0], x, big);
-        assert_int_equal(sb.len[1], 3);
-        assert_memory_equal(sb.buf[1], small, 3);
+        assert_int_equal(sb.len[1], sizeof(small));
+        assert_memory_equal(sb.buf[1], small, sizeof(small));
         assert_int_equal(sb.len[2], big);
         assert_memory_equal(sb.buf[2], y, big);
         assert_int_equal(sb.ch[2], GOSSIP_CH_STREAM);
@@ -249,13 +260,13 @@ static void test_stream_large_both_ways(void **state)
         assert_int_equal(node_net_peer_stats(a, ps, 4), 1);
         assert_int_equal(ps[0].connects, 1);
         assert_int_equal(ps[0].frames_out, 3);
-        assert_int_equal(ps[0].bytes_out, 2 * big + 3);
+        assert_int_equal(ps[0].bytes_out, 2 * big + sizeof(small));
         assert_int_equal(ps[0].queued_bytes, 0);
         assert_int_equal(ps[0].frames_dropped, 0);
         struct node_net_stats st;
         node_net_stats(b, &st);
         assert_int_equal(st.frames_in, 3);
-        assert_int_equal(st.bytes_in, 2 * big + 3);
+        assert_int_equal(st.bytes_in, 2 * big + sizeof(small));
         assert_int_equal(st.accepts, 1);
 
         node_net_close(a);
@@ -478,12 +489,12 @@ static void test_nothing_listening(void **state)
 
         /* queued while connecting: 0; the failure shows up later */
         assert_int_equal(node_net_send(a, &to, msg, 100, GOSSIP_CH_STREAM), 0);
-        assert_int_equal(node_net_send(a, &to, msg, 50, GOSSIP_CH_STREAM), 0);
+        assert_int_equal(node_net_send(a, &to, msg, 60, GOSSIP_CH_STREAM), 0);
         assert_true(run_until(&loop, failed_once, a, WATCHDOG_MS));
         struct node_net_peer_stats ps;
         node_net_peer_stats(a, &ps, 1);
         assert_int_equal(ps.frames_dropped, 2);
-        assert_int_equal(ps.bytes_dropped, 150);
+        assert_int_equal(ps.bytes_dropped, 160);
         assert_int_equal(ps.queued_bytes, 0);
         assert_int_equal(ps.last_error, -ECONNREFUSED);
         /* in backoff: refused at once, nothing queued, no new attempt */
@@ -620,6 +631,7 @@ static void test_ipv6_and_addrs(void **state)
         struct node_net_config cfg = {.listen = {.family = 6}};
         struct node_net *n6 = NULL;
         struct gossip_addr self;
+        uint8_t s60[NODE_NET_STREAM_MIN] = "stream6";
         uv_loop_init(&loop);
         cfg.listen.addr[15] = 1; /* ::1 */
         cfg.on_frame = sink_cb;
@@ -635,16 +647,16 @@ static void test_ipv6_and_addrs(void **state)
                 assert_int_equal(self.addr[15], 1);
                 assert_int_equal(
                     node_net_send(n6, &self, "six", 3, GOSSIP_CH_DGRAM), 0);
-                assert_int_equal(
-                    node_net_send(n6, &self, "stream6", 7, GOSSIP_CH_STREAM),
-                    0);
+                assert_int_equal(node_net_send(n6, &self, s60, sizeof(s60),
+                                               GOSSIP_CH_STREAM),
+                                 0);
                 struct want w = {&s6, 2};
                 assert_true(run_until(&loop, have_n, &w, WATCHDOG_MS));
                 int d = s6.ch[0] == GOSSIP_CH_DGRAM ? 0 : 1;
                 assert_int_equal(s6.len[d], 3);
                 assert_memory_equal(s6.buf[d], "six", 3);
-                assert_int_equal(s6.len[1 - d], 7);
-                assert_memory_equal(s6.buf[1 - d], "stream6", 7);
+                assert_int_equal(s6.len[1 - d], sizeof(s60));
+                assert_memory_equal(s6.buf[1 - d], s60, sizeof(s60));
                 assert_int_equal(s6.from[0].family, 6);
                 node_net_close(n6);
         }
@@ -668,6 +680,379 @@ static void test_ipv6_and_addrs(void **state)
         assert_int_equal(node_net_addr_to_sockaddr(&a, &ss), -EINVAL);
 }
 
+/* ---- inbound connections that must not starve the node ---- */
+
+struct stat_want {
+        struct node_net *net;
+        size_t off;
+        uint64_t n;
+};
+
+static int stat_reached(void *ctx)
+{
+        struct stat_want *w = ctx;
+        struct node_net_stats st;
+        uint64_t v;
+        node_net_stats(w->net, &st);
+        memcpy(&v, (const char *)&st + w->off, sizeof(v));
+        return v >= w->n;
+}
+
+/* Run until the counter `field` of net reaches n (watchdog: fails). */
+#define WAIT_STAT(loop, net, field, n)                                         \
+        assert_true(                                                           \
+            run_until(loop, stat_reached,                                      \
+                      &(struct stat_want){                                     \
+                          net, offsetof(struct node_net_stats, field), n},     \
+                      WATCHDOG_MS))
+
+static uint64_t stat_of(struct node_net *net, size_t off)
+{
+        struct node_net_stats st;
+        uint64_t v;
+        node_net_stats(net, &st);
+        memcpy(&v, (const char *)&st + off, sizeof(v));
+        return v;
+}
+#define STAT(net, field) stat_of(net, offsetof(struct node_net_stats, field))
+
+/* A blocking TCP connection to 127.0.0.1:port from 127.0.0.host. */
+static int raw_connect_from(uint8_t host, uint16_t port)
+{
+        struct sockaddr_in me = {.sin_family = AF_INET};
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        me.sin_addr.s_addr = htonl(0x7f000000u | host);
+        assert_int_equal(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
+        struct sockaddr_in to = {.sin_family = AF_INET,
+                                 .sin_port = htons(port)};
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        assert_int_equal(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0);
+        return fd;
+}
+
+/* 1 once the other end has closed fd (EOF or reset), without blocking. */
+static int raw_closed(int fd)
+{
+        char c;
+        ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+        return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* Write a length prefix and len bytes of p. */
+static void raw_frame(int fd, const uint8_t *p, uint32_t len)
+{
+        uint8_t hdr[4] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16),
+                          (uint8_t)(len >> 8), (uint8_t)len};
+        assert_int_equal(send(fd, hdr, 4, MSG_NOSIGNAL), 4);
+        assert_int_equal(send(fd, p, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+static int verify_calls;
+
+/* Stands in for a signature check: frames starting with 'X' are forged. */
+static int verify_no_x(void *ctx, const void *buf, size_t len)
+{
+        (*(int *)ctx)++;
+        return len > 0 && ((const uint8_t *)buf)[0] == 'X' ? -1 : 0;
+}
+
+static void test_first_frame_verified(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0}, sb = {0};
+        struct node_net_config cfg = {.verify = verify_no_x,
+                                      .verify_ctx = &verify_calls};
+        uv_loop_init(&loop);
+        verify_calls = 0;
+        struct node_net *a = open_net(&loop, &sa, 0, NULL);
+        struct node_net *b = open_net(&loop, &sb, 0, &cfg);
+        struct gossip_addr ab = loopback(port_of(b));
+        uint8_t forged[100], good[100];
+        memset(forged, 'X', sizeof(forged));
+        memset(good, 'G', sizeof(good));
+
+        /* a forged first frame: closed, not delivered */
+        int fd = raw_connect(ab.port);
+        raw_frame(fd, forged, sizeof(forged));
+        WAIT_STAT(&loop, b, auth_failures, 1);
+        run_for(&loop, 20);
+        assert_true(raw_closed(fd));
+        assert_int_equal(sb.n, 0);
+        assert_int_equal(STAT(b, frames_in), 0);
+        close(fd);
+
+        /* an authentic first frame opens the connection for what follows,
+         * which is not checked again (the user checks every frame) */
+        assert_int_equal(node_net_send(a, &ab, good, 100, GOSSIP_CH_STREAM), 0);
+        assert_int_equal(node_net_send(a, &ab, forged, 100, GOSSIP_CH_STREAM),
+                         0);
+        struct want wb = {&sb, 2};
+        assert_true(run_until(&loop, have_n, &wb, WATCHDOG_MS));
+        assert_memory_equal(sb.buf[0], good, 100);
+        assert_memory_equal(sb.buf[1], forged, 100);
+        assert_int_equal(verify_calls, 2);
+        assert_int_equal(STAT(b, inbound_open), 1);
+        assert_int_equal(STAT(b, inbound_pending), 0);
+        assert_int_equal(STAT(b, auth_failures), 1);
+
+        node_net_close(a);
+        node_net_close(b);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
+        sink_free(&sa);
+        sink_free(&sb);
+}
+
+static void test_undersize_refused(void **state)
+{
+        uv_loop_t loop;
+        struct sink sb = {0};
+        uv_loop_init(&loop);
+        struct node_net *b = open_net(&loop, &sb, 0, NULL);
+        uint16_t pb = port_of(b);
+        uint8_t x[NODE_NET_STREAM_MIN] = {0};
+
+        /* 59 bytes: below the smallest wire frame (protocol.md 6) */
+        int fd = raw_connect(pb);
+        raw_frame(fd, x, NODE_NET_STREAM_MIN - 1);
+        WAIT_STAT(&loop, b, undersize, 1);
+        close(fd);
+        /* 0 bytes */
+        fd = raw_connect(pb);
+        raw_frame(fd, x, 0);
+        WAIT_STAT(&loop, b, undersize, 2);
+        close(fd);
+        /* exactly the minimum is a frame */
+        fd = raw_connect(pb);
+        raw_frame(fd, x, NODE_NET_STREAM_MIN);
+        struct want wb = {&sb, 1};
+        assert_true(run_until(&loop, have_n, &wb, WATCHDOG_MS));
+        assert_int_equal(sb.len[0], NODE_NET_STREAM_MIN);
+        assert_int_equal(STAT(b, undersize), 2);
+        assert_int_equal(STAT(b, oversize), 0);
+        close(fd);
+
+        node_net_close(b);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
+        sink_free(&sb);
+}
+
+static void test_hello_timeout(void **state)
+{
+        uv_loop_t loop;
+        struct sink sb = {0};
+        struct node_net_config cfg = {.hello_timeout_ms = 1500};
+        uv_loop_init(&loop);
+        struct node_net *b = open_net(&loop, &sb, 0, &cfg);
+        uint16_t pb = port_of(b);
+        uint8_t half[3] = {0, 0, 1};
+
+        int silent = raw_connect(pb), stalled = raw_connect(pb);
+        assert_int_equal(send(stalled, half, 3, MSG_NOSIGNAL), 3);
+        WAIT_STAT(&loop, b, accepts, 2);
+        /* not yet: well inside the deadline both are still held */
+        run_for(&loop, 100);
+        assert_int_equal(STAT(b, inbound_pending), 2);
+        assert_int_equal(STAT(b, hello_timeouts), 0);
+        assert_false(raw_closed(silent));
+        /* then both are cut off */
+        WAIT_STAT(&loop, b, hello_timeouts, 2);
+        run_for(&loop, 20);
+        assert_true(raw_closed(silent));
+        assert_true(raw_closed(stalled));
+        assert_int_equal(STAT(b, inbound_open), 0);
+        assert_int_equal(sb.n, 0);
+        close(silent);
+        close(stalled);
+
+        node_net_close(b);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
+        sink_free(&sb);
+}
+
+static void test_pending_per_addr(void **state)
+{
+        uv_loop_t loop;
+        struct sink sb = {0};
+        uv_loop_init(&loop);
+        struct node_net *b = open_net(&loop, &sb, 0, NULL);
+        uint16_t pb = port_of(b);
+        int fd[NODE_NET_PENDING_PER_ADDR + 3];
+        uint8_t x[100] = {1};
+
+        for (int i = 0; i < NODE_NET_PENDING_PER_ADDR; i++)
+                fd[i] = raw_connect_from(1, pb);
+        WAIT_STAT(&loop, b, accepts, NODE_NET_PENDING_PER_ADDR);
+        /* one more from 127.0.0.1: refused */
+        int over = NODE_NET_PENDING_PER_ADDR;
+        fd[over] = raw_connect_from(1, pb);
+        WAIT_STAT(&loop, b, addr_rejects, 1);
+        run_for(&loop, 20);
+        assert_true(raw_closed(fd[over]));
+        /* another address has its own allowance */
+        fd[over + 1] = raw_connect_from(2, pb);
+        WAIT_STAT(&loop, b, accepts, NODE_NET_PENDING_PER_ADDR + 1);
+        /* once one of them authenticates, it no longer counts */
+        raw_frame(fd[0], x, sizeof(x));
+        WAIT_STAT(&loop, b, frames_in, 1);
+        fd[over + 2] = raw_connect_from(1, pb);
+        WAIT_STAT(&loop, b, accepts, NODE_NET_PENDING_PER_ADDR + 2);
+        assert_int_equal(STAT(b, addr_rejects), 1);
+        assert_int_equal(STAT(b, inbound_pending),
+                         NODE_NET_PENDING_PER_ADDR + 1);
+        for (int i = 0; i < NODE_NET_PENDING_PER_ADDR + 3; i++)
+                close(fd[i]);
+
+        node_net_close(b);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
+        sink_free(&sb);
+}
+
+static void test_full_evicts_unauthenticated(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0}, sb = {0};
+        struct node_net_config cfg = {.inbound_max = 4,
+                                      .pending_per_addr = 100};
+        uv_loop_init(&loop);
+        struct node_net *a = open_net(&loop, &sa, 0, NULL);
+        struct node_net *b = open_net(&loop, &sb, 0, &cfg);
+        struct gossip_addr ab = loopback(port_of(b));
+        uint8_t x[100] = {9};
+        int fd[5];
+
+        /* the table full of silent connections */
+        for (int i = 0; i < 4; i++) {
+                fd[i] = raw_connect(ab.port);
+                WAIT_STAT(&loop, b, accepts, (uint64_t)i + 1);
+        }
+        /* a real peer still gets in: the oldest silent one makes room */
+        assert_int_equal(node_net_send(a, &ab, x, sizeof(x), GOSSIP_CH_STREAM),
+                         0);
+        struct want wb = {&sb, 1};
+        assert_true(run_until(&loop, have_n, &wb, WATCHDOG_MS));
+        run_for(&loop, 20);
+        assert_int_equal(STAT(b, evictions), 1);
+        assert_true(raw_closed(fd[0]));
+        assert_false(raw_closed(fd[1]));
+        /* authenticated connections are never evicted: fill up, then every
+         * newcomer evicts a silent one until only a and the newest remain */
+        fd[4] = raw_connect(ab.port);
+        WAIT_STAT(&loop, b, evictions, 2);
+        assert_int_equal(STAT(b, inbound_open), 4);
+        assert_int_equal(STAT(b, inbound_pending), 3);
+        assert_int_equal(STAT(b, accept_rejects), 0);
+        for (int i = 0; i < 5; i++)
+                close(fd[i]);
+
+        node_net_close(a);
+        node_net_close(b);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
+        sink_free(&sa);
+        sink_free(&sb);
+}
+
+static void test_full_of_authenticated_refuses(void **state)
+{
+        uv_loop_t loop;
+        struct sink sb = {0};
+        struct node_net_config cfg = {.inbound_max = 1};
+        uv_loop_init(&loop);
+        struct node_net *b = open_net(&loop, &sb, 0, &cfg);
+        uint16_t pb = port_of(b);
+        uint8_t x[100] = {3};
+
+        int fd1 = raw_connect(pb);
+        raw_frame(fd1, x, sizeof(x));
+        WAIT_STAT(&loop, b, frames_in, 1);
+        int fd2 = raw_connect(pb);
+        WAIT_STAT(&loop, b, accept_rejects, 1);
+        run_for(&loop, 20);
+        assert_true(raw_closed(fd2));
+        assert_false(raw_closed(fd1));
+        assert_int_equal(STAT(b, evictions), 0);
+        close(fd1);
+        close(fd2);
+
+        node_net_close(b);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
+        sink_free(&sb);
+}
+
+static void test_rx_stall_cut(void **state)
+{
+        uv_loop_t loop;
+        struct sink sb = {0};
+        struct node_net_config cfg = {.stall_timeout_ms = 800};
+        uv_loop_init(&loop);
+        struct node_net *b = open_net(&loop, &sb, 0, &cfg);
+        uint16_t pb = port_of(b);
+        uint8_t x[1000] = {4};
+
+        int fd = raw_connect(pb);
+        raw_frame(fd, x, 100);
+        WAIT_STAT(&loop, b, frames_in, 1);
+        /* half a frame, then nothing */
+        uint8_t hdr[4] = {0, 0, 0x03, 0xe8}; /* 1000 */
+        assert_int_equal(send(fd, hdr, 4, MSG_NOSIGNAL), 4);
+        assert_int_equal(send(fd, x, 500, MSG_NOSIGNAL), 500);
+        run_for(&loop, 100);
+        assert_int_equal(STAT(b, rx_stalls), 0); /* not yet */
+        WAIT_STAT(&loop, b, rx_stalls, 1);
+        run_for(&loop, 20);
+        assert_true(raw_closed(fd));
+        assert_int_equal(STAT(b, frames_in), 1);
+        assert_int_equal(STAT(b, idle_timeouts), 0);
+        close(fd);
+
+        node_net_close(b);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
+        sink_free(&sb);
+}
+
+static void test_idle_closed(void **state)
+{
+        uv_loop_t loop;
+        struct sink sa = {0}, sb = {0};
+        struct node_net_config cfg = {.idle_timeout_ms = 1000};
+        uv_loop_init(&loop);
+        struct node_net *a = open_net(&loop, &sa, 0, &cfg);
+        struct node_net *b = open_net(&loop, &sb, 0, &cfg);
+        struct gossip_addr ab = loopback(port_of(b));
+        uint8_t x[100] = {5};
+
+        /* an inbound connection that goes quiet after its frame */
+        int fd = raw_connect(ab.port);
+        raw_frame(fd, x, sizeof(x));
+        WAIT_STAT(&loop, b, frames_in, 1);
+        WAIT_STAT(&loop, b, idle_timeouts, 1);
+        run_for(&loop, 20);
+        assert_true(raw_closed(fd));
+        close(fd);
+        /* our own outgoing one closes first, at half the timeout ... */
+        assert_int_equal(node_net_send(a, &ab, x, sizeof(x), GOSSIP_CH_STREAM),
+                         0);
+        WAIT_STAT(&loop, b, frames_in, 2);
+        WAIT_STAT(&loop, a, idle_closes, 1);
+        run_for(&loop, 50);
+        assert_int_equal(STAT(b, idle_timeouts), 1);
+        assert_int_equal(STAT(b, inbound_open), 0);
+        /* ... and the next frame reconnects */
+        assert_int_equal(node_net_send(a, &ab, x, sizeof(x), GOSSIP_CH_STREAM),
+                         0);
+        WAIT_STAT(&loop, b, frames_in, 3);
+        struct node_net_peer_stats ps;
+        assert_int_equal(node_net_peer_stats(a, &ps, 1), 1);
+        assert_int_equal(ps.connects, 2);
+        assert_int_equal(ps.frames_dropped, 0);
+
+        node_net_close(a);
+        node_net_close(b);
+        assert_int_equal(gn_test_loop_close(&loop), 0);
+        sink_free(&sa);
+        sink_free(&sb);
+}
+
 int main(void)
 {
         signal(SIGPIPE, SIG_IGN); /* as the daemon must: see net.h */
@@ -683,6 +1068,14 @@ int main(void)
             cmocka_unit_test(test_port_in_use),
             cmocka_unit_test(test_env_wiring),
             cmocka_unit_test(test_ipv6_and_addrs),
+            cmocka_unit_test(test_first_frame_verified),
+            cmocka_unit_test(test_undersize_refused),
+            cmocka_unit_test(test_hello_timeout),
+            cmocka_unit_test(test_pending_per_addr),
+            cmocka_unit_test(test_full_evicts_unauthenticated),
+            cmocka_unit_test(test_full_of_authenticated_refuses),
+            cmocka_unit_test(test_rx_stall_cut),
+            cmocka_unit_test(test_idle_closed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -136,6 +136,8 @@ static const struct bad_case bad_cases[] = {
     {"10.0.0.1:7946 %s=", "bad public key"},
     {"10.0.0.1:7946 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!=",
      "bad public key"},
+    {"10.0.0.1:7946 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+     "public key is not a valid Ed25519 point"},
     {"10.0.0.1:7946 %s bad/name", "bad name 'bad/name'"},
     {"10.0.0.1:7946 %s "
      "n234567890123456789012345678901234567890123456789012345678901234",

@@ -18,7 +18,8 @@
  *
  *  - optionally, false positives under loss: `loss` datagram loss on every
  *    link for `loss_s` simulated seconds, counting (observer, member)
- *    transitions to suspect and to dead among the live nodes.
+ *    transitions to suspect and to dead among the live nodes, and the
+ *    suspicions raised at their source (probes that got no ACK at all).
  *
  * Usage: bench_swim [n] [crashes] [steady_s] [loss loss_s]
  * (seed from GN_SEED)
@@ -83,6 +84,22 @@ static bool all_know_dead(struct sim *s, void *arg)
                         return false;
         }
         return true;
+}
+
+/* Probes that ended with no ACK at all, summed over the running nodes:
+ * each raises (or confirms) a suspicion at its prober. */
+static uint64_t probe_failures(struct sim *s)
+{
+        struct gossip_stats st;
+        uint64_t sum = 0;
+
+        for (size_t i = 0; i < sim_n(s); i++) {
+                if (!sim_node(s, i))
+                        continue;
+                gossip_stats_get(sim_node(s, i), &st);
+                sum += st.probe_failures;
+        }
+        return sum;
 }
 
 static double cpu_s(void)
@@ -180,12 +197,15 @@ int main(int argc, char **argv)
                        24 * lg);
         }
         if (loss > 0 && loss_s > 0) {
+                uint64_t f0 = probe_failures(s);
                 sim_set_loss_all(s, loss);
                 b.dead_events = b.suspect_events = 0;
                 sim_run_until(s, sim_now(s) + (uint64_t)(loss_s * 1000));
                 printf("n=%zu loss %.0f%% for %.0f s: %u suspect and %u dead "
-                       "transitions of live members (over all observers)\n",
-                       n, loss * 100, loss_s, b.suspect_events, b.dead_events);
+                       "transitions of live members (over all observers); "
+                       "%llu suspicions raised by a node's own failed probe\n",
+                       n, loss * 100, loss_s, b.suspect_events, b.dead_events,
+                       (unsigned long long)(probe_failures(s) - f0));
         }
         sim_destroy(s);
         return 0;

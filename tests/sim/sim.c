@@ -10,7 +10,8 @@
  *
  * Invariants: a crashed node has g == NULL; a frozen node is never called;
  * the stream channel never reorders frames on a link (each frame is
- * delivered no earlier than the previous one on the same link).
+ * delivered no earlier than the previous one on the same link), and on a
+ * lossy link each stream frame waits for TCP-like retransmissions.
  */
 #include "gn_rng.h"
 #include "sim.h"
@@ -125,6 +126,27 @@ static void node_rearm(struct sim_node *nd, bool after_tick)
         heap_push(s, &ev);
 }
 
+/* What TCP adds to a stream frame on a link losing datagrams with
+ * probability p: each round in which any of its segments (1448 bytes) is
+ * lost costs a retransmission timeout, 200 ms (Linux's minimum RTO) and
+ * doubling, up to 6 rounds. The data arrives in the end: the stream is
+ * reliable; a cut or partition, not loss, breaks it. */
+static uint64_t stream_retransmit_ms(struct sim *s, double p, size_t len)
+{
+        size_t segs = len / 1448 + 1;
+        double any = 1.0, rto = 200;
+        uint64_t extra = 0;
+
+        if (p <= 0)
+                return 0;
+        for (size_t i = 0; i < segs; i++)
+                any *= 1.0 - p;
+        any = 1.0 - any;
+        for (int r = 0; r < 6 && sim_unit(s) < any; r++, rto *= 2)
+                extra += (uint64_t)rto;
+        return extra;
+}
+
 static int env_send(void *ctx, const struct gossip_addr *to, const void *buf,
                     size_t len, int channel)
 {
@@ -150,6 +172,7 @@ static int env_send(void *ctx, const struct gossip_addr *to, const void *buf,
                 if (s->jitter[k])
                         ev.k.t += gn_splitmix64(&s->rng) % (s->jitter[k] + 1u);
         } else {
+                ev.k.t += stream_retransmit_ms(s, s->loss[k], len);
                 if (ev.k.t < s->stream_last[k])
                         ev.k.t = s->stream_last[k];
                 s->stream_last[k] = ev.k.t;

@@ -12,8 +12,10 @@
  * (state destroyed) and restart (same key, new incarnation).
  *
  * The stream channel is reliable and in order per link (a TCP connection):
- * no loss, no jitter, never reordered; a cut or partition breaks it (frames
- * are lost), as would a reset connection.
+ * no loss, no jitter, never reordered; on a link with datagram loss p a
+ * frame is delayed as TCP would retransmit it (each round in which one of
+ * its 1448-byte segments is lost adds an RTO: 200 ms, doubling); a cut or
+ * partition breaks it (frames are lost), as would a reset connection.
  *
  * Node i has key pair from (seed, i), address 10.x.y.z:7946 with x.y.z = i,
  * and every node trusts every other node's key (a shared peers file).
