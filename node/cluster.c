@@ -260,6 +260,17 @@ static int load_identity(struct node_cluster *c, uint8_t *sk, char *err,
         return 0;
 }
 
+/* The transport's first-frame check on an inbound connection: a frame
+ * signed or MAC'd by a trusted key, or the connection is closed. */
+static int verify_first(void *ctx, const void *buf, size_t len)
+{
+        struct node_cluster *c = ctx;
+
+        return c->g
+                   ? gossip_frame_authenticate(c->g, buf, len, GOSSIP_CH_STREAM)
+                   : -1;
+}
+
 static int open_net(struct node_cluster *c, char *err, size_t errlen)
 {
         struct node_net_config nc = {0};
@@ -270,6 +281,8 @@ static int open_net(struct node_cluster *c, char *err, size_t errlen)
         nc.seed = c->o->seed ^ 0x6e6574ULL;
         nc.on_frame = on_frame;
         nc.ctx = c;
+        nc.verify = verify_first;
+        nc.verify_ctx = c;
         rc = node_net_open(&c->net, c->loop, &nc);
         if (rc) {
                 node_addr_format(&c->listen, a, sizeof(a));

@@ -378,6 +378,10 @@ static int setup_resume(struct node_trainer *t, char *err, size_t errlen)
         if (n < 0 || (size_t)n >= sizeof(t->ckpt_path))
                 return gn_fail(err, errlen, -ENAMETOOLONG,
                                "--checkpoint-dir: path too long");
+        n = nn_checkpoint_clean_tmp(t->ckpt_path);
+        if (n > 0)
+                node_log(NODE_LOG_INFO,
+                         "removed %d temp file(s) of interrupted saves", n);
         if (o->fresh || stat(t->ckpt_path, &sb) != 0)
                 return 0;
         rc = nn_checkpoint_load_expect(t->ckpt_path, t->spec, t->nparams,
@@ -418,6 +422,8 @@ int node_trainer_create(const struct node_options *o,
         atomic_init(&t->stop_flag, 0);
         t->st.test_acc = NAN;
         t->st.test_loss = NAN;
+        /* nothing measured before the first progress window: reported nil */
+        t->st.loss = t->st.acc = t->st.sps = NAN;
         t->last_eval_acc = NAN;
         nn_threads_set((int)o->threads);
         rc = setup_data(t, err, errlen);
