@@ -16,3 +16,9 @@ add_executable(bench_gossip_codec ${CMAKE_CURRENT_LIST_DIR}/bench_codec.c)
 target_include_directories(bench_gossip_codec PRIVATE
                            ${PROJECT_SOURCE_DIR}/tests/common)
 target_link_libraries(bench_gossip_codec PRIVATE gn_gossip)
+# robust merge decisions (gossip/robust.c)
+if(TARGET gn::cmocka)
+  gn_add_test(NAME gossip_robust
+              SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_robust.c
+              LIBS gn_gossip gn::cmocka LABELS unit)
+endif()
