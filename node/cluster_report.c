@@ -444,12 +444,58 @@ void node_cluster_metrics(struct node_cluster *c, struct node_trainer *t,
                              ns.connect_failures);
 }
 
+/* One line per peer robust merge has a record of (names, not keys). */
+static void log_robust(struct node_cluster *c,
+                       const struct node_handoff_stats *hs)
+{
+        struct gossip_member_info *mi;
+        struct gossip_robust_peer rp;
+        const uint64_t *r = hs->robust;
+        size_t n = 0;
+
+        node_log(NODE_LOG_INFO,
+                 "robust merge %s: %llu accepted, %llu clipped, refused "
+                 "%llu far, %llu nonfinite, %llu not_partner, %llu "
+                 "out_of_window, %llu mismatch",
+                 c->o->robust ? "on" : "off",
+                 (unsigned long long)r[GOSSIP_ROBUST_ACCEPTED],
+                 (unsigned long long)r[GOSSIP_ROBUST_CLIPPED],
+                 (unsigned long long)r[GOSSIP_ROBUST_FAR],
+                 (unsigned long long)r[GOSSIP_ROBUST_NONFINITE],
+                 (unsigned long long)r[GOSSIP_ROBUST_NOT_PARTNER],
+                 (unsigned long long)r[GOSSIP_ROBUST_WINDOW],
+                 (unsigned long long)r[GOSSIP_ROBUST_MISMATCH]);
+        mi = node_cluster__members(c, &n);
+        for (size_t i = 1; mi && i < n; i++) {
+                if (node_handoff_robust_peer(c->h, mi[i].key, &rp))
+                        continue;
+                node_log(NODE_LOG_INFO,
+                         "robust merge peer %s%s: %llu accepted, %llu "
+                         "clipped, %llu far, %llu nonfinite, %llu "
+                         "not_partner, %llu out_of_window, %llu mismatch; "
+                         "%u bad of the last %u",
+                         node_cluster__member_name(&mi[i]),
+                         gossip_robust_peer_suspect(&rp) ? " suspect_model"
+                                                         : "",
+                         (unsigned long long)rp.count[0],
+                         (unsigned long long)rp.count[1],
+                         (unsigned long long)rp.count[2],
+                         (unsigned long long)rp.count[3],
+                         (unsigned long long)rp.count[4],
+                         (unsigned long long)rp.count[5],
+                         (unsigned long long)rp.count[6],
+                         gossip_robust_peer_bad(&rp), rp.nhist);
+        }
+        free(mi);
+}
+
 void node_cluster__log_summary(struct node_cluster *c)
 {
         struct node_handoff_stats hs;
         const struct gossip_merge_stats *ms = &hs.merge;
 
         node_handoff_stats(c->h, &hs);
+        log_robust(c, &hs);
         if (hs.waits)
                 node_log(NODE_LOG_INFO,
                          "averaging waits: %llu, %llu timed out, %.3f s "

@@ -355,6 +355,15 @@ void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                 wake_loop(h);
 }
 
+void node_handoff_forget_own(struct node_handoff *h)
+{
+        pthread_mutex_lock(&h->mu);
+        for (int i = 0; i < GOSSIP_PLAN_RING; i++)
+                if (h->ring[i].state == SLOT_HELD)
+                        h->ring[i].state = SLOT_FREE;
+        pthread_mutex_unlock(&h->mu);
+}
+
 /* Count one robust-merge outcome for a peer (mu held). */
 static void robust_count(struct node_handoff *h, const uint8_t *key, int reason)
 {

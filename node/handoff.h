@@ -132,6 +132,11 @@ float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step, size_t *lo,
 void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                               const float *params, size_t n);
 
+/* Model health rolled our model back: our copies of past rounds belong
+ * to the broken model, so none is averaged against again (held slots are
+ * freed; a slot the loop still encodes stays its own). */
+void node_handoff_forget_own(struct node_handoff *h);
+
 /* Average every slice that arrived into params (n floats) at `step`. */
 void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                           size_t n);

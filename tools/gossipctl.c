@@ -506,6 +506,11 @@ static void print_train(FILE *f, const msgpack_object *d)
                 fmt_num(ctlc_get(d, "extra_batches"), a, sizeof(a)));
         fprintf(f, "%-10s %s\n", "lr",
                 fmt_float(ctlc_get(d, "lr"), "%g", a, sizeof(a)));
+        fprintf(f, "%-10s %s non-finite, ", "rollbacks",
+                fmt_num(ctlc_get(d, "rollbacks_nonfinite"), a, sizeof(a)));
+        fprintf(f, "%s loss explosion (last good: step %s)\n",
+                fmt_num(ctlc_get(d, "rollbacks_loss"), a, sizeof(a)),
+                fmt_num(ctlc_get(d, "health_snapshot_step"), a + 32, 32));
         fprintf(f, "%-10s %s\n", "running",
                 run && run->type == MSGPACK_OBJECT_BOOLEAN
                     ? (run->via.boolean ? "yes" : "no")
