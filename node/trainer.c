@@ -64,14 +64,21 @@ enum {
         TRAINER_HEALTH_SNAP_EVERY = 50,
         /* Step losses recorded before the explosion test applies. */
         TRAINER_HEALTH_WARMUP = 8,
+        /* Rollbacks in a row after which the run ends with an error: the
+         * snapshot itself does not train (never keep a broken model). */
+        TRAINER_HEALTH_MAX_ROLLBACKS = 200,
 };
 /* A step's loss above this many times the running median of recent healthy
  * step losses is an explosion: cross-entropy over 10 classes is 2.3 for a
  * uniform guess and batches of one model differ by well under 2x, while a
  * model pushed x10 or to 1e30 scores tens to Inf. */
 #define TRAINER_HEALTH_LOSS_FACTOR 10.0f
-#define TRAINER_STEP_GAMMA         0.5f
-#define TRAINER_COSINE_FLOOR       0.01f /* min_lr as a fraction of base_lr */
+/* Only losses up to this many times the median enter it, and a snapshot is
+ * taken only after such a step: a model poisoned a little at a time can
+ * then not raise the reference it is judged against (boiling frog). */
+#define TRAINER_HEALTH_RECORD_FACTOR 2.0f
+#define TRAINER_STEP_GAMMA           0.5f
+#define TRAINER_COSINE_FLOOR         0.01f /* min_lr as a fraction of base_lr */
 static const char trainer_meta_magic[4] = {'G', 'N', 'T', 'R'};
 
 struct node_trainer {
@@ -119,6 +126,8 @@ struct node_trainer {
          * running median of healthy step losses. */
         float *good_params, *good_opt;
         uint64_t good_step;
+        int loss_ok;            /* the last step's loss was recorded */
+        uint32_t rollbacks_run; /* rollbacks since the last healthy step */
         struct gossip_robust_stat losses;
 
         atomic_int stop_flag;
@@ -700,7 +709,7 @@ static void health_snapshot(struct node_trainer *t)
 {
         const float *p = nn_model_params(t->model);
 
-        if (!all_finite(p, t->nparams))
+        if (!t->loss_ok || !all_finite(p, t->nparams))
                 return;
         memcpy(t->good_params, p, t->nparams * sizeof(float));
         if (t->nopt)
@@ -718,15 +727,20 @@ static void health_snapshot(struct node_trainer *t)
 static int health_loss(struct node_trainer *t, float loss)
 {
         struct gossip_robust_verdict v = {.reason = GOSSIP_ROBUST_ACCEPTED};
+        int warm = t->losses.n >= TRAINER_HEALTH_WARMUP;
+        float med = gossip_robust_median(&t->losses);
 
+        t->loss_ok = 0;
         if (!isfinite(loss))
                 return 1;
-        if (t->losses.n >= TRAINER_HEALTH_WARMUP &&
-            loss >
-                TRAINER_HEALTH_LOSS_FACTOR * gossip_robust_median(&t->losses))
+        if (warm && loss > TRAINER_HEALTH_LOSS_FACTOR * med)
                 return 2;
+        t->rollbacks_run = 0;
+        if (warm && loss > TRAINER_HEALTH_RECORD_FACTOR * med)
+                return 0; /* trains on, but is no reference */
         v.dist = loss;
         gossip_robust_note(&t->losses, &v);
+        t->loss_ok = 1;
         return 0;
 }
 
@@ -783,8 +797,18 @@ static int train_step(struct node_trainer *t, struct window *pw,
         if ((rc = health_loss(t, loss)) != 0) {
                 /* a broken model: nothing of it is posted or stepped */
                 health_rollback(t, rc, loss);
-                return 0;
+                if (++t->rollbacks_run < TRAINER_HEALTH_MAX_ROLLBACKS)
+                        return 0;
+                snprintf(t->errmsg, sizeof(t->errmsg),
+                         "model health: %u rollbacks in a row, the snapshot "
+                         "of step %llu does not train either",
+                         t->rollbacks_run, (unsigned long long)t->good_step);
+                return NN_EINVAL;
         }
+        /* the parameters that just scored a healthy loss are a good
+         * snapshot (taken before this step's update and averaging) */
+        if (t->step % TRAINER_HEALTH_SNAP_EVERY == 0)
+                health_snapshot(t);
         if (t->acc_n) { /* the extra batches trained since the last step */
                 fold_extra(t, n);
                 xn = t->acc_n;
@@ -820,8 +844,6 @@ static int train_step(struct node_trainer *t, struct window *pw,
                                stop_due(t, 0) != NODE_STOP_NONE);
                 node_handoff_average(t->box, t->step, params, t->nparams);
         }
-        if (t->step % TRAINER_HEALTH_SNAP_EVERY == 0)
-                health_snapshot(t);
         *lr_out = lr;
         for (struct window *w = pw; w; w = w == pw ? ew : NULL) {
                 w->loss_sum += loss + xloss;
@@ -989,6 +1011,7 @@ int node_trainer_run(struct node_trainer *t)
         t->st.running = 1;
         pthread_mutex_unlock(&t->stats_lock);
         initial_state(t);
+        t->loss_ok = 1;
         health_snapshot(t); /* the starting model is good: checked */
         {
                 node_evlog_start(t->ev, t->spec, t->nparams, t->o->shard_i,
@@ -1002,9 +1025,10 @@ int node_trainer_run(struct node_trainer *t)
                          (unsigned long long)t->step);
                 rc = run_loop(t, &reason);
         }
-        if (rc) {
+        if (rc && !t->errmsg[0])
                 snprintf(t->errmsg, sizeof(t->errmsg), "training: %s",
                          nn_strerror(rc));
+        if (rc) {
                 node_log(NODE_LOG_ERROR, "%s", t->errmsg);
                 reason = NODE_STOP_ERROR;
         }

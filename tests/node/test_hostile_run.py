@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cluster_run as tc  # noqa: E402
@@ -54,12 +55,15 @@ def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed):
         liar = subprocess.Popen(args, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True)
+    t0 = time.time()
     for i in range(2):
         c.start(i, extra)
     try:
         for i in range(2):
             rc = c.procs[i].wait(400)
             assert rc == 0, "%s: n%d exited %d" % (name, i, rc)
+        print("%s run: %.1f s wall for %d steps" % (name, time.time() - t0,
+                                                    steps))
     finally:
         out = ""
         if liar:
