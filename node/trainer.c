@@ -59,9 +59,11 @@ enum {
         TRAINER_META_LEN = 4 + 4 + 8 + 4 + 4 + 4 + 8,
         /* Model health: an in-memory snapshot of parameters and optimizer
          * state every this many healthy steps, the one a broken model is
-         * rolled back to. 50 steps lose at most a few seconds of work on
-         * a Pi; the copy (2 x the model) every 50 steps costs nothing. */
-        TRAINER_HEALTH_SNAP_EVERY = 50,
+         * rolled back to. 10 steps: a peer that poisons every averaging
+         * round (every K = 10 steps in the cluster tests) must not send us
+         * back further than the progress made since; the copy (2 x the
+         * model, 3 MB for the MLP) every 10 steps is under 0.1% of them. */
+        TRAINER_HEALTH_SNAP_EVERY = 10,
         /* Step losses recorded before the explosion test applies. */
         TRAINER_HEALTH_WARMUP = 8,
         /* Rollbacks in a row after which the run ends with an error: the
@@ -574,6 +576,9 @@ static void progress(struct node_trainer *t, struct window *w, double lr)
 
 /* Evaluate on the test set; ew holds the training window since the last
  * evaluation (its accuracy is the "train accuracy" reported). */
+static void health_rollback(struct node_trainer *t, int why, float loss);
+static int health_eval(const struct node_trainer *t, float test_loss);
+
 static int evaluate(struct node_trainer *t, struct window *ew)
 {
         float loss = NAN, acc = NAN;
@@ -586,6 +591,12 @@ static int evaluate(struct node_trainer *t, struct window *ew)
 
         rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
                                (int)t->test.n, &loss, &acc);
+        if (rc == 0 && (rc = health_eval(t, loss)) != 0) {
+                /* never report, checkpoint or end with a broken model */
+                health_rollback(t, rc, loss);
+                rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
+                                       (int)t->test.n, &loss, &acc);
+        }
         if (rc)
                 return rc;
         t->last_eval_acc = 100.0 * acc;
@@ -741,6 +752,18 @@ static int health_loss(struct node_trainer *t, float loss)
         v.dist = loss;
         gossip_robust_note(&t->losses, &v);
         t->loss_ok = 1;
+        return 0;
+}
+
+/* The same test for an evaluation's test loss (nothing is recorded). */
+static int health_eval(const struct node_trainer *t, float test_loss)
+{
+        if (!isfinite(test_loss))
+                return 1;
+        if (t->losses.n >= TRAINER_HEALTH_WARMUP &&
+            test_loss >
+                TRAINER_HEALTH_LOSS_FACTOR * gossip_robust_median(&t->losses))
+                return 2;
         return 0;
 }
 
