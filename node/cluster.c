@@ -143,6 +143,38 @@ int node_cluster__partner(struct node_cluster *c, uint64_t step,
         return 0;
 }
 
+/* Is key one of our scheduled senders at step? Views differ for a while
+ * during churn (a member suspect here, alive at the sender), so the set
+ * is the senders under the view with every listed member alive plus those
+ * with suspects skipped: at most a few keys, each one a member the
+ * schedule really names for that step. The step is in the message, so the
+ * round is exact; a sender outside our view is never in the set. */
+int node_cluster__scheduled_sender(struct node_cluster *c, uint64_t step,
+                                   const uint8_t key[GOSSIP_KEY_BYTES])
+{
+        struct gossip_sched s;
+        struct alive_ctx a = {c, &s};
+        size_t n, got, idx[8];
+
+        n = gossip_view(c->g, c->view, c->view_cap);
+        if (n > c->view_cap)
+                n = c->view_cap;
+        if (n <= 1 ||
+            gossip_sched_init(&s, (const uint8_t(*)[GOSSIP_KEY_BYTES])c->view,
+                              n, c->pk, c->o->seed, GOSSIP_SCHED_DISSEMINATION))
+                return 0;
+        for (int pass = 0; pass < 2; pass++) {
+                if (gossip_sched_senders(&s, step, pass ? partner_alive : NULL,
+                                         &a, idx, 8, &got))
+                        continue;
+                for (size_t i = 0; i < got && i < 8; i++)
+                        if (memcmp(gossip_sched_key(&s, idx[i]), key,
+                                   GOSSIP_KEY_BYTES) == 0)
+                                return 1;
+        }
+        return 0;
+}
+
 /* ---- protocol callbacks ------------------------------------------------- */
 
 static void on_app(void *ctx, const struct gossip_member_info *from, int kind,
@@ -155,7 +187,7 @@ static void on_app(void *ctx, const struct gossip_member_info *from, int kind,
                 node_cluster__on_gradient(c, from, step, payload, len);
                 break;
         case GOSSIP_APP_PARAMS:
-                node_cluster__on_params(c, step, payload, len);
+                node_cluster__on_params(c, from, step, payload, len);
                 break;
         case GOSSIP_APP_STATE_REQ:
                 node_cluster__on_state_req(c, from);

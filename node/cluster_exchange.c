@@ -104,6 +104,7 @@ int node_cluster__exchange_open(struct node_cluster *c, char *err,
                 return rc;
         plan_cfg(c, c->penc.cfg.parts, &hc.plan);
         hc.avg_weight = c->o->avg_weight;
+        hc.robust = c->o->robust;
         hc.wake_loop = wake_loop;
         hc.ctx = &c->async;
         rc = node_handoff_create(&c->h, &hc);
@@ -241,6 +242,27 @@ void node_cluster__on_async(uv_async_t *a)
 /* ---- receiving ------------------------------------------------------------
  */
 
+/* Robust merge, first guard: only our scheduled sender of that step. */
+static int from_partner(struct node_cluster *c,
+                        const struct gossip_member_info *from, uint64_t step)
+{
+        if (!c->o->robust || node_cluster__scheduled_sender(c, step, from->key))
+                return 1;
+        node_handoff_robust_note(c->h, from->key, GOSSIP_ROBUST_NOT_PARTNER);
+        return 0;
+}
+
+/* A payload that did not decode, counted under its reason. */
+static void decode_refused(struct node_cluster *c,
+                           const struct gossip_member_info *from, int rc)
+{
+        c->decode_errors++;
+        node_handoff_robust_note(c->h, from->key,
+                                 rc == GOSSIP_ENONFINITE
+                                     ? GOSSIP_ROBUST_NONFINITE
+                                     : GOSSIP_ROBUST_MISMATCH);
+}
+
 void node_cluster__on_gradient(struct node_cluster *c,
                                const struct gossip_member_info *from,
                                uint64_t step, const void *p, size_t len)
@@ -250,9 +272,14 @@ void node_cluster__on_gradient(struct node_cluster *c,
         struct gossip_codec_info info;
         int rc, late = 0;
 
+        if (!from_partner(c, from, step)) {
+                if (pg)
+                        pg->dropped++;
+                return;
+        }
         rc = gossip_codec_decode(p, len, c->nparams, c->scratch, &info);
         if (rc) {
-                c->decode_errors++;
+                decode_refused(c, from, rc);
                 if (pg)
                         pg->dropped++;
                 return;
@@ -271,19 +298,23 @@ void node_cluster__on_gradient(struct node_cluster *c,
                 node_cluster__publish_members(c);
 }
 
-void node_cluster__on_params(struct node_cluster *c, uint64_t step,
-                             const void *p, size_t len)
+void node_cluster__on_params(struct node_cluster *c,
+                             const struct gossip_member_info *from,
+                             uint64_t step, const void *p, size_t len)
 {
         struct gossip_codec_info info = {0};
         size_t cap = node_handoff_slice_cap(c->h);
+        int rc = 0;
 
+        if (!from_partner(c, from, step))
+                return;
         /* decoded outside the lock into the loop's spare slice, which the
          * box then swaps into its inbox: the trainer never waits for a
          * decode or a copy */
         if (gossip_codec_peek(p, len, c->nparams, &info) || info.count == 0 ||
             info.id == GOSSIP_CODEC_TOPK || info.count > cap ||
-            gossip_codec_decode(p, len, c->nparams,
-                                node_handoff_inbox_spare(c->h), &info)) {
+            (rc = gossip_codec_decode(p, len, c->nparams,
+                                      node_handoff_inbox_spare(c->h), &info))) {
                 if (info.count > cap && !c->warned_parts) {
                         /* a peer with fewer --params-parts than ours */
                         node_log(NODE_LOG_WARN,
@@ -293,10 +324,10 @@ void node_cluster__on_params(struct node_cluster *c, uint64_t step,
                                  info.count, cap);
                         c->warned_parts = 1;
                 }
-                c->decode_errors++;
+                decode_refused(c, from, rc);
                 return;
         }
         node_log(NODE_LOG_DEBUG, "parameters of step %llu arrived",
                  (unsigned long long)step);
-        node_handoff_deliver_params(c->h, step, info.lo, info.count);
+        node_handoff_deliver_params(c->h, from->key, step, info.lo, info.count);
 }

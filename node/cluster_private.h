@@ -83,6 +83,9 @@ struct gossip_member_info *node_cluster__members(struct node_cluster *c,
 /* The step's partner per the GossipGraD schedule over the live view. */
 int node_cluster__partner(struct node_cluster *c, uint64_t step,
                           uint8_t key[GOSSIP_KEY_BYTES]);
+/* 1 if key is one of our scheduled senders at step (robust merge). */
+int node_cluster__scheduled_sender(struct node_cluster *c, uint64_t step,
+                                   const uint8_t key[GOSSIP_KEY_BYTES]);
 
 /* cluster_exchange.c */
 int node_cluster__exchange_open(struct node_cluster *c, char *err,
@@ -92,8 +95,9 @@ void node_cluster__on_async(uv_async_t *a);
 void node_cluster__on_gradient(struct node_cluster *c,
                                const struct gossip_member_info *from,
                                uint64_t step, const void *p, size_t len);
-void node_cluster__on_params(struct node_cluster *c, uint64_t step,
-                             const void *p, size_t len);
+void node_cluster__on_params(struct node_cluster *c,
+                             const struct gossip_member_info *from,
+                             uint64_t step, const void *p, size_t len);
 /* Per-peer gradient counters; NULL when the table is full. */
 struct node_cluster_peer_grads *node_cluster__peer_grads(struct node_cluster *c,
                                                          const uint8_t *key);

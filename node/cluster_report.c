@@ -33,6 +33,32 @@ static void pack_rejects(msgpack_packer *pk, const uint64_t *r)
                         node_ctl_pack_ku64(pk, gossip_reject_name(-i), r[i]);
 }
 
+/* Robust merge marked this peer: more than half of its last verdicts
+ * clipped or refused (gossip/robust.h). */
+static int suspect_model(struct node_cluster *c, const uint8_t *key)
+{
+        struct gossip_robust_peer rp;
+
+        return node_handoff_robust_peer(c->h, key, &rp) == 0 &&
+               gossip_robust_peer_suspect(&rp);
+}
+
+/* {reason: count} of robust-merge outcomes (refusals and clips; the
+ * accepted count too). */
+static void pack_robust(msgpack_packer *pk, const char *k, const uint64_t *r)
+{
+        size_t n = 0;
+
+        for (int i = 0; i < GOSSIP_ROBUST_REASONS; i++)
+                n += r[i] != 0;
+        node_ctl_pack_str(pk, k);
+        msgpack_pack_map(pk, n);
+        for (int i = 0; i < GOSSIP_ROBUST_REASONS; i++)
+                if (r[i])
+                        node_ctl_pack_ku64(pk, gossip_robust_reason_name(i),
+                                           r[i]);
+}
+
 static void pack_member(struct node_cluster *c, msgpack_packer *pk,
                         const struct gossip_member_info *m, int self)
 {
@@ -41,7 +67,7 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
 
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 9);
+        msgpack_pack_map(pk, 10);
         node_ctl_pack_kstr(pk, "name", m->name);
         node_ctl_pack_kstr(pk, "addr", a);
         node_ctl_pack_kstr(pk, "key", k);
@@ -55,6 +81,9 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
                 msgpack_pack_nil(pk);
         else
                 msgpack_pack_uint64(pk, now - m->last_heard_ms);
+        node_ctl_pack_str(pk, "suspect_model");
+        suspect_model(c, m->key) ? msgpack_pack_true(pk)
+                                 : msgpack_pack_false(pk);
 }
 
 static int ctl_members(struct node_cluster *c, msgpack_packer *pk)
@@ -79,7 +108,9 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
             node_cluster__peer_grads(c, m->key);
         struct node_net_peer_stats ps[64];
         size_t nps = node_net_peer_stats(c->net, ps, 64);
-        uint64_t queued = 0, dropped = 0;
+        uint64_t queued = 0, dropped = 0, none[GOSSIP_ROBUST_REASONS] = {0};
+        struct gossip_robust_peer rp;
+        int have_rp = node_handoff_robust_peer(c->h, m->key, &rp) == 0;
 
         if (nps > 64)
                 nps = 64;
@@ -90,7 +121,7 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
                 }
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 14);
+        msgpack_pack_map(pk, 16);
         node_ctl_pack_kstr(pk, "name", m->name);
         node_ctl_pack_kstr(pk, "addr", a);
         node_ctl_pack_kstr(pk, "key", k);
@@ -105,6 +136,10 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
         pack_rejects(pk, m->rejects);
         node_ctl_pack_ku64(pk, "queued_bytes", queued);
         node_ctl_pack_ku64(pk, "frames_dropped", dropped);
+        pack_robust(pk, "robust", have_rp ? rp.count : none);
+        node_ctl_pack_str(pk, "suspect_model");
+        have_rp &&gossip_robust_peer_suspect(&rp) ? msgpack_pack_true(pk)
+                                                  : msgpack_pack_false(pk);
 }
 
 static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
@@ -133,7 +168,7 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         node_key_pk_to_base64(c->pk, k);
         msgpack_pack_map(pk, 2);
         node_ctl_pack_str(pk, "node");
-        msgpack_pack_map(pk, 19);
+        msgpack_pack_map(pk, 20);
         node_ctl_pack_kstr(pk, "name", c->name);
         node_ctl_pack_kstr(pk, "key", k);
         node_ctl_pack_kdbl(pk, "uptime_s",
@@ -155,6 +190,7 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         node_ctl_pack_ku64(pk, "grads_dropped",
                            ms.offers - ms.accepted + (ms.accepted - ms.merged));
         pack_rejects(pk, gs.rejects);
+        pack_robust(pk, "robust", hs.robust);
         node_ctl_pack_str(pk, "net");
         msgpack_pack_map(pk, 6);
         node_ctl_pack_ku64(pk, "frames_dropped", ns.frames_dropped);
@@ -208,7 +244,8 @@ static int ctl_join(struct node_cluster *c, const msgpack_object *args,
         rc = gossip_join(c->g, &a);
         node_cluster__arm(c);
         msgpack_pack_map(pk, 2);
-        node_ctl_pack_kbool(pk, "joined", rc == 0);
+        node_ctl_pack_str(pk, "joined");
+        rc == 0 ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
         node_ctl_pack_ku64(pk, "alive", gossip_alive_count(c->g));
         return 0;
 }
@@ -279,6 +316,53 @@ int node_cluster_ctl(struct node_cluster *c, struct node_trainer *t,
         return -ENOTSUP;
 }
 
+/* Robust merge: outcomes by reason, and per peer (labelled by name) the
+ * outcomes and the suspect_model mark. */
+static void robust_metrics(struct node_cluster *c, struct node_metrics_buf *b,
+                           const struct node_handoff_stats *hs)
+{
+        struct gossip_robust_peer rp[GOSSIP_ROBUST_PEERS];
+        const char *names[GOSSIP_ROBUST_PEERS];
+        struct gossip_member_info *mi;
+        size_t n = 0, np = 0;
+
+        node_metrics_family(b, "robust_total", NODE_METRICS_COUNTER,
+                            "Received slices and gradients by robust-merge "
+                            "outcome");
+        for (int i = 0; i < GOSSIP_ROBUST_REASONS; i++) {
+                struct node_metrics_label l = {"reason",
+                                               gossip_robust_reason_name(i)};
+
+                node_metrics_sample(b, "robust_total", &l, 1,
+                                    (double)hs->robust[i]);
+        }
+        mi = node_cluster__members(c, &n);
+        for (size_t i = 1; mi && i < n && np < GOSSIP_ROBUST_PEERS; i++)
+                if (node_handoff_robust_peer(c->h, mi[i].key, &rp[np]) == 0)
+                        names[np++] = node_cluster__member_name(&mi[i]);
+        node_metrics_family(b, "peer_robust_total", NODE_METRICS_COUNTER,
+                            "Robust-merge outcomes per peer");
+        for (size_t k = 0; k < np; k++)
+                for (int i = 0; i < GOSSIP_ROBUST_REASONS; i++) {
+                        struct node_metrics_label l[2] = {
+                            {"peer", names[k]},
+                            {"reason", gossip_robust_reason_name(i)}};
+
+                        node_metrics_sample(b, "peer_robust_total", l, 2,
+                                            (double)rp[k].count[i]);
+                }
+        node_metrics_family(b, "peer_suspect_model", NODE_METRICS_GAUGE,
+                            "1 if more than half of the peer's last 20 "
+                            "contributions were clipped or refused");
+        for (size_t k = 0; k < np; k++) {
+                struct node_metrics_label l = {"peer", names[k]};
+
+                node_metrics_sample(b, "peer_suspect_model", &l, 1,
+                                    gossip_robust_peer_suspect(&rp[k]));
+        }
+        free(mi);
+}
+
 void node_cluster_metrics(struct node_cluster *c, struct node_trainer *t,
                           struct node_metrics_buf *b)
 {
@@ -321,6 +405,7 @@ void node_cluster_metrics(struct node_cluster *c, struct node_trainer *t,
                              ms->dropped_stale + ms->dropped_future);
         node_metrics_counter(b, "params_averaged_total",
                              "Parameter sets averaged in", hs.params_applied);
+        robust_metrics(c, b, &hs);
         node_metrics_counter(b, "state_transfers_sent_total",
                              "Model states sent to joining peers",
                              c->states_sent);
@@ -332,12 +417,58 @@ void node_cluster_metrics(struct node_cluster *c, struct node_trainer *t,
                              ns.connect_failures);
 }
 
+/* One line per peer robust merge has a record of (names, not keys). */
+static void log_robust(struct node_cluster *c,
+                       const struct node_handoff_stats *hs)
+{
+        struct gossip_member_info *mi;
+        struct gossip_robust_peer rp;
+        const uint64_t *r = hs->robust;
+        size_t n = 0;
+
+        node_log(NODE_LOG_INFO,
+                 "robust merge %s: %llu accepted, %llu clipped, refused "
+                 "%llu far, %llu nonfinite, %llu not_partner, %llu "
+                 "out_of_window, %llu mismatch",
+                 c->o->robust ? "on" : "off",
+                 (unsigned long long)r[GOSSIP_ROBUST_ACCEPTED],
+                 (unsigned long long)r[GOSSIP_ROBUST_CLIPPED],
+                 (unsigned long long)r[GOSSIP_ROBUST_FAR],
+                 (unsigned long long)r[GOSSIP_ROBUST_NONFINITE],
+                 (unsigned long long)r[GOSSIP_ROBUST_NOT_PARTNER],
+                 (unsigned long long)r[GOSSIP_ROBUST_WINDOW],
+                 (unsigned long long)r[GOSSIP_ROBUST_MISMATCH]);
+        mi = node_cluster__members(c, &n);
+        for (size_t i = 1; mi && i < n; i++) {
+                if (node_handoff_robust_peer(c->h, mi[i].key, &rp))
+                        continue;
+                node_log(NODE_LOG_INFO,
+                         "robust merge peer %s%s: %llu accepted, %llu "
+                         "clipped, %llu far, %llu nonfinite, %llu "
+                         "not_partner, %llu out_of_window, %llu mismatch; "
+                         "%u bad of the last %u",
+                         node_cluster__member_name(&mi[i]),
+                         gossip_robust_peer_suspect(&rp) ? " suspect_model"
+                                                         : "",
+                         (unsigned long long)rp.count[0],
+                         (unsigned long long)rp.count[1],
+                         (unsigned long long)rp.count[2],
+                         (unsigned long long)rp.count[3],
+                         (unsigned long long)rp.count[4],
+                         (unsigned long long)rp.count[5],
+                         (unsigned long long)rp.count[6],
+                         gossip_robust_peer_bad(&rp), rp.nhist);
+        }
+        free(mi);
+}
+
 void node_cluster__log_summary(struct node_cluster *c)
 {
         struct node_handoff_stats hs;
         const struct gossip_merge_stats *ms = &hs.merge;
 
         node_handoff_stats(c->h, &hs);
+        log_robust(c, &hs);
         if (hs.waits)
                 node_log(NODE_LOG_INFO,
                          "averaging waits: %llu, %llu timed out, %.3f s "

@@ -241,8 +241,11 @@ static void pack_train(struct daemon *d, msgpack_packer *pk)
         struct node_train_stats st;
 
         node_trainer_stats(d->trainer, &st);
-        msgpack_pack_map(pk, 11);
+        msgpack_pack_map(pk, 14);
         node_ctl_pack_ku64(pk, "step", st.step);
+        node_ctl_pack_ku64(pk, "rollbacks_nonfinite", st.rollbacks_nonfinite);
+        node_ctl_pack_ku64(pk, "rollbacks_loss", st.rollbacks_loss);
+        node_ctl_pack_ku64(pk, "health_snapshot_step", st.health_snapshot_step);
         node_ctl_pack_ku64(pk, "epoch", st.epoch);
         node_ctl_pack_ku64(pk, "samples", st.samples);
         node_ctl_pack_ku64(pk, "extra_batches", st.extra_batches);
@@ -296,6 +299,15 @@ static void metrics_fill(void *ctx, struct node_metrics_buf *b)
                              "Batches trained while waiting for a partner "
                              "(--fill-batches)",
                              st.extra_batches);
+        node_metrics_family(b, "train_rollbacks_total", NODE_METRICS_COUNTER,
+                            "Model-health rollbacks to the last good "
+                            "snapshot, by cause");
+        node_metrics_sample(b, "train_rollbacks_total",
+                            &(struct node_metrics_label){"reason", "nonfinite"},
+                            1, (double)st.rollbacks_nonfinite);
+        node_metrics_sample(b, "train_rollbacks_total",
+                            &(struct node_metrics_label){"reason", "loss"}, 1,
+                            (double)st.rollbacks_loss);
         node_metrics_gauge(b, "train_epoch", "Completed passes over the shard",
                            st.epoch);
         node_metrics_gauge(b, "train_loss", "Mean training loss, last window",
@@ -442,9 +454,12 @@ int node_daemon_run(const struct node_options *o, char *err, size_t errlen)
         }
         if (rc == 0) {
                 rc = node_trainer_join(d.trainer);
-                if (rc)
+                if (rc && node_trainer_error(d.trainer)[0])
                         snprintf(err, errlen, "%s",
                                  node_trainer_error(d.trainer));
+                else if (rc) /* never an empty message */
+                        snprintf(err, errlen, "training failed: %s",
+                                 nn_strerror(rc));
         }
         node_trainer_free(d.trainer);
         node_evlog_close(d.ev);

@@ -17,6 +17,7 @@
 #include "handoff.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ struct in_slice {
         float *v; /* slice_cap floats */
         size_t lo, count;
         uint64_t step;
+        uint8_t from[GOSSIP_KEY_BYTES]; /* the sender */
 };
 
 struct node_handoff {
@@ -67,10 +69,15 @@ struct node_handoff {
         int in_state_ready, state_none;
         char in_state_from[GOSSIP_NAME_MAX];
         struct node_handoff_stats st;
+        /* robust merge: running medians of accepted distances (slices,
+         * gradients) and every peer's record */
+        struct gossip_robust_stat rs_params, rs_grads;
+        struct gossip_robust_peers peers;
         /* training thread */
         float *t_grad;
         /* loop thread */
         float *l_grad, *l_spare;
+        int l_grad_valid; /* l_grad holds a gradient we sent */
 };
 
 static uint64_t mono_us(void)
@@ -138,6 +145,7 @@ int node_handoff_create(struct node_handoff **out,
         h->slice_cap = gossip_plan_slice_cap(&cfg->plan);
         h->alive = 1;
         h->min_peer_step = UINT64_MAX;
+        h->st.radius_params = NAN;
         pthread_mutex_init(&h->mu, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -347,6 +355,46 @@ void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                 wake_loop(h);
 }
 
+void node_handoff_forget_own(struct node_handoff *h)
+{
+        pthread_mutex_lock(&h->mu);
+        for (int i = 0; i < GOSSIP_PLAN_RING; i++)
+                if (h->ring[i].state == SLOT_HELD)
+                        h->ring[i].state = SLOT_FREE;
+        pthread_mutex_unlock(&h->mu);
+}
+
+/* Count one robust-merge outcome for a peer (mu held). */
+static void robust_count(struct node_handoff *h, const uint8_t *key, int reason)
+{
+        struct gossip_robust_peer *p = gossip_robust_peer_get(&h->peers, key);
+
+        h->st.robust[reason]++;
+        if (p)
+                gossip_robust_peer_note(p, reason);
+}
+
+/* Robust merge of one slice against mine (our copy it is averaged with):
+ * 0 to go on (theirs possibly clipped in place), -1 refused (mu held). */
+static int robust_slice(struct node_handoff *h, struct in_slice *q,
+                        const float *mine)
+{
+        struct gossip_robust_verdict v;
+        float ref = gossip_robust_rms(mine, NULL, q->count);
+
+        gossip_robust_judge(&gossip_robust_params_cfg, &h->rs_params, q->v,
+                            mine, ref, q->count, &v);
+        robust_count(h, q->from, v.reason);
+        if (v.reason == GOSSIP_ROBUST_FAR ||
+            v.reason == GOSSIP_ROBUST_NONFINITE)
+                return -1;
+        if (v.reason == GOSSIP_ROBUST_CLIPPED)
+                gossip_robust_clip(q->v, mine, q->count, v.scale);
+        gossip_robust_note(&h->rs_params, &v);
+        h->st.radius_params = ref > 0 ? v.radius / ref : NAN;
+        return 0;
+}
+
 void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                           size_t n)
 {
@@ -355,7 +403,7 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
 
         pthread_mutex_lock(&h->mu);
         for (size_t i = 0; i < h->ninbox; i++) {
-                const struct in_slice *q = &h->inbox[i];
+                struct in_slice *q = &h->inbox[i];
                 const struct slot *s = &h->ring[gossip_plan_slot(c, q->step)];
                 uint64_t held = s->state == SLOT_POSTED || s->state == SLOT_HELD
                                     ? s->step
@@ -364,17 +412,25 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                               ? gossip_plan_slice_use(c, step, q->step, q->lo,
                                                       q->count, held)
                               : GOSSIP_PLAN_STALE;
+                const float *mine =
+                    use == GOSSIP_PLAN_DELTA ? s->v : params + q->lo;
                 int rc = -1;
 
+                if (use == GOSSIP_PLAN_STALE) {
+                        h->st.params_stale++;
+                        if (h->cfg.robust)
+                                robust_count(h, q->from, GOSSIP_ROBUST_WINDOW);
+                        continue;
+                }
+                if (h->cfg.robust && robust_slice(h, q, mine))
+                        continue;
                 if (use == GOSSIP_PLAN_DELTA) {
                         rc = gossip_merge_average_delta(params + q->lo, s->v,
                                                         q->v, q->count, w);
                         h->st.params_delta += rc == 0;
-                } else if (use == GOSSIP_PLAN_PLAIN) {
+                } else {
                         rc = gossip_merge_average_params(params + q->lo, q->v,
                                                          q->count, w);
-                } else {
-                        h->st.params_stale++;
                 }
                 h->st.params_applied += rc == 0;
         }
@@ -494,6 +550,7 @@ void node_handoff_take(struct node_handoff *h, struct node_handoff_work *w)
                 h->grad_buf = tmp;
                 w->grad = h->l_grad;
                 w->grad_step = h->grad_step;
+                h->l_grad_valid = 1;
                 h->grad_ready = 0;
         }
         w->nslices = h->nposted;
@@ -523,15 +580,47 @@ void node_handoff_slot_done(struct node_handoff *h, unsigned slot)
         pthread_mutex_unlock(&h->mu);
 }
 
+/* Robust merge of a gradient (slice [lo, lo + count)) against our newest
+ * (loop-owned l_grad): 0 to go on, -1 refused (mu held). Before we sent
+ * any gradient there is nothing to compare with: taken as it is. */
+static int robust_gradient(struct node_handoff *h, const uint8_t *key,
+                           size_t lo, float *v, size_t count)
+{
+        struct gossip_robust_verdict vd;
+        const float *mine = h->l_grad + lo;
+        float ref;
+
+        if (!h->l_grad_valid)
+                return 0;
+        ref = gossip_robust_rms(mine, NULL, count);
+        gossip_robust_judge(&gossip_robust_grads_cfg, &h->rs_grads, v, mine,
+                            ref, count, &vd);
+        robust_count(h, key, vd.reason);
+        if (vd.reason == GOSSIP_ROBUST_FAR ||
+            vd.reason == GOSSIP_ROBUST_NONFINITE)
+                return -1;
+        if (vd.reason == GOSSIP_ROBUST_CLIPPED)
+                gossip_robust_clip(v, mine, count, vd.scale);
+        gossip_robust_note(&h->rs_grads, &vd);
+        return 0;
+}
+
 int node_handoff_offer_gradient(struct node_handoff *h,
                                 const uint8_t key[GOSSIP_KEY_BYTES],
-                                uint64_t step, size_t lo, const float *v,
+                                uint64_t step, size_t lo, float *v,
                                 size_t count, int *late)
 {
         uint64_t late0;
         int rc;
 
+        *late = 0;
         pthread_mutex_lock(&h->mu);
+        if (h->cfg.robust && lo <= h->cfg.plan.nparams &&
+            count <= h->cfg.plan.nparams - lo &&
+            robust_gradient(h, key, lo, v, count)) {
+                pthread_mutex_unlock(&h->mu);
+                return GOSSIP_EINVAL;
+        }
         late0 = h->merge.st.late;
         rc = gossip_merge_offer_range(&h->merge, key, step, lo, v, count);
         *late = h->merge.st.late != late0;
@@ -545,14 +634,32 @@ float *node_handoff_inbox_spare(struct node_handoff *h)
         return h->l_spare;
 }
 
-void node_handoff_deliver_params(struct node_handoff *h, uint64_t step,
-                                 size_t lo, size_t count)
+/* Robust merge: is step inside the window around our step (mu held)? */
+static int in_window(const struct node_handoff *h, uint64_t step)
+{
+        const struct gossip_plan_cfg *c = &h->cfg.plan;
+        uint64_t w = (uint64_t)c->avg_every + c->staleness;
+
+        return step + w >= h->local_step &&
+               step <= h->local_step + (uint64_t)GOSSIP_PLAN_RING * w;
+}
+
+int node_handoff_deliver_params(struct node_handoff *h,
+                                const uint8_t from[GOSSIP_KEY_BYTES],
+                                uint64_t step, size_t lo, size_t count)
 {
         struct in_slice *q, old;
         float *tmp;
 
         pthread_mutex_lock(&h->mu);
         h->st.params_received++;
+        if (h->cfg.robust && !in_window(h, step)) {
+                /* never let a step of 10^9 satisfy the plan's bound */
+                h->st.params_stale++;
+                robust_count(h, from, GOSSIP_ROBUST_WINDOW);
+                pthread_mutex_unlock(&h->mu);
+                return GOSSIP_ROBUST_WINDOW;
+        }
         if (h->ninbox == NODE_HANDOFF_INBOX) {
                 /* full: the oldest round goes, its buffer is reused */
                 old = h->inbox[0];
@@ -568,10 +675,41 @@ void node_handoff_deliver_params(struct node_handoff *h, uint64_t step,
         q->lo = lo;
         q->count = count;
         q->step = step;
+        memcpy(q->from, from, GOSSIP_KEY_BYTES);
         if (step > h->last_in_step)
                 h->last_in_step = step;
         changed(h);
         pthread_mutex_unlock(&h->mu);
+        return GOSSIP_ROBUST_ACCEPTED;
+}
+
+void node_handoff_robust_note(struct node_handoff *h,
+                              const uint8_t key[GOSSIP_KEY_BYTES], int reason)
+{
+        if (reason < 0 || reason >= GOSSIP_ROBUST_REASONS)
+                return;
+        pthread_mutex_lock(&h->mu);
+        robust_count(h, key, reason);
+        pthread_mutex_unlock(&h->mu);
+}
+
+int node_handoff_robust_peer(struct node_handoff *h,
+                             const uint8_t key[GOSSIP_KEY_BYTES],
+                             struct gossip_robust_peer *out)
+{
+        const struct gossip_robust_peer *p;
+
+        pthread_mutex_lock(&h->mu);
+        p = gossip_robust_peer_find(&h->peers, key);
+        if (p)
+                *out = *p;
+        pthread_mutex_unlock(&h->mu);
+        return p ? 0 : -ENOENT;
+}
+
+int node_handoff_robust(const struct node_handoff *h)
+{
+        return h->cfg.robust;
 }
 
 void node_handoff_set_members(struct node_handoff *h, size_t alive,

@@ -32,6 +32,7 @@
 #include "gossip.h"
 #include "merge.h"
 #include "plan.h"
+#include "robust.h"
 
 /* Tunables, with their reasons. */
 enum {
@@ -54,6 +55,7 @@ struct node_handoff;
 struct node_handoff_cfg {
         struct gossip_plan_cfg plan;
         float avg_weight; /* partner weight of model averaging */
+        int robust;       /* robust merge (gossip/robust.h) */
         /* Any thread, lock not held: the loop has work (uv_async_send). */
         void (*wake_loop)(void *ctx);
         void *ctx;
@@ -71,6 +73,10 @@ struct node_handoff_stats {
         uint64_t waits;         /* PARAMS admissions the bound applied */
         uint64_t wait_timeouts; /* of those, passed at the deadline */
         double wait_s;          /* blocked in node_handoff_wait */
+        /* robust merge outcomes, slices and gradients together, indexed
+         * by enum gossip_robust_reason (loop-side refusals included) */
+        uint64_t robust[GOSSIP_ROBUST_REASONS];
+        float radius_params; /* the slice radius now (RMS units); NaN: none */
 };
 
 /* 0, or a negative errno (-EINVAL for a plan the ring cannot hold). */
@@ -126,6 +132,11 @@ float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step, size_t *lo,
 void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                               const float *params, size_t n);
 
+/* Model health rolled our model back: our copies of past rounds belong
+ * to the broken model, so none is averaged against again (held slots are
+ * freed; a slot the loop still encodes stays its own). */
+void node_handoff_forget_own(struct node_handoff *h);
+
 /* Average every slice that arrived into params (n floats) at `step`. */
 void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                           size_t n);
@@ -171,18 +182,38 @@ const float *node_handoff_slot(struct node_handoff *h, unsigned slot);
 void node_handoff_slot_done(struct node_handoff *h, unsigned slot);
 
 /* A peer gradient (or slice of one) for the merge buffer; 0 or the
- * merge's GOSSIP_E* code; *late set when accepted as late. */
+ * merge's GOSSIP_E* code; *late set when accepted as late. With robust
+ * merge it is first judged against our newest gradient (v may be clipped
+ * in place); a refusal returns GOSSIP_EINVAL and is counted by reason. */
 int node_handoff_offer_gradient(struct node_handoff *h,
                                 const uint8_t key[GOSSIP_KEY_BYTES],
-                                uint64_t step, size_t lo, const float *v,
+                                uint64_t step, size_t lo, float *v,
                                 size_t count, int *late);
 
 /* The loop's spare slice buffer (slice_cap floats): decode a received
  * slice into it, then deliver it (the spare is swapped into the inbox). */
 float *node_handoff_inbox_spare(struct node_handoff *h);
 size_t node_handoff_slice_cap(const struct node_handoff *h);
-void node_handoff_deliver_params(struct node_handoff *h, uint64_t step,
-                                 size_t lo, size_t count);
+/* from: the sender's key (the verdict is charged to it). Returns
+ * GOSSIP_ROBUST_ACCEPTED, or GOSSIP_ROBUST_WINDOW when robust merge is on
+ * and step is outside [our step - (K + S), our step + RING x (K + S)]
+ * (then nothing is delivered and the plan does not count it as arrived). */
+int node_handoff_deliver_params(struct node_handoff *h,
+                                const uint8_t from[GOSSIP_KEY_BYTES],
+                                uint64_t step, size_t lo, size_t count);
+
+/* Robust merge, loop side: count a refusal made before the box (not our
+ * scheduled sender, NaN/Inf or a shape not ours at decode). */
+void node_handoff_robust_note(struct node_handoff *h,
+                              const uint8_t key[GOSSIP_KEY_BYTES], int reason);
+
+/* A copy of a peer's robust-merge record; 0, or -ENOENT if none. */
+int node_handoff_robust_peer(struct node_handoff *h,
+                             const uint8_t key[GOSSIP_KEY_BYTES],
+                             struct gossip_robust_peer *out);
+
+/* 1 if robust merge is on (fixed at create). */
+int node_handoff_robust(const struct node_handoff *h);
 
 /* Membership as the plan needs it: live members (ourselves included) and
  * the slowest live peer's step (UINT64_MAX: none). */

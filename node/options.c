@@ -60,6 +60,7 @@ enum {
         OPT_PROGRESS,
         OPT_PARTITION,
         OPT_PARTSEED,
+        OPT_ROBUST,
         OPT_HELP,
         OPT_VERSION,
 };
@@ -105,6 +106,7 @@ static const struct option long_opts[] = {
     {"params-codec", required_argument, NULL, OPT_PCODEC},
     {"params-parts", required_argument, NULL, OPT_PPARTS},
     {"avg-weight", required_argument, NULL, OPT_AVGW},
+    {"robust", required_argument, NULL, OPT_ROBUST},
     {"name", required_argument, NULL, OPT_NAME},
     {"progress-every", required_argument, NULL, OPT_PROGRESS},
     {"help", no_argument, NULL, OPT_HELP},
@@ -193,6 +195,10 @@ static const char help_text[] =
     "                        (default 4)\n"
     "  --avg-weight W        weight of the partner's model in an average "
     "(default 0.5)\n"
+    "  --robust on|off       robust merge: take slices and gradients only "
+    "from\n"
+    "                        the scheduled sender, clip or refuse outliers\n"
+    "                        (default on; docs/reliability.md)\n"
     "\n"
     "Output:\n"
     "  --log-level error|warn|info|debug   (default info)\n"
@@ -262,6 +268,7 @@ void node_options_default(struct node_options *o)
         o->params_codec = NODE_CODEC_FP16; /* half the bytes, same accuracy */
         o->params_parts = NODE_OPT_PARAMS_PARTS_DEFAULT;
         o->avg_weight = 0.5f;
+        o->robust = 1; /* a trusted peer may still be wrong */
         o->wait_ms = NODE_OPT_WAIT_MS_DEFAULT;
         o->fill_batches = NODE_OPT_FILL_DEFAULT;
         o->avg_lag = NODE_OPT_AVG_LAG_DEFAULT;
@@ -559,6 +566,11 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 if (parse_dbl(v, 0, 1, 0, &d) || d <= 0)
                         return BAD("a number in (0, 1]");
                 o->avg_weight = (float)d;
+                break;
+        case OPT_ROBUST:
+                if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+                        return BAD("on or off");
+                o->robust = strcmp(v, "on") == 0;
                 break;
         case OPT_WAIT:
                 if (parse_u64(v, 0, 60000, &u))

@@ -139,6 +139,7 @@ struct node_options {
         int params_codec;      /* enum node_opt_codec: fp32, fp16 or int8 */
         uint32_t params_parts; /* a model average covers 1 of P slices */
         float avg_weight;      /* the partner's share in an average */
+        int robust;            /* robust merge (gossip/robust.h); default on */
         /* logging */
         int log_level;
         const char *event_log;

@@ -45,6 +45,7 @@
 #include "gn_errbuf.h"
 #include "handoff.h"
 #include "plan.h"
+#include "robust.h"
 
 /* Tunables. */
 enum {
@@ -57,9 +58,30 @@ enum {
         /* Metadata blob version (struct ckpt_meta). */
         TRAINER_META_VERSION = 1,
         TRAINER_META_LEN = 4 + 4 + 8 + 4 + 4 + 4 + 8,
+        /* Model health: an in-memory snapshot of parameters and optimizer
+         * state every this many healthy steps, the one a broken model is
+         * rolled back to. 10 steps: a peer that poisons every averaging
+         * round (every K = 10 steps in the cluster tests) must not send us
+         * back further than the progress made since; the copy (2 x the
+         * model, 3 MB for the MLP) every 10 steps is under 0.1% of them. */
+        TRAINER_HEALTH_SNAP_EVERY = 10,
+        /* Step losses recorded before the explosion test applies. */
+        TRAINER_HEALTH_WARMUP = 8,
+        /* Rollbacks in a row after which the run ends with an error: the
+         * snapshot itself does not train (never keep a broken model). */
+        TRAINER_HEALTH_MAX_ROLLBACKS = 200,
 };
-#define TRAINER_STEP_GAMMA   0.5f
-#define TRAINER_COSINE_FLOOR 0.01f /* min_lr as a fraction of base_lr */
+/* A step's loss above this many times the running median of recent healthy
+ * step losses is an explosion: cross-entropy over 10 classes is 2.3 for a
+ * uniform guess and batches of one model differ by well under 2x, while a
+ * model pushed x10 or to 1e30 scores tens to Inf. */
+#define TRAINER_HEALTH_LOSS_FACTOR 10.0f
+/* Only losses up to this many times the median enter it, and a snapshot is
+ * taken only after such a step: a model poisoned a little at a time can
+ * then not raise the reference it is judged against (boiling frog). */
+#define TRAINER_HEALTH_RECORD_FACTOR 2.0f
+#define TRAINER_STEP_GAMMA           0.5f
+#define TRAINER_COSINE_FLOOR         0.01f /* min_lr as a fraction of base_lr */
 static const char trainer_meta_magic[4] = {'G', 'N', 'T', 'R'};
 
 struct node_trainer {
@@ -102,6 +124,14 @@ struct node_trainer {
         uint64_t acc_n;
         double acc_loss;
         uint64_t acc_correct, acc_batches;
+
+        /* Model health (training thread): the last good snapshot and the
+         * running median of healthy step losses. */
+        float *good_params, *good_opt;
+        uint64_t good_step;
+        int loss_ok;            /* the last step's loss was recorded */
+        uint32_t rollbacks_run; /* rollbacks since the last healthy step */
+        struct gossip_robust_stat losses;
 
         atomic_int stop_flag;
         pthread_t thread;
@@ -331,6 +361,10 @@ static int setup_model(struct node_trainer *t, char *err, size_t errlen)
                 return gn_fail(err, errlen, rc, "optimizer: %s",
                                nn_strerror(rc));
         t->nopt = nn_optim_state_len(t->optim);
+        t->good_params = malloc(t->nparams * sizeof(float));
+        t->good_opt = malloc((t->nopt ? t->nopt : 1) * sizeof(float));
+        if (!t->good_params || !t->good_opt)
+                return gn_fail(err, errlen, NN_ENOMEM, "out of memory");
         return 0;
 }
 
@@ -507,6 +541,9 @@ static void progress(struct node_trainer *t, struct window *w, double lr)
 
 /* Evaluate on the test set; ew holds the training window since the last
  * evaluation (its accuracy is the "train accuracy" reported). */
+static void health_rollback(struct node_trainer *t, int why, float loss);
+static int health_eval(const struct node_trainer *t, float test_loss);
+
 static int evaluate(struct node_trainer *t, struct window *ew)
 {
         float loss = NAN, acc = NAN;
@@ -519,6 +556,12 @@ static int evaluate(struct node_trainer *t, struct window *ew)
 
         rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
                                (int)t->test.n, &loss, &acc);
+        if (rc == 0 && (rc = health_eval(t, loss)) != 0) {
+                /* never report, checkpoint or end with a broken model */
+                health_rollback(t, rc, loss);
+                rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
+                                       (int)t->test.n, &loss, &acc);
+        }
         if (rc)
                 return rc;
         t->last_eval_acc = 100.0 * acc;
@@ -625,6 +668,100 @@ static void exchange_admit(struct node_trainer *t, int phase, int last)
         }
 }
 
+/* ---- model health --------------------------------------------------- */
+
+static int all_finite(const float *x, size_t n)
+{
+        float acc = 0.0f;
+
+        /* x * 0 is 0 for every finite x and NaN for NaN and Inf */
+        for (size_t i = 0; i < n; i++)
+                acc += x[i] * 0.0f;
+        return acc == 0.0f;
+}
+
+/* Keep the current model as the last good one (it is checked first). */
+static void health_snapshot(struct node_trainer *t)
+{
+        const float *p = nn_model_params(t->model);
+
+        if (!t->loss_ok || !all_finite(p, t->nparams))
+                return;
+        memcpy(t->good_params, p, t->nparams * sizeof(float));
+        if (t->nopt)
+                memcpy(t->good_opt, nn_optim_state(t->optim),
+                       t->nopt * sizeof(float));
+        t->good_step = t->step;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.health_snapshot_step = t->step;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
+/* Why this step's loss says the model is broken: 0 healthy, 1 not
+ * finite, 2 exploded against the running median. A healthy loss is
+ * recorded. */
+static int health_loss(struct node_trainer *t, float loss)
+{
+        struct gossip_robust_verdict v = {.reason = GOSSIP_ROBUST_ACCEPTED};
+        int warm = t->losses.n >= TRAINER_HEALTH_WARMUP;
+        float med = gossip_robust_median(&t->losses);
+
+        t->loss_ok = 0;
+        if (!isfinite(loss))
+                return 1;
+        if (warm && loss > TRAINER_HEALTH_LOSS_FACTOR * med)
+                return 2;
+        t->rollbacks_run = 0;
+        if (warm && loss > TRAINER_HEALTH_RECORD_FACTOR * med)
+                return 0; /* trains on, but is no reference */
+        v.dist = loss;
+        gossip_robust_note(&t->losses, &v);
+        t->loss_ok = 1;
+        return 0;
+}
+
+/* The same test for an evaluation's test loss (nothing is recorded). */
+static int health_eval(const struct node_trainer *t, float test_loss)
+{
+        if (!isfinite(test_loss))
+                return 1;
+        if (t->losses.n >= TRAINER_HEALTH_WARMUP &&
+            test_loss >
+                TRAINER_HEALTH_LOSS_FACTOR * gossip_robust_median(&t->losses))
+                return 2;
+        return 0;
+}
+
+/* Back to the last good snapshot (the step count goes on: the cluster's
+ * schedule is by step). why: 1 non-finite, 2 loss explosion. */
+static void health_rollback(struct node_trainer *t, int why, float loss)
+{
+        memcpy(nn_model_params(t->model), t->good_params,
+               t->nparams * sizeof(float));
+        if (t->nopt)
+                memcpy(nn_optim_state(t->optim), t->good_opt,
+                       t->nopt * sizeof(float));
+        t->acc_n = 0; /* extra batches of the broken model */
+        t->acc_loss = 0;
+        t->acc_correct = 0;
+        t->acc_batches = 0;
+        if (t->box)
+                node_handoff_forget_own(t->box);
+        node_log(NODE_LOG_WARN,
+                 "model health: %s at step %llu (loss %g, running median "
+                 "%g): rolled back to the snapshot of step %llu",
+                 why == 1 ? "non-finite model" : "loss explosion",
+                 (unsigned long long)t->step, (double)loss,
+                 (double)gossip_robust_median(&t->losses),
+                 (unsigned long long)t->good_step);
+        pthread_mutex_lock(&t->stats_lock);
+        if (why == 1)
+                t->st.rollbacks_nonfinite++;
+        else
+                t->st.rollbacks_loss++;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
 static int stop_due(struct node_trainer *t, int evaluated);
 
 /* One optimizer step. 0 or a negative code. */
@@ -645,6 +782,21 @@ static int train_step(struct node_trainer *t, struct window *pw,
         rc = nn_model_train_batch(t->model, t->x, t->y, n, &loss, &correct);
         if (rc)
                 return rc;
+        if ((rc = health_loss(t, loss)) != 0) {
+                /* a broken model: nothing of it is posted or stepped */
+                health_rollback(t, rc, loss);
+                if (++t->rollbacks_run < TRAINER_HEALTH_MAX_ROLLBACKS)
+                        return 0;
+                snprintf(t->errmsg, sizeof(t->errmsg),
+                         "model health: %u rollbacks in a row, the snapshot "
+                         "of step %llu does not train either",
+                         t->rollbacks_run, (unsigned long long)t->good_step);
+                return NN_EINVAL;
+        }
+        /* the parameters that just scored a healthy loss are a good
+         * snapshot (taken before this step's update and averaging) */
+        if (t->step % TRAINER_HEALTH_SNAP_EVERY == 0)
+                health_snapshot(t);
         if (t->acc_n) { /* the extra batches trained since the last step */
                 fold_extra(t, n);
                 xn = t->acc_n;
@@ -847,6 +999,8 @@ int node_trainer_run(struct node_trainer *t)
         t->st.running = 1;
         pthread_mutex_unlock(&t->stats_lock);
         initial_state(t);
+        t->loss_ok = 1;
+        health_snapshot(t); /* the starting model is good: checked */
         {
                 node_evlog_start(t->ev, t->spec, t->nparams, t->o->shard_i,
                                  t->o->shard_n, t->o->seed, t->step,
@@ -859,14 +1013,20 @@ int node_trainer_run(struct node_trainer *t)
                          (unsigned long long)t->step);
                 rc = run_loop(t, &reason);
         }
-        if (rc) {
+        if (rc && !t->errmsg[0])
                 snprintf(t->errmsg, sizeof(t->errmsg), "training: %s",
                          nn_strerror(rc));
+        if (rc) {
                 node_log(NODE_LOG_ERROR, "%s", t->errmsg);
                 reason = NODE_STOP_ERROR;
         }
-        if (save_checkpoint(t) && !rc)
+        if (save_checkpoint(t) && !rc) {
                 rc = NN_EIO;
+                snprintf(t->errmsg, sizeof(t->errmsg),
+                         "the final checkpoint could not be written to %.300s "
+                         "(the reason is logged above)",
+                         t->ckpt_path);
+        }
         node_log(NODE_LOG_INFO,
                  "done (%s) after %llu steps, epoch %u: test accuracy "
                  "%.2f%%",
@@ -936,6 +1096,8 @@ void node_trainer_free(struct node_trainer *t)
         free(t->y);
         free(t->test_x);
         free(t->gacc);
+        free(t->good_params);
+        free(t->good_opt);
         pthread_mutex_destroy(&t->stats_lock);
         free(t);
 }

@@ -86,8 +86,11 @@ struct node_train_stats {
         uint64_t evals;         /* evaluations done */
         uint64_t params;        /* model size in floats */
         uint64_t resumed_from;  /* step the run started at */
-        int running;            /* 1 while the thread runs */
-        int stop_reason;        /* enum node_stop_reason, 0 while running */
+        uint64_t rollbacks_nonfinite;  /* model health: NaN/Inf loss/params */
+        uint64_t rollbacks_loss;       /* loss > factor x its running median */
+        uint64_t health_snapshot_step; /* step of the last good snapshot */
+        int running;                   /* 1 while the thread runs */
+        int stop_reason; /* enum node_stop_reason, 0 while running */
 };
 
 /* Load the data, build the model and optimizer, and resume from the

@@ -251,15 +251,19 @@ static const char *fmt_num(const msgpack_object *o, char *buf, size_t len)
 
 static void member_row(struct table *t, const msgpack_object *m)
 {
-        char name[64], addr[64], state[16], rtt[16], inc[24], step[24],
+        char name[64], addr[64], state[32], rtt[16], inc[24], step[24],
             heard[16];
         const msgpack_object *self = ctlc_get(m, "self");
+        const msgpack_object *liar = ctlc_get(m, "suspect_model");
         int ok;
         double v;
 
         ctlc_str(ctlc_get(m, "name"), name, sizeof(name));
         ctlc_str(ctlc_get(m, "addr"), addr, sizeof(addr));
         ctlc_str(ctlc_get(m, "state"), state, sizeof(state));
+        if (liar && liar->type == MSGPACK_OBJECT_BOOLEAN && liar->via.boolean)
+                strncat(state, ",suspect_model",
+                        sizeof(state) - strlen(state) - 1);
         v = ctlc_num(ctlc_get(m, "rtt_ms"), &ok);
         ctlc_human_ms(v, ok, rtt, sizeof(rtt));
         fmt_num(ctlc_get(m, "incarnation"), inc, sizeof(inc));
@@ -447,6 +451,7 @@ static void print_node_stats(FILE *f, const msgpack_object *n)
                 fmt_num(ctlc_get(n, "grads_late"), b, sizeof(b)),
                 fmt_num(ctlc_get(n, "grads_dropped"), c, sizeof(c)));
         print_counters(f, "rejects", ctlc_get(n, "rejects"));
+        print_counters(f, "robust", ctlc_get(n, "robust"));
         print_counters(f, "net", ctlc_get(n, "net"));
 }
 
@@ -527,6 +532,11 @@ static void print_train(FILE *f, const msgpack_object *d)
                 fmt_num(ctlc_get(d, "extra_batches"), a, sizeof(a)));
         fprintf(f, "%-10s %s\n", "lr",
                 fmt_float(ctlc_get(d, "lr"), "%g", a, sizeof(a)));
+        fprintf(f, "%-10s %s non-finite, ", "rollbacks",
+                fmt_num(ctlc_get(d, "rollbacks_nonfinite"), a, sizeof(a)));
+        fprintf(f, "%s loss explosion (last good: step %s)\n",
+                fmt_num(ctlc_get(d, "rollbacks_loss"), a, sizeof(a)),
+                fmt_num(ctlc_get(d, "health_snapshot_step"), a + 32, 32));
         fprintf(f, "%-10s %s\n", "running",
                 run && run->type == MSGPACK_OBJECT_BOOLEAN
                     ? (run->via.boolean ? "yes" : "no")

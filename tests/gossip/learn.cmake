@@ -21,3 +21,9 @@ if(TARGET gn::cmocka)
   gn_add_test(NAME gossip_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plan.c
               LIBS gn_gossip gn::cmocka LABELS unit)
 endif()
+# robust merge decisions (gossip/robust.c)
+if(TARGET gn::cmocka)
+  gn_add_test(NAME gossip_robust
+              SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_robust.c
+              LIBS gn_gossip gn::cmocka LABELS unit)
+endif()

@@ -155,11 +155,14 @@ static void pack_stats(msgpack_packer *pk)
 
 static void pack_train(msgpack_packer *pk)
 {
-        msgpack_pack_map(pk, 11);
+        msgpack_pack_map(pk, 14);
         pk_kv_u(pk, "step", 120);
         pk_kv_u(pk, "epoch", 1);
         pk_kv_u(pk, "samples", 12250);
         pk_kv_u(pk, "extra_batches", 10);
+        pk_kv_u(pk, "rollbacks_nonfinite", 2);
+        pk_kv_u(pk, "rollbacks_loss", 1);
+        pk_kv_u(pk, "health_snapshot_step", 100);
         pk_kv_f(pk, "loss", 0.5);
         pk_kv_f(pk, "train_acc", 0.875);
         pk_kv_nil(pk, "test_acc");
@@ -532,12 +535,16 @@ static void test_train(void **state)
                                    "samples    12250\n"
                                    "extra      10\n"
                                    "lr         0.05\n"
+                                   "rollbacks  2 non-finite, 1 loss "
+                                   "explosion (last good: step 100)\n"
                                    "running    yes\n");
         ctl(&r, g_sock, "train", "--json", NULL);
         assert_int_equal(r.status, 0);
         assert_string_equal(r.out,
                             "{\"step\":120,\"epoch\":1,\"samples\":12250,"
-                            "\"extra_batches\":10,\"loss\":0.5,"
+                            "\"extra_batches\":10,\"rollbacks_nonfinite\":2,"
+                            "\"rollbacks_loss\":1,\"health_snapshot_step\":100,"
+                            "\"loss\":0.5,"
                             "\"train_acc\":0.875,\"test_acc\":null,"
                             "\"samples_per_s\":1900.4,\"lr\":0.05,"
                             "\"model\":\"784-512-10\",\"running\":true}\n");

@@ -1,0 +1,168 @@
+/*
+ * robust.c - robust merge decisions (see robust.h): distances, the running
+ * median, the verdict, centered clipping and the per-peer record. Pure.
+ */
+#include "robust.h"
+
+#include <math.h>
+#include <string.h>
+
+const struct gossip_robust_cfg gossip_robust_params_cfg = {
+    .mult = 3.0f, .refuse = 4.0f, .floor = 0.02f, .cap = 0.5f};
+const struct gossip_robust_cfg gossip_robust_grads_cfg = {
+    .mult = 3.0f, .refuse = 4.0f, .floor = 0.5f, .cap = 4.0f};
+
+const char *gossip_robust_reason_name(int reason)
+{
+        static const char *names[GOSSIP_ROBUST_REASONS] = {
+            "accepted",    "clipped",       "far",     "nonfinite",
+            "not_partner", "out_of_window", "mismatch"};
+
+        if (reason < 0 || reason >= GOSSIP_ROBUST_REASONS)
+                return NULL;
+        return names[reason];
+}
+
+float gossip_robust_rms(const float *a, const float *b, size_t n)
+{
+        double sum = 0;
+
+        if (n == 0)
+                return 0.0f;
+        for (size_t i = 0; i < n; i++) {
+                double d = (double)a[i] - (b ? (double)b[i] : 0.0);
+
+                sum += d * d;
+        }
+        /* NaN and Inf propagate into the sum; 1e30 squared stays finite
+         * in double precision, so only NaN/Inf give NaN/Inf here */
+        if (!isfinite(sum))
+                return NAN;
+        return (float)sqrt(sum / (double)n);
+}
+
+float gossip_robust_median(const struct gossip_robust_stat *s)
+{
+        float v[GOSSIP_ROBUST_MEDIAN_LEN];
+        uint32_t n =
+            s->n < GOSSIP_ROBUST_MEDIAN_LEN ? s->n : GOSSIP_ROBUST_MEDIAN_LEN;
+
+        if (n == 0)
+                return NAN;
+        memcpy(v, s->d, n * sizeof(float));
+        for (uint32_t i = 1; i < n; i++) { /* insertion sort: n <= 32 */
+                float x = v[i];
+                uint32_t j = i;
+
+                for (; j > 0 && v[j - 1] > x; j--)
+                        v[j] = v[j - 1];
+                v[j] = x;
+        }
+        return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+float gossip_robust_radius(const struct gossip_robust_cfg *c,
+                           const struct gossip_robust_stat *s, float ref_rms)
+{
+        float lo = c->floor * ref_rms, hi = c->cap * ref_rms, r;
+
+        if (!(ref_rms > 0.0f) || !isfinite(ref_rms))
+                return INFINITY; /* nothing to compare with */
+        if (s->n < GOSSIP_ROBUST_WARMUP)
+                return hi;
+        r = c->mult * gossip_robust_median(s);
+        return r < lo ? lo : r > hi ? hi : r;
+}
+
+void gossip_robust_judge(const struct gossip_robust_cfg *c,
+                         const struct gossip_robust_stat *s,
+                         const float *theirs, const float *mine, float ref_rms,
+                         size_t n, struct gossip_robust_verdict *v)
+{
+        v->dist = gossip_robust_rms(theirs, mine, n);
+        v->radius = gossip_robust_radius(c, s, ref_rms);
+        v->scale = 1.0f;
+        if (!isfinite(v->dist)) {
+                /* mine is finite (the trainer's health check), so theirs
+                 * is not */
+                v->reason = GOSSIP_ROBUST_NONFINITE;
+        } else if (v->dist > c->refuse * v->radius) {
+                v->reason = GOSSIP_ROBUST_FAR;
+        } else if (v->dist > v->radius) {
+                v->reason = GOSSIP_ROBUST_CLIPPED;
+                v->scale = v->radius / v->dist;
+        } else {
+                v->reason = GOSSIP_ROBUST_ACCEPTED;
+        }
+}
+
+void gossip_robust_note(struct gossip_robust_stat *s,
+                        const struct gossip_robust_verdict *v)
+{
+        if (v->reason != GOSSIP_ROBUST_ACCEPTED || !isfinite(v->dist))
+                return;
+        s->d[s->next] = v->dist;
+        s->next = (s->next + 1) % GOSSIP_ROBUST_MEDIAN_LEN;
+        if (s->n < GOSSIP_ROBUST_MEDIAN_LEN)
+                s->n++;
+}
+
+void gossip_robust_clip(float *theirs, const float *mine, size_t n, float scale)
+{
+        for (size_t i = 0; i < n; i++) {
+                float m = mine ? mine[i] : 0.0f;
+
+                theirs[i] = m + scale * (theirs[i] - m);
+        }
+}
+
+const struct gossip_robust_peer *
+gossip_robust_peer_find(const struct gossip_robust_peers *t,
+                        const uint8_t key[GOSSIP_KEY_BYTES])
+{
+        for (size_t i = 0; i < t->n; i++)
+                if (memcmp(t->p[i].key, key, GOSSIP_KEY_BYTES) == 0)
+                        return &t->p[i];
+        return NULL;
+}
+
+struct gossip_robust_peer *
+gossip_robust_peer_get(struct gossip_robust_peers *t,
+                       const uint8_t key[GOSSIP_KEY_BYTES])
+{
+        struct gossip_robust_peer *p;
+
+        for (size_t i = 0; i < t->n; i++)
+                if (memcmp(t->p[i].key, key, GOSSIP_KEY_BYTES) == 0)
+                        return &t->p[i];
+        if (t->n == GOSSIP_ROBUST_PEERS)
+                return NULL;
+        p = &t->p[t->n++];
+        memset(p, 0, sizeof(*p));
+        memcpy(p->key, key, GOSSIP_KEY_BYTES);
+        return p;
+}
+
+void gossip_robust_peer_note(struct gossip_robust_peer *p, int reason)
+{
+        const uint32_t mask = (1u << GOSSIP_ROBUST_HISTORY) - 1u;
+
+        if (reason < 0 || reason >= GOSSIP_ROBUST_REASONS)
+                return;
+        p->count[reason]++;
+        if (reason > GOSSIP_ROBUST_NONFINITE)
+                return; /* who and when, not what: not judged */
+        p->hist = ((p->hist << 1) | (reason != GOSSIP_ROBUST_ACCEPTED)) & mask;
+        if (p->nhist < GOSSIP_ROBUST_HISTORY)
+                p->nhist++;
+}
+
+uint32_t gossip_robust_peer_bad(const struct gossip_robust_peer *p)
+{
+        return (uint32_t)__builtin_popcount(p->hist);
+}
+
+int gossip_robust_peer_suspect(const struct gossip_robust_peer *p)
+{
+        return gossip_robust_peer_bad(p) > GOSSIP_ROBUST_SUSPECT_BAD;
+}
