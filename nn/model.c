@@ -1218,3 +1218,48 @@ int nn_model_predict(struct nn_model *m, const float *x, int n, uint8_t *pred)
         }
         return 0;
 }
+
+/* ---- the GEMMs of one step, for the kernel probe ----------------------- */
+
+/* Appends one shape to out if there is room; counts it either way. */
+static void shape_add(struct nn_gemm_shape *out, int max, int *n, int ta,
+                      int tb, int rows, int cols, int inner)
+{
+        if (*n < max)
+                out[*n] = (struct nn_gemm_shape){ta, tb, rows, cols, inner};
+        (*n)++;
+}
+
+int nn_model_gemm_shapes(const struct nn_model *m, int batch,
+                         struct nn_gemm_shape *out, int max)
+{
+        int n = 0;
+
+        if (batch < 1 || batch > BATCH_MAX || max < 0)
+                return NN_EINVAL;
+        for (int i = 0; i < m->nlayers; i++) {
+                const struct layer *l = &m->layers[i];
+                int kkc = l->k * l->k * l->c, hw = l->h * l->w;
+                int rows = batch;
+
+                if (l->kind == L_POOL)
+                        continue;
+                if (l->kind == L_DENSE) {
+                        shape_add(out, max, &n, 0, 1, batch, l->oc, l->in_size);
+                        shape_add(out, max, &n, 1, 0, l->oc, l->in_size, batch);
+                        if (i)
+                                shape_add(out, max, &n, 0, 0, batch, l->in_size,
+                                          l->oc);
+                        continue;
+                }
+                /* conv: the im2col pass of min(batch, budget) samples */
+                if ((size_t)rows > m->col_n)
+                        rows = (int)m->col_n;
+                rows *= hw;
+                shape_add(out, max, &n, 0, 1, rows, l->oc, kkc);
+                shape_add(out, max, &n, 1, 0, l->oc, kkc, rows);
+                if (i)
+                        shape_add(out, max, &n, 0, 0, rows, kkc, l->oc);
+        }
+        return n;
+}
