@@ -4,6 +4,8 @@
 #   cluster  a local multi-node cluster training on Fashion-MNIST (main job)
 #   test     the whole test suite (normal build, then ASan+UBSan unit tests)
 #   build    just install + build
+#   bench    install + build, plus PyTorch (the benchmarks' peer, not
+#            needed by the tests): tests/bench/run_*_bench.sh
 # Environment: GN_NODES (cluster size, default 4), GN_BUILD_DIR (default build).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,6 +18,9 @@ pkgs=(build-essential cmake pkg-config git
       zlib1g-dev libpng-dev dataset-fashion-mnist
       gnuplot-nox iproute2 iptables procps python3 python3-numpy
       libnetfilter-queue-dev iputils-ping)
+# The benchmarks' peer (tests/bench/*.py under /usr/bin/python3); large,
+# so only `bench` installs it.
+bench_pkgs=(python3-torch)
 
 install_missing() {
         local missing=() p
@@ -65,6 +70,10 @@ test)
                 ctest --output-on-failure -j 2 -L unit --timeout 900)
         bash tests/node/tsan_cluster.sh "$build-tsan"
         ;;
+bench)
+        install_missing "${bench_pkgs[@]}"
+        do_build "$build"
+        ;;
 cluster)
         install_missing
         do_build "$build"
@@ -76,7 +85,7 @@ cluster)
                 --build "$build" "${args[@]}"
         ;;
 *)
-        echo "usage: $0 {cluster|test|build}" >&2
+        echo "usage: $0 {cluster|test|build|bench}" >&2
         exit 2
         ;;
 esac
