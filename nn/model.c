@@ -47,10 +47,12 @@ enum {
         SPEC_NUM_MAX = 1 << 16,
         /* Most layers in a spec; a Pi-class model has a handful. */
         LAYERS_MAX = 32,
-        /* im2col workspace in floats (16 MB): big enough for GEMMs with
-         * thousands of rows (BLIS is efficient there), small enough that a
-         * CNN's memory does not scale with batch size through it. */
-        COL_BUDGET = 1 << 22,
+        /* im2col workspace in floats (1 MB): a pass of a few samples
+         * (the CNN's second conv: 4 samples, 784 rows of 288) keeps the
+         * column matrix in L2 while BLIS packs and multiplies it.  With
+         * 16 MB passes (14504 rows) the same GEMMs ran at 13-42 GFLOP/s
+         * instead of 114-150 (skx kernels, docs/nn.md). */
+        COL_BUDGET = 1 << 18,
         /* Samples per forward pass in evaluate when the model holds
          * workspaces for fewer: GEMMs of ~100 rows are already efficient. */
         EVAL_BATCH = 100,

@@ -3,7 +3,7 @@
  * batch 100, SGD momentum 0.9) on synthetic data: the step loop the daemon
  * runs (train_batch + optimizer step), timed after a warm-up.
  * Usage: bench_mlp [--spec S] [--batch B] [--threads T] [--steps N]
- *                  [--blis-arch NAME|blis]
+ *                  [--blis-arch NAME|blis] [--optimizer sgd|adam]
  * Prints one line: spec batch threads steps seconds samples_per_s loss,
  * and the mean milliseconds per step in train_batch and in the optimizer.
  */
@@ -40,6 +40,13 @@ int main(int argc, char **argv)
                         steps = atoi(argv[i + 1]);
                 else if (!strcmp(argv[i], "--blis-arch"))
                         arch = argv[i + 1];
+                else if (!strcmp(argv[i], "--optimizer") &&
+                         !strcmp(argv[i + 1], "adam"))
+                        oc = (struct nn_optim_config){.kind = NN_OPTIM_ADAM,
+                                                      .lr = 0.001f,
+                                                      .beta1 = 0.9f,
+                                                      .beta2 = 0.999f,
+                                                      .eps = 1e-8f};
         }
         if (bench_blis_arch(arch))
                 return 2;
