@@ -10,6 +10,9 @@
 # Configurations interleaved, `rounds` times; prints every wall time, each
 # configuration's median, the ratios of medians and the median of the
 # per-round ratios (our best thread count against PyTorch's).
+# PyTorch's 2-thread runs collapse when the cores are busy (its OpenMP
+# threads spin); GN_TORCH_THREADS="1" leaves them out (default "1 2";
+# GN_OURS_THREADS likewise).
 # Usage: run_epoch_bench.sh BUILD_DIR [rounds]
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR [rounds]}
@@ -35,17 +38,21 @@ echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 echo "kernel: $("$node" --version | tail -1)"
 echo "load before: $(uptime)"
 for r in $(seq "$rounds"); do
-        for t in 1 2; do
+        for t in ${GN_OURS_THREADS:-1 2}; do
                 wall ours "$r" "$t" "$node" --epochs 1 --threads "$t"
+        done
+        for t in ${GN_TORCH_THREADS:-1 2}; do
                 wall torch "$r" "$t" /usr/bin/python3 "$here/torch_train.py" \
                         --spec 784-512-10 --epochs 1 --threads "$t"
         done
         wall ours-probe "$r" 1 "$node" --epochs 1 --blis-arch probe
 done
 echo "load after: $(uptime)"
+# median wall time of WHO at THREADS; 1e9 (never best) if not run
 med() {
-        grep "^$1 t=$2 " "$out" | awk '{ print $4 }' | sort -n |
-                awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
+        { grep "^$1 t=$2 " "$out" || true; } | awk '{ print $4 }' | sort -n |
+                awk '{ v[NR] = $1 } END { if (NR == 0) print 1e9;
+                        else if (NR % 2) print v[(NR + 1) / 2];
                         else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 o1=$(med ours 1) o2=$(med ours 2) t1=$(med torch 1) t2=$(med torch 2)
@@ -56,7 +63,7 @@ paired=$(awk '{ k = $1 " " $3; if (!(k in v) || $4 < v[k]) v[k] = $4 }
                 else if (a[1] == "torch") t[a[2]] = v[k] }
               for (r in o) print t[r] / o[r] }' "$out" | sort -n |
         awk '{ v[NR] = $1 } END { printf "%.2f (", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
-                for (i = 1; i <= NR; i++) printf "%s%.2f", i > 1 ? ", " : "", v[i]; printf ")" }')
+                for (i = 1; i <= NR; i++) printf "%s%.2f", (i > 1 ? ", " : ""), v[i]; printf ")" }')
 awk -v o1="$o1" -v o2="$o2" -v t1="$t1" -v t2="$t2" -v p1="$p1" \
         -v n="$rounds" -v paired="$paired" 'BEGIN {
         ob = o1 < o2 ? o1 : o2; tb = t1 < t2 ? t1 : t2

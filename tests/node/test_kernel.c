@@ -6,7 +6,7 @@
  * that a cache line of another CPU, another BLIS version or with an unknown
  * name is ignored and kept; the --blis-arch and BLIS_ARCH_TYPE overrides;
  * and, last (BLIS reads its choice once per process), that BLIS really runs
- * the set chosen.  Files live in a fresh mkdtemp() directory.  The probe
+ * the set chosen.  Files live in a fresh scratch directory.  The probe
  * runs with a 10 ms budget per candidate to keep the test short.
  */
 #include <errno.h>
@@ -22,9 +22,10 @@
 
 #include "kernel.h"
 #include "nn.h"
+#include "test_tmpdir.h"
 
-static char g_dir[] = "/tmp/gn-kernel.XXXXXX";
-static char g_path[256];
+static char g_dir[200];
+static char g_path[300];
 
 static struct node_kernel_req req(const char *override)
 {
@@ -231,7 +232,7 @@ static void test_gemm_shapes(void **state)
 static int setup(void **state)
 {
         (void)state;
-        if (!mkdtemp(g_dir))
+        if (gn_test_tmpdir(g_dir, sizeof(g_dir), "kernel"))
                 return -1;
         snprintf(g_path, sizeof(g_path), "%s/cache/blis-arch", g_dir);
         return 0;
@@ -239,11 +240,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-        char cmd[300];
-
         (void)state;
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return gn_test_rmtree(g_dir) ? -1 : 0;
 }
 
 int main(void)
