@@ -143,4 +143,9 @@ float gossip_half_to_float(uint16_t h);
 /* "fp32", "fp16", "int8", "topk", or NULL for an unknown id. */
 const char *gossip_codec_name(int id);
 
+/* Internal, for tests: fp16 arrays use x86's F16C instructions when the
+ * CPU has them (the default) or the portable code (on = 0).  Returns 1 if
+ * the CPU has F16C.  Both give the same bits. */
+int gossip__codec_fp16_hw(int on);
+
 #endif

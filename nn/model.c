@@ -47,10 +47,12 @@ enum {
         SPEC_NUM_MAX = 1 << 16,
         /* Most layers in a spec; a Pi-class model has a handful. */
         LAYERS_MAX = 32,
-        /* im2col workspace in floats (16 MB): big enough for GEMMs with
-         * thousands of rows (BLIS is efficient there), small enough that a
-         * CNN's memory does not scale with batch size through it. */
-        COL_BUDGET = 1 << 22,
+        /* im2col workspace in floats (1 MB): a pass of a few samples
+         * (the CNN's second conv: 4 samples, 784 rows of 288) keeps the
+         * column matrix in L2 while BLIS packs and multiplies it.  With
+         * 16 MB passes (14504 rows) the same GEMMs ran at 13-42 GFLOP/s
+         * instead of 114-150 (skx kernels, docs/nn.md). */
+        COL_BUDGET = 1 << 18,
         /* Samples per forward pass in evaluate when the model holds
          * workspaces for fewer: GEMMs of ~100 rows are already efficient. */
         EVAL_BATCH = 100,
@@ -1217,4 +1219,49 @@ int nn_model_predict(struct nn_model *m, const float *x, int n, uint8_t *pred)
                             logits + (size_t)s * m->classes, m->classes);
         }
         return 0;
+}
+
+/* ---- the GEMMs of one step, for the kernel probe ----------------------- */
+
+/* Appends one shape to out if there is room; counts it either way. */
+static void shape_add(struct nn_gemm_shape *out, int max, int *n, int ta,
+                      int tb, int rows, int cols, int inner)
+{
+        if (*n < max)
+                out[*n] = (struct nn_gemm_shape){ta, tb, rows, cols, inner};
+        (*n)++;
+}
+
+int nn_model_gemm_shapes(const struct nn_model *m, int batch,
+                         struct nn_gemm_shape *out, int max)
+{
+        int n = 0;
+
+        if (batch < 1 || batch > BATCH_MAX || max < 0)
+                return NN_EINVAL;
+        for (int i = 0; i < m->nlayers; i++) {
+                const struct layer *l = &m->layers[i];
+                int kkc = l->k * l->k * l->c, hw = l->h * l->w;
+                int rows = batch;
+
+                if (l->kind == L_POOL)
+                        continue;
+                if (l->kind == L_DENSE) {
+                        shape_add(out, max, &n, 0, 1, batch, l->oc, l->in_size);
+                        shape_add(out, max, &n, 1, 0, l->oc, l->in_size, batch);
+                        if (i)
+                                shape_add(out, max, &n, 0, 0, batch, l->in_size,
+                                          l->oc);
+                        continue;
+                }
+                /* conv: the im2col pass of min(batch, budget) samples */
+                if ((size_t)rows > m->col_n)
+                        rows = (int)m->col_n;
+                rows *= hw;
+                shape_add(out, max, &n, 0, 1, rows, l->oc, kkc);
+                shape_add(out, max, &n, 1, 0, l->oc, kkc, rows);
+                if (i)
+                        shape_add(out, max, &n, 0, 0, rows, kkc, l->oc);
+        }
+        return n;
 }

@@ -90,6 +90,44 @@ void nn_gemm(int transa, int transb, int m, int n, int k, float alpha,
              const float *a, int lda, const float *b, int ldb, float beta,
              float *c, int ldc);
 
+/* ---- BLIS kernel sets (sub-configurations) ----------------------------
+ *
+ * A BLIS build carries several kernel sets ("sub-configurations": skx,
+ * zen3, haswell, ...) and picks one at its initialisation from CPUID, or
+ * from the environment variable BLIS_ARCH_TYPE, which BLIS 0.9 reads once,
+ * as a NUMBER (nn_blis_arch_id gives it).  node/kernel.c times the
+ * candidates in child processes and sets the fastest before nn_lib_init. */
+
+/* Number of sub-configuration ids (0 .. count-1; not all compiled in). */
+int nn_blis_arch_count(void);
+
+/* Name of sub-configuration id ("skx", "zen3", ...), or NULL if id is out
+ * of range. */
+const char *nn_blis_arch_name(int id);
+
+/* The id of name, or NN_EINVAL if this BLIS has no such name. */
+int nn_blis_arch_id(const char *name);
+
+/* 0 unless sub-configuration id is compiled into this BLIS build and this
+ * CPU has the instructions its kernels need (x86: from CPUID; elsewhere
+ * only the first test); else its generation: 3 for FMA-era kernels (and
+ * every optimized non-x86 set), 2 for older vector kernels (sandybridge,
+ * penryn), 1 for the reference kernels (generic). */
+int nn_blis_arch_usable(int id);
+
+/* The sub-configuration BLIS uses in this process (initialises BLIS: call
+ * it only after the choice is made). */
+const char *nn_blis_arch_active(void);
+
+/* BLIS's version string, e.g. "0.9.0" (does not initialise BLIS). */
+const char *nn_blis_version(void);
+
+/* One GEMM of a training step: C[m,n] = op(A)[m,k] op(B)[k,n], transa and
+ * transb as for nn_gemm, A, B and C dense (lda etc. = their row length). */
+struct nn_gemm_shape {
+        int transa, transb, m, n, k;
+};
+
 /* ---- data conversion --------------------------------------------------- */
 
 /* Writes dst[i] = src[i] / 255 for i < n: pixels in [0, 1], as PyTorch's
@@ -186,6 +224,13 @@ int nn_model_evaluate(struct nn_model *m, const float *x, const uint8_t *y,
 
 /* Writes the predicted class of each of n samples into pred. */
 int nn_model_predict(struct nn_model *m, const float *x, int n, uint8_t *pred);
+
+/* Writes the GEMMs one thread runs in a training step on `batch` samples
+ * (forward, weight gradient, input gradient; convolutions as one im2col
+ * pass) into out, at most max of them; returns how many there are (may
+ * exceed max) or NN_EINVAL. */
+int nn_model_gemm_shapes(const struct nn_model *m, int batch,
+                         struct nn_gemm_shape *out, int max);
 
 /* ---- optimizers -------------------------------------------------------- */
 

@@ -30,6 +30,23 @@
 #define NN_HOT
 #endif
 
+/*
+ * NN_HOT_WIDE: an NN_HOT loop that is compute-bound (Adam: a square root
+ * and a division per parameter), also built for AVX2 and AVX-512 and picked
+ * at load time by CPUID (GCC's target_clones, an ifunc; the baseline is
+ * SSE2).  No FMA in the clones (ISO C contracts nothing) and no reduction,
+ * so every clone gives the same bits.  The memory-bound passes (SGD, bias,
+ * ReLU masks) stay SSE2: their AVX2/AVX-512 clones measured no faster
+ * (docs/nn.md).  aarch64's baseline has NEON, which -O3 already uses.
+ */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
+    defined(__linux__)
+#define NN_HOT_WIDE                                                            \
+        NN_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NN_HOT_WIDE NN_HOT
+#endif
+
 /* ---- PRNG: splitmix64, exact and identical on every machine ------------ */
 
 /* Returns the next 64 random bits and advances *state. */

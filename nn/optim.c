@@ -115,9 +115,12 @@ NN_HOT static void sgd_momentum(float *restrict p, const float *restrict g,
 }
 
 /* Adam with bias correction and decoupled (AdamW) weight decay, over
- * params [off, off + n). */
-NN_HOT static void adam(struct nn_optim *o, float *restrict p,
-                        const float *restrict g, float lr, size_t off, size_t n)
+ * params [off, off + n).  Vectorized only because this file is built with
+ * -fno-math-errno (nn/CMakeLists.txt): with errno semantics GCC calls
+ * sqrtf one element at a time; the results are the same bits. */
+NN_HOT_WIDE static void adam(struct nn_optim *o, float *restrict p,
+                             const float *restrict g, float lr, size_t off,
+                             size_t n)
 {
         const struct nn_optim_config *c = &o->cfg;
         float *restrict m = o->state + off, *restrict v = o->state + o->n + off;

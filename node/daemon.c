@@ -28,11 +28,13 @@
 #include "cluster.h"
 #include "ctl.h"
 #include "evlog.h"
+#include "kernel.h"
 #include "metrics.h"
 #include "nn.h"
 #include "peers.h"
 #include "sdnotify.h"
 #include "trainer.h"
+#include "version.h"
 
 struct daemon {
         const struct node_options *o;
@@ -434,6 +436,9 @@ int node_daemon_run(const struct node_options *o, char *err, size_t errlen)
         d.o = o;
         rc = setup(&d, err, errlen);
         loop_ok = d.done_async.loop != NULL;
+        if (rc == 0)
+                node_log(NODE_LOG_INFO, "gossipnode %s, %s", node_version(),
+                         node_kernel_summary());
         if (rc == 0) {
                 rc = node_trainer_start(d.trainer);
                 if (rc)

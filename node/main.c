@@ -7,6 +7,7 @@
  * exit status; everything below returns codes and messages. The config
  * file (node/conffile.h) becomes arguments in front of the command line's.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,15 +21,41 @@
 #include "sdnotify.h"
 
 #include "evlog.h"
+#include "kernel.h"
 #include "nn.h"
 #include "options.h"
 #include "version.h"
+
+/* Chooses BLIS's kernels (before its first call: kernel.h) and starts
+ * BLIS; 0, or 2 for a bad --blis-arch, 1 otherwise, message in err. */
+static int kernel_setup(const struct node_options *o, char *line, size_t len,
+                        char *err, size_t errlen)
+{
+        struct node_kernel k;
+        struct node_kernel_req req = {
+            .spec = o->model,
+            .batch = (int)((o->batch + o->threads - 1) / o->threads),
+            .override = o->blis_arch,
+        };
+        int rc = node_kernel_choose(&req, &k, err, errlen);
+
+        if (rc)
+                return rc == -EINVAL ? 2 : 1;
+        if (nn_lib_init() != 0) {
+                snprintf(err, errlen, "cannot initialise BLIS");
+                return 1;
+        }
+        /* what BLIS really runs, whoever chose it */
+        snprintf(k.arch, sizeof(k.arch), "%s", nn_blis_arch_active());
+        node_kernel_describe(&k, line, len);
+        return 0;
+}
 
 int main(int argc, char **argv)
 {
         struct node_options o;
         struct node_conf_argv ca;
-        char err[1024] = "";
+        char err[1024] = "", kline[512];
         int rc;
 
         rc = node_conf_argv_build(argc, argv, &ca, err, sizeof(err));
@@ -50,20 +77,26 @@ int main(int argc, char **argv)
                 rc = 0;
                 goto out;
         }
-        if (rc == NODE_OPT_VERSION) {
-                printf("gossipnode %s\n", node_version());
-                rc = 0;
-                goto out;
-        }
-        if (rc) {
+        if (rc && rc != NODE_OPT_VERSION) {
                 fprintf(stderr, "gossipnode: %s\n", err);
                 rc = 2;
                 goto out;
         }
-        if (sodium_init() < 0 || nn_lib_init() != 0) {
-                fprintf(stderr, "gossipnode: cannot initialise libsodium or "
-                                "BLIS\n");
+        if (sodium_init() < 0) {
+                fprintf(stderr, "gossipnode: cannot initialise libsodium\n");
                 rc = 1;
+                goto out;
+        }
+        if (rc == NODE_OPT_VERSION) {
+                rc = kernel_setup(&o, kline, sizeof(kline), err, sizeof(err));
+                printf("gossipnode %s\n%s\n", node_version(), rc ? err : kline);
+                nn_lib_finalize();
+                rc = 0;
+                goto out;
+        }
+        rc = kernel_setup(&o, kline, sizeof(kline), err, sizeof(err));
+        if (rc) {
+                fprintf(stderr, "gossipnode: %s\n", err);
                 goto out;
         }
         /* libuv writes with write(2): a peer or gossipctl that hangs up

@@ -61,6 +61,7 @@ enum {
         OPT_PARTITION,
         OPT_PARTSEED,
         OPT_ROBUST,
+        OPT_BLIS,
         OPT_HELP,
         OPT_VERSION,
 };
@@ -109,6 +110,7 @@ static const struct option long_opts[] = {
     {"robust", required_argument, NULL, OPT_ROBUST},
     {"name", required_argument, NULL, OPT_NAME},
     {"progress-every", required_argument, NULL, OPT_PROGRESS},
+    {"blis-arch", required_argument, NULL, OPT_BLIS},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -141,6 +143,9 @@ static const char help_text[] =
     "  --seed N              seed for init, shuffling, gossip (default 1)\n"
     "  --threads N           split each batch across N threads (default 1;\n"
     "                        deterministic for a fixed N)\n"
+    "  --blis-arch NAME      BLIS kernel set (skx, zen3, haswell, ...);\n"
+    "                        blis: BLIS's own choice; probe: measure again\n"
+    "                        (default: the fastest measured, cached)\n"
     "\n"
     "Optimizer:\n"
     "  --optimizer sgd|adam  (default sgd with momentum)\n"
@@ -593,6 +598,11 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 if (!valid_name(v))
                         return BAD("1..31 chars of [A-Za-z0-9._-]");
                 o->name = v;
+                break;
+        case OPT_BLIS:
+                if (!*v)
+                        return BAD("a BLIS kernel set name");
+                o->blis_arch = v;
                 break;
         case OPT_PROGRESS:
                 if (parse_u32(v, 10, 3600000, &o->progress_ms))

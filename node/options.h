@@ -116,6 +116,7 @@ struct node_options {
         uint64_t seed;
         uint32_t threads; /* training threads per batch (nn_threads_set), each
                              with serial BLIS; 1 is deterministic */
+        const char *blis_arch; /* NULL: probed/cached; see node/kernel.h */
         /* stop criteria: 0 means "not set"; whichever comes first stops */
         uint32_t epochs;
         uint64_t steps;

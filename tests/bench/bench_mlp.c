@@ -3,6 +3,7 @@
  * batch 100, SGD momentum 0.9) on synthetic data: the step loop the daemon
  * runs (train_batch + optimizer step), timed after a warm-up.
  * Usage: bench_mlp [--spec S] [--batch B] [--threads T] [--steps N]
+ *                  [--blis-arch NAME|blis] [--optimizer sgd|adam]
  * Prints one line: spec batch threads steps seconds samples_per_s loss,
  * and the mean milliseconds per step in train_batch and in the optimizer.
  */
@@ -12,11 +13,12 @@
 #include <time.h>
 
 #include "nn.h"
+#include "bench_blis.h"
 #include "bench_clock.h"
 
 int main(int argc, char **argv)
 {
-        const char *spec = "784-512-10";
+        const char *spec = "784-512-10", *arch = "blis";
         int batch = 100, threads = 1, steps = 2000, warm = 50, rc = 1;
         struct nn_model *m = NULL;
         struct nn_optim *o = NULL;
@@ -36,7 +38,18 @@ int main(int argc, char **argv)
                         threads = atoi(argv[i + 1]);
                 else if (!strcmp(argv[i], "--steps"))
                         steps = atoi(argv[i + 1]);
+                else if (!strcmp(argv[i], "--blis-arch"))
+                        arch = argv[i + 1];
+                else if (!strcmp(argv[i], "--optimizer") &&
+                         !strcmp(argv[i + 1], "adam"))
+                        oc = (struct nn_optim_config){.kind = NN_OPTIM_ADAM,
+                                                      .lr = 0.001f,
+                                                      .beta1 = 0.9f,
+                                                      .beta2 = 0.999f,
+                                                      .eps = 1e-8f};
         }
+        if (bench_blis_arch(arch))
+                return 2;
         nn_lib_init();
         nn_threads_set(threads);
         if (nn_model_create(spec, 1, 28, 28, 1, &m) ||
@@ -73,10 +86,10 @@ int main(int argc, char **argv)
                 }
         }
         t = now_s() - t0;
-        printf("spec=%s batch=%d threads=%d steps=%d seconds=%.3f "
+        printf("spec=%s batch=%d threads=%d arch=%s steps=%d seconds=%.3f "
                "samples_per_s=%.0f loss=%.4f train_ms=%.3f optim_ms=%.3f\n",
-               nn_model_spec(m), batch, threads, steps, t,
-               (double)steps * batch / t, loss, 1e3 * t_train / steps,
+               nn_model_spec(m), batch, threads, nn_blis_arch_active(), steps,
+               t, (double)steps * batch / t, loss, 1e3 * t_train / steps,
                1e3 * t_opt / steps);
         rc = 0;
 out:

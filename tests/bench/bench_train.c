@@ -7,7 +7,7 @@
  *
  * Usage: bench_train [--spec 784-512-10|cnn|...] [--data DIR] [--epochs E]
  *        [--batch B] [--lr LR] [--momentum M] [--wd WD] [--threads T]
- *        [--target ACC] [--seed S]
+ *        [--target ACC] [--seed S] [--blis-arch NAME|blis]
  * Prints one line per epoch and a final "result" line.
  */
 #include <stdio.h>
@@ -17,11 +17,12 @@
 
 #include "data.h"
 #include "nn.h"
+#include "bench_blis.h"
 #include "bench_clock.h"
 
 int main(int argc, char **argv)
 {
-        const char *spec = "784-512-10";
+        const char *spec = "784-512-10", *arch = "blis";
         const char *dir = "/usr/share/datasets/fashion-mnist";
         int epochs = 15, batch = 100, threads = 1, rc = 1;
         float lr = 0.05f, mom = 0.9f, wd = 0.0f, target = 2.0f;
@@ -56,7 +57,11 @@ int main(int argc, char **argv)
                         target = (float)atof(v);
                 else if (!strcmp(k, "--seed"))
                         seed = strtoull(v, NULL, 0);
+                else if (!strcmp(k, "--blis-arch"))
+                        arch = v;
         }
+        if (bench_blis_arch(arch))
+                return 2;
         nn_lib_init();
         nn_threads_set(threads);
         if (nn_dataset_load_dir(dir, 1, &tr, err, sizeof(err)) ||
@@ -87,9 +92,9 @@ int main(int argc, char **argv)
                 goto out;
         nn_images_to_float(te.images, ss * te.n, xte);
         printf("spec=%s params=%zu batch=%d lr=%g momentum=%g wd=%g "
-               "threads=%d seed=%llu\n",
+               "threads=%d seed=%llu arch=%s\n",
                nn_model_spec(m), nn_model_nparams(m), batch, lr, mom, wd,
-               threads, (unsigned long long)seed);
+               threads, (unsigned long long)seed, nn_blis_arch_active());
         double train_s = 0, wall0 = now_s();
         float acc = 0, tloss = 0;
         int e;

@@ -85,20 +85,23 @@ struct row {
         int id;
         uint32_t parts, k;
         int ef;
+        int portable; /* fp16: the portable code, not F16C */
 };
 
 int main(int argc, char **argv)
 {
         static const struct row rows[] = {
-            {"fp32", GOSSIP_CODEC_FP32, 1, 0, 0},
-            {"fp16", GOSSIP_CODEC_FP16, 1, 0, 0},
-            {"fp16+ef", GOSSIP_CODEC_FP16, 1, 0, 1},
-            {"int8/256", GOSSIP_CODEC_INT8, 1, 0, 0},
-            {"int8/256+ef", GOSSIP_CODEC_INT8, 1, 0, 1},
-            {"topk 1%", GOSSIP_CODEC_TOPK, 1, 0, 0},
-            {"topk 0.1%", GOSSIP_CODEC_TOPK, 1, 407, 0},
-            {"fp32 P=8", GOSSIP_CODEC_FP32, 8, 0, 0},
-            {"int8 P=8", GOSSIP_CODEC_INT8, 8, 0, 0},
+            {"fp32", GOSSIP_CODEC_FP32, 1, 0, 0, 0},
+            {"fp16", GOSSIP_CODEC_FP16, 1, 0, 0, 0},
+            {"fp16+ef", GOSSIP_CODEC_FP16, 1, 0, 1, 0},
+            {"fp16 sw", GOSSIP_CODEC_FP16, 1, 0, 0, 1},
+            {"fp16+ef sw", GOSSIP_CODEC_FP16, 1, 0, 1, 1},
+            {"int8/256", GOSSIP_CODEC_INT8, 1, 0, 0, 0},
+            {"int8/256+ef", GOSSIP_CODEC_INT8, 1, 0, 1, 0},
+            {"topk 1%", GOSSIP_CODEC_TOPK, 1, 0, 0, 0},
+            {"topk 0.1%", GOSSIP_CODEC_TOPK, 1, 407, 0, 0},
+            {"fp32 P=8", GOSSIP_CODEC_FP32, 8, 0, 0, 0},
+            {"int8 P=8", GOSSIP_CODEC_INT8, 8, 0, 0, 0},
         };
         int reps = argc > 1 ? atoi(argv[1]) : 21;
         uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 20261129;
@@ -144,6 +147,7 @@ int main(int argc, char **argv)
                 struct gossip_codec_info info;
                 size_t len = 0;
 
+                gossip__codec_fp16_hw(!rows[i].portable);
                 if (gossip_codec_init(&c, &cfg) != 0)
                         goto out;
                 for (int r = 0; r < reps; r++) {

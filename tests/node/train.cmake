@@ -4,6 +4,11 @@
 gn_add_test(NAME test_cli_options
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_options.c
             LIBS gn_node gn::cmocka LABELS unit)
+# test_kernel: BLIS's kernel set chosen by measurement (node/kernel.c):
+# cached and reused, foreign cache lines ignored, overrides.
+gn_add_test(NAME test_kernel
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_kernel.c
+            LIBS gn_node gn::cmocka LABELS unit)
 # test_fill: extra batches while waiting (--fill-batches) give the
 # sample-weighted mean gradient; needs Fashion-MNIST (skips without it).
 gn_add_test(NAME test_fill

@@ -1,0 +1,86 @@
+/*
+ * kernel.h - choosing BLIS's kernel set (sub-configuration) by measurement.
+ *
+ * BLIS picks its kernels once, at its initialisation, from CPUID or from
+ * BLIS_ARCH_TYPE (a number in BLIS 0.9).  Its CPUID guess is not always the
+ * fastest for our shapes (on an AVX-512 host it may take AVX2 kernels; on a
+ * CPU newer than the BLIS release it takes the slow reference ones), and
+ * Debian's libblis.so cannot switch sets inside one process.  So
+ * node_kernel_choose() times the model's own GEMM shapes under each
+ * candidate in a child process of its own (fork, BLIS_ARCH_TYPE set, BLIS
+ * initialised there, result through a pipe), keeps the fastest, caches the
+ * choice in a small text file keyed by CPU, BLIS version and shapes, and
+ * sets BLIS_ARCH_TYPE in this process.  It must run before BLIS's first
+ * call (nn_lib_init) and before any thread starts.  A child that crashes
+ * (missing instruction, BLIS abort) or overruns its deadline is dropped.
+ *
+ * Cache file: $XDG_CACHE_HOME/gossipnode/blis-arch, else
+ * $HOME/.cache/gossipnode/blis-arch: the answer belongs to the machine, not
+ * to one node's checkpoint (several nodes on one host share it).  One line
+ * per key, written to a temporary file and renamed; unreadable, foreign
+ * (other CPU or BLIS) or unusable lines are ignored, never trusted.
+ */
+#ifndef NODE_KERNEL_H
+#define NODE_KERNEL_H
+
+#include <stddef.h>
+
+enum {
+        /* Candidates BLIS may offer on one architecture family (x86: 13). */
+        NODE_KERNEL_CAND_MAX = 32,
+        /* Default measuring time per candidate in ms (two rounds of half):
+         * about 15 repetitions of the MLP's GEMMs at good speed; 7 usable
+         * sets on an AVX-512 x86 then cost ~0.35 s in all. */
+        NODE_KERNEL_BUDGET_MS = 40,
+};
+
+struct node_kernel_req {
+        const char *spec;       /* model spec as the user gave it */
+        int batch;              /* samples per thread per step */
+        const char *override;   /* NULL: cache or probe; "blis": BLIS's own
+                                   choice; "probe": measure again; else a
+                                   kernel set's name */
+        const char *cache_path; /* NULL: the default path; "": no cache */
+        int budget_ms;          /* per candidate; 0: NODE_KERNEL_BUDGET_MS */
+};
+
+struct node_kernel_cand {
+        char name[24];
+        double ms; /* the shapes' summed best times; < 0: failed */
+};
+
+struct node_kernel {
+        char arch[24];   /* the set chosen; "" when BLIS decides */
+        const char *how; /* "probed", "cached", "--blis-arch",
+                            "BLIS_ARCH_TYPE" (environment), "blis" */
+        double probe_s;  /* wall time of the probe; 0 if none ran */
+        int ncand;       /* candidates probed */
+        struct node_kernel_cand cand[NODE_KERNEL_CAND_MAX];
+        char cache_note[96]; /* why the cache was not used/written, or "" */
+};
+
+/* Chooses the kernel set as req says and sets BLIS_ARCH_TYPE accordingly
+ * (or leaves BLIS to decide).  Returns 0, or -EINVAL (unknown or unusable
+ * --blis-arch name; message in err); a bad spec or a failing cache
+ * is not an error (noted in k->cache_note). */
+int node_kernel_choose(const struct node_kernel_req *req, struct node_kernel *k,
+                       char *err, size_t errlen);
+
+/* Writes one line describing k ("zen3 (probed in 0.31 s: skx 2.10 ms,
+ * zen3 1.87 ms, ...)") into buf. */
+void node_kernel_describe(const struct node_kernel *k, char *buf, size_t len);
+
+/* The text of the last node_kernel_describe() call ("" before any): the
+ * daemon logs it once its set-up has succeeded. */
+const char *node_kernel_summary(void);
+
+/* The CPU's identity as the cache keys it: vendor, family, model, stepping,
+ * model name and a hash of the feature flags (x86), or implementer, part,
+ * variant, revision and features (ARM), from /proc/cpuinfo.  0 or -errno. */
+int node_kernel_cpu_key(char *buf, size_t len);
+
+/* The default cache path into buf; -ENOENT if neither $XDG_CACHE_HOME nor
+ * $HOME is set. */
+int node_kernel_cache_path(char *buf, size_t len);
+
+#endif
