@@ -20,6 +20,12 @@
  *  - the net frees itself when its last handle's close callback has run
  *    after node_net_close(); dests are freed then, after every frame
  *    that points at them.
+ *
+ * Over 800 lines on purpose: a connection's life (connect, backoff,
+ * reassembly, the first-frame deadline, per-address caps, eviction,
+ * stall and idle cuts) is one state machine over struct conn and struct
+ * dest, and its invariants above hold only if every transition is read
+ * in one place; the policy numbers are in net.h.
  */
 #include "net.h"
 #include "gn_endian.h"
