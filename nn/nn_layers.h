@@ -38,9 +38,11 @@
  * so every clone gives the same bits.  The memory-bound passes (SGD, bias,
  * ReLU masks) stay SSE2: their AVX2/AVX-512 clones measured no faster
  * (docs/nn.md).  aarch64's baseline has NEON, which -O3 already uses.
+ * Not under ThreadSanitizer: its runtime is not up yet when the dynamic
+ * loader runs an ifunc resolver, and every program then dies at start.
  */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
-    defined(__linux__)
+    defined(__linux__) && !defined(__SANITIZE_THREAD__)
 #define NN_HOT_WIDE                                                            \
         NN_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
