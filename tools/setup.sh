@@ -114,9 +114,13 @@ test)
                 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake
         # test timeouts are scaled for the emulator (cmake/Emulator.cmake);
         # the slow multi-process and training tests are left out of CI
-        # under emulation for time (20-40x slower than native)
+        # under emulation for time (20-40x slower than native). Two more
+        # are not run there yet (issue 13's note): test_kernel asserts a
+        # choice among x86 kernel sets, and test_import runs its tool
+        # directly instead of through the emulator's wrapper.
         SECONDS=0
-        (cd "$build-arm64" && ctest --output-on-failure -j 2 -L 'unit|sim')
+        (cd "$build-arm64" && ctest --output-on-failure -j 2 -L 'unit|sim' \
+                -E '^(test_kernel|test_import)$')
         echo "setup: aarch64 ctest under qemu took ${SECONDS}s"
         package_check "$build-arm64"
         ;;
