@@ -80,8 +80,13 @@ package_check() {
                 bash tools/dist/check-package.sh "$deb"
         else
                 dpkg-deb -f "$deb" Architecture | grep -qx arm64
-                dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/bin/gossipnode |
-                        od -An -tx1 -j18 -N2 | grep -q 'b7 00' # EM_AARCH64
+                # unpacked first: a pipe closed early by od would kill
+                # dpkg-deb with SIGPIPE and fail the step under pipefail
+                x=$(mktemp -d)
+                dpkg-deb -x "$deb" "$x"
+                od -An -tx1 -j18 -N2 "$x/usr/bin/gossipnode" |
+                        grep -q 'b7 00' # EM_AARCH64
+                rm -rf "$x"
                 echo "setup: $deb is an arm64 package of aarch64 binaries"
         fi
 }
