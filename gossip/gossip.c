@@ -270,19 +270,22 @@ static void deliver_app(struct gossip *g, struct swim_member *from,
         g->on_app(g->cb_ctx, &mi, app_kind(m->kind), step, p, len);
 }
 
-static void count_reject(struct gossip *g, const void *buf, size_t len, int rc)
+/* A refused frame counts node-wide; it is charged to a member only when it
+ * authenticated as that member (m->key_id is set only past the signature
+ * check, gossip_wire_decode) and is not a replay, which anyone who saw the
+ * frame can send. */
+static void count_reject(struct gossip *g, const struct gossip_msg *m, int rc)
 {
-        uint64_t id;
-        uint8_t kind;
-        struct swim_member *m;
+        struct swim_member *sender;
 
-        if (rc < 0 && -rc < GOSSIP_REJECT_SLOTS)
-                g->st.rejects[-rc]++;
-        if (gossip_wire_peek_sender(buf, len, &id, &kind) < 0)
+        if (rc >= 0 || -rc >= GOSSIP_REJECT_SLOTS)
                 return;
-        m = gossip__member_find(g, id);
-        if (m && -rc < GOSSIP_REJECT_SLOTS)
-                m->rejects[-rc]++;
+        g->st.rejects[-rc]++;
+        if (!m->key_id || rc == GOSSIP_EREPLAY)
+                return;
+        sender = gossip__member_find(g, m->key_id);
+        if (sender)
+                sender->rejects[-rc]++;
 }
 
 int gossip_frame_authenticate(const struct gossip *g, const void *buf,
@@ -324,13 +327,13 @@ int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
         rc = gossip_wire_decode(buf, len, channel, NULL, g->kr, g->rp, &m,
                                 &g->wst);
         if (rc < 0) {
-                count_reject(g, buf, len, rc);
+                count_reject(g, &m, rc);
                 goto out;
         }
         sender = gossip__member_find(g, m.key_id);
         if (!sender) {
                 rc = GOSSIP_EUNKNOWNKEY;
-                count_reject(g, buf, len, rc);
+                count_reject(g, &m, rc);
                 goto out;
         }
         g->st.msgs_in++;

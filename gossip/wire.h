@@ -269,7 +269,10 @@ size_t gossip_wire_frame_bound(const struct gossip_msg *m);
  * Checks and decodes one frame received on channel. 0 and *out filled, or a
  * negative GOSSIP_E* code (ETOOBIG, ESHORT, EVERSION, EKIND, EUNKNOWNKEY,
  * EBADSIG, EREPLAY, EDECODE; EINVAL for bad arguments, ENOMEM if the replay
- * table cannot grow) with *out undefined; every reject is counted in st.
+ * table cannot grow); every reject is counted in st. On an error, out is
+ * left as the caller set it if the frame did not authenticate; once the
+ * signature or tag checked out, out->key_id names the signer (so a refusal
+ * can be charged to it) and the rest of *out is undefined.
  * lim may be NULL (defaults), rp may be NULL (no replay check), st may be
  * NULL. The replay window is advanced only for an accepted frame. out's
  * payload/data pointers point into buf.

@@ -87,6 +87,12 @@ int node_cluster__partner(struct node_cluster *c, uint64_t step,
 int node_cluster__scheduled_sender(struct node_cluster *c, uint64_t step,
                                    const uint8_t key[GOSSIP_KEY_BYTES]);
 
+/* cluster_metrics.c: the i-th transport refusal, its name (as in
+ * rejects_total and in the stats reply's "net") and *count; NULL past the
+ * last. */
+const char *node_cluster__net_reject(size_t i, const struct node_net_stats *ns,
+                                     uint64_t *count);
+
 /* cluster_exchange.c */
 int node_cluster__exchange_open(struct node_cluster *c, char *err,
                                 size_t errlen);

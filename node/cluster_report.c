@@ -1,7 +1,8 @@
 /*
  * cluster_report.c - what the cluster tells people: the control-socket
- * replies (members, stats, join, force-leave; docs/control.md), the
- * Prometheus metric families, and the exchange's summary line at leave.
+ * replies (members, stats, join, force-leave; docs/control.md) and the
+ * exchange's summary line at leave. The Prometheus families are in
+ * cluster_metrics.c.
  *
  * Loop thread only. Counters come from their owners: the protocol core,
  * the transport, the hand-off box (a consistent copy under its lock) and
@@ -18,7 +19,6 @@
 #include "ctl.h"
 #include "evlog.h"
 #include "keys.h"
-#include "metrics.h"
 
 static void pack_rejects(msgpack_packer *pk, const uint64_t *r)
 {
@@ -142,6 +142,28 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
                                                   : msgpack_pack_false(pk);
 }
 
+/* The transport's counters: connections made and lost, and every refusal
+ * by the same names as rejects_total{layer="transport"}. */
+static void pack_net(msgpack_packer *pk, const struct node_net_stats *ns)
+{
+        size_t n = 0;
+        uint64_t v;
+
+        while (node_cluster__net_reject(n, ns, &v))
+                n++;
+        node_ctl_pack_str(pk, "net");
+        msgpack_pack_map(pk, 4 + n);
+        node_ctl_pack_ku64(pk, "frames_dropped", ns->frames_dropped);
+        node_ctl_pack_ku64(pk, "connects", ns->connects);
+        node_ctl_pack_ku64(pk, "connect_failures", ns->connect_failures);
+        node_ctl_pack_ku64(pk, "stalls", ns->stalls);
+        for (size_t i = 0; i < n; i++) {
+                const char *name = node_cluster__net_reject(i, ns, &v);
+
+                node_ctl_pack_ku64(pk, name, v);
+        }
+}
+
 static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
                      msgpack_packer *pk)
 {
@@ -191,14 +213,7 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
                            ms.offers - ms.accepted + (ms.accepted - ms.merged));
         pack_rejects(pk, gs.rejects);
         pack_robust(pk, "robust", hs.robust);
-        node_ctl_pack_str(pk, "net");
-        msgpack_pack_map(pk, 6);
-        node_ctl_pack_ku64(pk, "frames_dropped", ns.frames_dropped);
-        node_ctl_pack_ku64(pk, "oversize", ns.oversize);
-        node_ctl_pack_ku64(pk, "connects", ns.connects);
-        node_ctl_pack_ku64(pk, "connect_failures", ns.connect_failures);
-        node_ctl_pack_ku64(pk, "stalls", ns.stalls);
-        node_ctl_pack_ku64(pk, "dgram_oversize", ns.dgram_oversize);
+        pack_net(pk, &ns);
         node_ctl_pack_str(pk, "peers");
         msgpack_pack_array(pk, n ? n - 1 : 0);
         for (size_t i = 1; i < n; i++)
@@ -314,107 +329,6 @@ int node_cluster_ctl(struct node_cluster *c, struct node_trainer *t,
                 return ctl_force_leave(c, args, pk, err, errlen);
         snprintf(err, errlen, "unknown command: %s", cmd);
         return -ENOTSUP;
-}
-
-/* Robust merge: outcomes by reason, and per peer (labelled by name) the
- * outcomes and the suspect_model mark. */
-static void robust_metrics(struct node_cluster *c, struct node_metrics_buf *b,
-                           const struct node_handoff_stats *hs)
-{
-        struct gossip_robust_peer rp[GOSSIP_ROBUST_PEERS];
-        const char *names[GOSSIP_ROBUST_PEERS];
-        struct gossip_member_info *mi;
-        size_t n = 0, np = 0;
-
-        node_metrics_family(b, "robust_total", NODE_METRICS_COUNTER,
-                            "Received slices and gradients by robust-merge "
-                            "outcome");
-        for (int i = 0; i < GOSSIP_ROBUST_REASONS; i++) {
-                struct node_metrics_label l = {"reason",
-                                               gossip_robust_reason_name(i)};
-
-                node_metrics_sample(b, "robust_total", &l, 1,
-                                    (double)hs->robust[i]);
-        }
-        mi = node_cluster__members(c, &n);
-        for (size_t i = 1; mi && i < n && np < GOSSIP_ROBUST_PEERS; i++)
-                if (node_handoff_robust_peer(c->h, mi[i].key, &rp[np]) == 0)
-                        names[np++] = node_cluster__member_name(&mi[i]);
-        node_metrics_family(b, "peer_robust_total", NODE_METRICS_COUNTER,
-                            "Robust-merge outcomes per peer");
-        for (size_t k = 0; k < np; k++)
-                for (int i = 0; i < GOSSIP_ROBUST_REASONS; i++) {
-                        struct node_metrics_label l[2] = {
-                            {"peer", names[k]},
-                            {"reason", gossip_robust_reason_name(i)}};
-
-                        node_metrics_sample(b, "peer_robust_total", l, 2,
-                                            (double)rp[k].count[i]);
-                }
-        node_metrics_family(b, "peer_suspect_model", NODE_METRICS_GAUGE,
-                            "1 if more than half of the peer's last 20 "
-                            "contributions were clipped or refused");
-        for (size_t k = 0; k < np; k++) {
-                struct node_metrics_label l = {"peer", names[k]};
-
-                node_metrics_sample(b, "peer_suspect_model", &l, 1,
-                                    gossip_robust_peer_suspect(&rp[k]));
-        }
-        free(mi);
-}
-
-void node_cluster_metrics(struct node_cluster *c, struct node_trainer *t,
-                          struct node_metrics_buf *b)
-{
-        struct gossip_stats gs;
-        struct node_net_stats ns;
-        struct node_handoff_stats hs;
-        const struct gossip_merge_stats *ms = &hs.merge;
-
-        gossip_stats_get(c->g, &gs);
-        node_net_stats(c->net, &ns);
-        node_handoff_stats(c->h, &hs);
-        node_metrics_gauge(b, "members_alive",
-                           "Members (ourselves included) alive or suspect",
-                           (double)gossip_alive_count(c->g));
-        node_metrics_counter(b, "gossip_bytes_in_total",
-                             "Bytes of verified protocol messages received",
-                             gs.bytes_in);
-        node_metrics_counter(b, "gossip_bytes_out_total",
-                             "Bytes of protocol messages sent", gs.bytes_out);
-        node_metrics_counter(b, "gossip_msgs_in_total",
-                             "Protocol messages received", gs.msgs_in);
-        node_metrics_counter(b, "gossip_msgs_out_total",
-                             "Protocol messages sent", gs.msgs_out);
-        node_metrics_counter(b, "gossip_suspects_total", "Suspicions raised",
-                             gs.suspects_raised);
-        node_metrics_counter(b, "gossip_deaths_total", "Members declared dead",
-                             gs.deaths_declared);
-        node_metrics_counter(b, "grads_sent_total",
-                             "Gradients sent to a partner", c->grads_sent);
-        node_metrics_counter(b, "grads_send_failures_total",
-                             "Gradients the protocol refused to send",
-                             c->grads_send_fail);
-        node_metrics_counter(b, "grads_merged_total",
-                             "Received gradients merged", ms->merged);
-        node_metrics_counter(b, "grads_late_total",
-                             "Gradients merged although late (within S)",
-                             ms->late);
-        node_metrics_counter(b, "grads_stale_total",
-                             "Gradients dropped as too stale",
-                             ms->dropped_stale + ms->dropped_future);
-        node_metrics_counter(b, "params_averaged_total",
-                             "Parameter sets averaged in", hs.params_applied);
-        robust_metrics(c, b, &hs);
-        node_metrics_counter(b, "state_transfers_sent_total",
-                             "Model states sent to joining peers",
-                             c->states_sent);
-        node_metrics_counter(b, "net_frames_dropped_total",
-                             "Stream frames dropped by the transport",
-                             ns.frames_dropped);
-        node_metrics_counter(b, "net_connect_failures_total",
-                             "Outgoing TCP connects that failed",
-                             ns.connect_failures);
 }
 
 /* One line per peer robust merge has a record of (names, not keys). */

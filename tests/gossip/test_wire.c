@@ -751,7 +751,15 @@ static void test_body_bounds(void **state)
                 if (err != cases[i].err)
                         fail_msg("%s: got %d (%s), want %d", cases[i].name, err,
                                  gossip_strerror(err), cases[i].err);
+                /* a refused body still names its (authenticated) signer */
+                assert_true(got.key_id == id_a);
         }
+        /* a frame that does not authenticate leaves out as it was */
+        len = raw_frame(f->buf, GOSSIP_MSG_PING, "\x80", 1, -1, 0);
+        f->buf[len - 1] ^= 1;
+        assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got),
+                         GOSSIP_EBADSIG);
+        assert_true(got.key_id == 0);
         /* the object budget: 65536 objects pass, 65538 do not */
         uint8_t *big = calloc(1, 70000 + GOSSIP_WIRE_OVERHEAD);
         assert_non_null(big);

@@ -179,6 +179,11 @@ def check_members(t, sock, work):
 def check_stats_train(t, sock):
     s1 = t.gjson(sock, "train")
     assert s1["model"] == "784-512-10" and s1["running"] is True, s1
+    # the members are up; the first step may still wait for the live-join
+    # handshake (node_handoff_await_peers)
+    s1 = wait_for("the first training samples",
+                  lambda: (lambda s: s if s["samples"] > 0 else None)(
+                      t.gjson(sock, "train")), 60)
     # samples of this run (a node that took a peer's state starts at its
     # step), the extra batches (25 samples each) among them
     assert s1["samples"] > 0, s1
@@ -225,6 +230,45 @@ SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? '
                     r'(-?[0-9.e+-]+|NaN|[+-]Inf)$')
 
 
+def labels(lbl):
+    return dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', lbl))
+
+
+def check_metric_labels(samples):
+    """members{state}, the per-peer series and rejects_total{layer,reason}
+    while node0 trains with two live peers."""
+    members = {labels(l)["state"]: float(v)
+               for l, v in samples["gossipnode_members"]}
+    # a suspicion under load is possible; nobody is dead or gone
+    assert set(members) == {"alive", "suspect", "dead", "left"} and \
+        members["alive"] + members["suspect"] == 3 and \
+        members["alive"] >= 1 and members["dead"] == members["left"] == 0, \
+        members
+    peers = {}
+    for l, v in samples["gossipnode_peer_state"]:
+        d = labels(l)
+        peers.setdefault(d["peer"], {})[d["state"]] = float(v)
+    assert len(peers) == 2 and all(
+        sorted(st.values()) == [0, 0, 0, 1] and
+        (st["alive"] == 1 or st["suspect"] == 1)
+        for st in peers.values()), peers
+    for fam in ("gossipnode_peer_bytes_in_total",
+                "gossipnode_peer_bytes_out_total"):
+        got = {labels(l)["peer"]: float(v) for l, v in samples[fam]}
+        assert set(got) == set(peers) and all(v > 0 for v in got.values()), \
+            (fam, got)
+    rtt = {labels(l)["peer"]: v for l, v in samples["gossipnode_peer_rtt_seconds"]}
+    assert set(rtt) == set(peers), rtt
+    layers = {labels(l)["layer"] for l, _ in samples["gossipnode_rejects_total"]}
+    assert layers == {"transport", "protocol", "merge"}, layers
+    reasons = {labels(l)["reason"] for l, _ in samples["gossipnode_rejects_total"]}
+    for r in ("bad_sig", "replay", "not_partner", "out_of_window", "clipped",
+              "nonfinite", "mismatch", "hello_timeout", "per_address_cap"):
+        assert r in reasons, (r, sorted(reasons))
+    per = {labels(l)["peer"] for l, _ in samples["gossipnode_peer_rejects_total"]}
+    assert per == set(peers), per
+
+
 def check_metrics(work):
     """Scrape node0's /metrics: valid text format 0.0.4, our prefix and
     conventions, and values that agree with what the node is doing."""
@@ -259,6 +303,7 @@ def check_metrics(work):
     extra = float(samples["gossipnode_train_extra_batches_total"][0][1])
     total = float(samples["gossipnode_train_samples_total"][0][1])
     assert 0 <= 25 * extra <= total, (extra, total)
+    check_metric_labels(samples)
     log(f"metrics: {len(samples)} families scraped from {addr}, "
         f"e.g. {steps[0]}={samples[steps[0]][0][1]}")
 
