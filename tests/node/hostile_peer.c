@@ -18,7 +18,9 @@
  * next step (refused as not_partner when it is not the sender then).
  *
  *   usage: hostile_peer ATTACKS SECONDS [gossipnode options...]
- *   ATTACKS: comma list of the names above, or "all"
+ *   ATTACKS: comma list of the names above, or "all"; or "NAME@STEP" for a
+ *   one-time poisoning: that attack, sent once to every live peer as soon
+ *   as one has reached STEP, then nothing more (the model-health test)
  *
  * Prints what it sent, per attack, on exit (0; 1 on set-up errors). Used
  * by tests/node/test_hostile_run.py; see docs/reliability.md.
@@ -59,6 +61,8 @@ struct hostile {
         size_t cap;
         int on[NATTACKS];
         int next;
+        uint64_t once_at; /* NAME@STEP: fire once at STEP (0: every tick) */
+        int fired;
         uint64_t sent[NATTACKS], sent_partner[NATTACKS];
         uint64_t rng;
 };
@@ -202,6 +206,12 @@ static void on_tick(uv_timer_t *t)
                         newest = mi[i].step;
         /* learn the trained model from what the honest nodes send us */
         node_handoff_average(h->c->h, newest, h->copy, h->n);
+        if (h->once_at && (h->fired || newest < h->once_at)) {
+                free(mi);
+                node_cluster__arm(h->c);
+                return;
+        }
+        h->fired = 1;
         for (int tries = 0; tries < NATTACKS; tries++) {
                 a = h->next;
                 h->next = (h->next + 1) % NATTACKS;
@@ -239,6 +249,12 @@ static int parse_attacks(struct hostile *h, const char *s)
                 return 0;
         }
         snprintf(buf, sizeof(buf), "%s", s);
+        if ((tok = strchr(buf, '@'))) {
+                *tok++ = '\0';
+                h->once_at = strtoull(tok, NULL, 10);
+                if (!h->once_at || strchr(buf, ','))
+                        return -1;
+        }
         for (tok = strtok_r(buf, ",", &save); tok;
              tok = strtok_r(NULL, ",", &save)) {
                 int a = 0;

@@ -1,8 +1,15 @@
 #!/usr/bin/python3
 """test_hostile_run.py GOSSIPNODE KEYGEN HOSTILE [--steps N] [--robust on|off]
-[--attacks LIST] [--no-assert] - a trusted peer that lies, against two honest
-gossipnode processes on 127.0.0.1, and the same two honest nodes clean, in
-the same test.
+[--attacks LIST] [--no-assert] [--health] - a trusted peer that lies, against
+two honest gossipnode processes on 127.0.0.1, and the same two honest nodes
+clean, in the same test.
+
+--health: the model-health test instead. One poisoning, once: the liar
+sends 1e30 slices a single time when a node reaches step STEPS/3
+(hostile_peer "huge@STEP"). n0 runs with --robust off, so the poison gets
+into its model; n1 with robust merge on refuses it. Asserted: n0 saw its
+model break and rolled back (model health), at least once; n1 never rolled
+back; n0 ends within TOL points of n1. No clean run is needed.
 
 Three keys are made (n0, n1 honest; n2 the liar), one peers file lists all
 three for both runs. Run 1 (clean): n0 and n1 train --steps N. Run 2
@@ -38,15 +45,17 @@ TOL = 1.0  # percentage points, the issue's bound
 
 
 def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed):
-    """Train n0, n1 for `steps` (with the liar if attacks); returns
-    ({node: final acc}, {node: log text}, liar's output)."""
+    """Train n0, n1 for `steps` (with the liar if attacks); robust is "on",
+    "off" or a list of one per node. Returns ({node: final acc},
+    {node: log text}, liar's output)."""
     rundir = os.path.join(tmp, name)
     os.makedirs(rundir)
     for i in range(3):
         shutil.copy2(os.path.join(tmp, "k%d" % i), rundir)
     c.tmp, c.procs = rundir, {}
-    extra = ["--steps", str(steps), "--eval-every", str(steps),
-             "--robust", robust]
+    if isinstance(robust, str):
+        robust = [robust, robust]
+    extra = ["--steps", str(steps), "--eval-every", str(steps)]
     liar = None
     if attacks:
         args = [binary_hostile, attacks, "600", "--peers", c.peers, "--key",
@@ -57,7 +66,7 @@ def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed):
                                 stdin=subprocess.DEVNULL, text=True)
     t0 = time.time()
     for i in range(2):
-        c.start(i, extra)
+        c.start(i, extra + ["--robust", robust[i]])
     try:
         for i in range(2):
             rc = c.procs[i].wait(400)
@@ -97,6 +106,52 @@ def rollbacks(log):
     return len(re.findall(r"model health: .* rolled back", log))
 
 
+def health(c, hostile, tmp, steps, seed):
+    """The model-health test (--health); raises AssertionError."""
+    at = max(steps // 3, 1)
+    accs, logs, out = run(c, hostile, tmp, "poisoned", steps, ["off", "on"],
+                          "huge@%d" % at, seed)
+    print("liar: " + " | ".join(out.strip().splitlines()[-1:]))
+    rb = [rollbacks(logs[i]) for i in range(2)]
+    for i in range(2):
+        print("n%d (robust %s): %.2f%%, rollbacks %d"
+              % (i, "off" if i == 0 else "on", accs[i], rb[i]))
+    m = re.search(r"sent huge (\d+)", out)
+    assert m and int(m.group(1)) > 0, "the liar sent nothing: %r" % out
+    assert rb[0] >= 1, "n0 took the poison without a rollback"
+    assert rb[1] == 0, "n1 (robust on) rolled back"
+    assert abs(accs[0] - accs[1]) <= TOL, \
+        "n0 %.2f%% vs n1 %.2f%% after the rollback" % (accs[0], accs[1])
+
+
+def attacked(c, hostile, tmp, steps, seed, opts, check):
+    """The attack test (default); raises AssertionError."""
+    clean, _, _ = run(c, hostile, tmp, "clean", steps, opts["--robust"],
+                      None, seed)
+    att, logs, out = run(c, hostile, tmp, "attacked", steps,
+                         opts["--robust"], opts["--attacks"], seed)
+    print("liar: " + " | ".join(out.strip().splitlines()[-6:]))
+    for i in range(2):
+        rc = robust_counts(logs[i], "n2")
+        print("n%d: clean %.2f%%, attacked %.2f%% (diff %+.2f), "
+              "rollbacks %d, liar counted %s"
+              % (i, clean[i], att[i], att[i] - clean[i],
+                 rollbacks(logs[i]), rc))
+    if check:
+        for i in range(2):
+            assert abs(att[i] - clean[i]) <= TOL, \
+                "n%d: %.2f%% attacked vs %.2f%% clean" % (
+                    i, att[i], clean[i])
+            rc = robust_counts(logs[i], "n2")
+            assert rc, "n%d logged no robust-merge record of n2" % i
+            for reason in ("far", "nonfinite", "out_of_window",
+                           "not_partner"):
+                assert rc[reason] > 0, \
+                    "n%d counted no %s from n2: %s" % (i, reason, rc)
+            assert rc["suspect_model"], "n%d did not mark n2" % i
+            assert rollbacks(logs[i]) == 0, "n%d rolled back" % i
+
+
 def main():
     args = sys.argv[1:]
     if len(args) < 3:
@@ -105,7 +160,8 @@ def main():
     binary, keygen, hostile = args[:3]
     opts = {"--steps": "300", "--robust": "on", "--attacks": "all"}
     check = "--no-assert" not in args
-    rest = [a for a in args[3:] if a != "--no-assert"]
+    mode_health = "--health" in args
+    rest = [a for a in args[3:] if a not in ("--no-assert", "--health")]
     for k, v in zip(rest[::2], rest[1::2]):
         opts[k] = v
     if not os.path.isdir(tc.DATA):
@@ -119,30 +175,10 @@ def main():
     c = tc.Cluster(binary, keygen, 3, tmp, seed)
     ok = False
     try:
-        clean, _, _ = run(c, hostile, tmp, "clean", steps, opts["--robust"],
-                          None, seed)
-        att, logs, out = run(c, hostile, tmp, "attacked", steps,
-                             opts["--robust"], opts["--attacks"], seed)
-        print("liar: " + " | ".join(out.strip().splitlines()[-6:]))
-        for i in range(2):
-            rc = robust_counts(logs[i], "n2")
-            print("n%d: clean %.2f%%, attacked %.2f%% (diff %+.2f), "
-                  "rollbacks %d, liar counted %s"
-                  % (i, clean[i], att[i], att[i] - clean[i],
-                     rollbacks(logs[i]), rc))
-        if check:
-            for i in range(2):
-                assert abs(att[i] - clean[i]) <= TOL, \
-                    "n%d: %.2f%% attacked vs %.2f%% clean" % (
-                        i, att[i], clean[i])
-                rc = robust_counts(logs[i], "n2")
-                assert rc, "n%d logged no robust-merge record of n2" % i
-                for reason in ("far", "nonfinite", "out_of_window",
-                               "not_partner"):
-                    assert rc[reason] > 0, \
-                        "n%d counted no %s from n2: %s" % (i, reason, rc)
-                assert rc["suspect_model"], "n%d did not mark n2" % i
-                assert rollbacks(logs[i]) == 0, "n%d rolled back" % i
+        if mode_health:
+            health(c, hostile, tmp, steps, seed)
+        else:
+            attacked(c, hostile, tmp, steps, seed, opts, check)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)
