@@ -263,6 +263,8 @@ static void deliver_app(struct gossip *g, struct swim_member *from,
                 len = m->u.state.len;
                 step = m->u.state.step;
         }
+        if (m->kind == GOSSIP_MSG_STATE_REQ)
+                from->state_req_seq = m->seq;
         g->st.app_in++;
         if (!g->on_app)
                 return;
@@ -568,6 +570,7 @@ int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
         case GOSSIP_APP_STATE:
                 m.kind = GOSSIP_MSG_STATE;
                 m.u.state.step = step;
+                m.u.state.req_seq = to->state_req_seq;
                 m.u.state.data = payload;
                 m.u.state.len = len;
                 break;

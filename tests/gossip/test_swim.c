@@ -940,6 +940,36 @@ static void test_confirmations_count_origins(void **state)
                 run_conf_case(&cases[i]);
 }
 
+/* The seq of a frame (header bytes 24..31, big-endian). */
+static uint64_t seq_of(const uint8_t *buf, size_t len)
+{
+        uint64_t s = 0;
+
+        assert_true(len > 32);
+        for (int i = 24; i < 32; i++)
+                s = s << 8 | buf[i];
+        return s;
+}
+
+/* The req_seq of a STATE frame sent by the owner of pk to the owner of
+ * sk (its MAC is under their pairwise key). */
+static uint64_t state_req_seq(const uint8_t *buf, size_t len, const uint8_t *sk,
+                              const uint8_t *pk)
+{
+        struct gossip_keyring *kr = gossip_keyring_new();
+        struct gossip_msg m = {0};
+
+        assert_non_null(kr);
+        assert_int_equal(gossip_keyring_set_self(kr, sk), 0);
+        assert_int_equal(gossip_keyring_add(kr, pk, NULL), 0);
+        assert_int_equal(gossip_wire_decode(buf, len, GOSSIP_CH_STREAM, NULL,
+                                            kr, NULL, &m, NULL),
+                         0);
+        gossip_keyring_free(kr);
+        assert_int_equal(m.kind, GOSSIP_MSG_STATE);
+        return m.u.state.req_seq;
+}
+
 static void test_facade_app_and_rejects(void **state)
 {
         uint8_t pk[3][GOSSIP_KEY_BYTES], sk[3][GOSSIP_SECRET_BYTES];
@@ -1065,6 +1095,17 @@ static void test_facade_app_and_rejects(void **state)
         assert_int_equal(
             gossip_send_app(a, pk[2], GOSSIP_APP_GRADIENT, 1, payload, 4),
             GOSSIP_ENOPEER);
+
+        /* STATE names the STATE_REQ it answers (req_seq = its seq). */
+        assert_int_equal(
+            gossip_send_app(a, pk[1], GOSSIP_APP_STATE_REQ, 0, NULL, 0), 0);
+        assert_int_equal(gossip_on_message(b, &peers[0].addr, xa.buf, xa.len,
+                                           GOSSIP_CH_STREAM),
+                         0);
+        assert_int_equal(
+            gossip_send_app(b, pk[0], GOSSIP_APP_STATE, 42, payload, 12), 0);
+        assert_int_equal(state_req_seq(xb.buf, xb.len, sk[0], pk[1]),
+                         seq_of(xa.buf, xa.len));
 
         /* Trust removal: a's frames are refused and a leaves b's view. */
         assert_int_equal(gossip_trust_remove(b, pk[0]), 0);
