@@ -32,7 +32,8 @@ static int bound_applies(const struct gossip_plan_cfg *c,
                 return 0;
         if (v->phase == GOSSIP_PLAN_GRADIENT)
                 return c->grads;
-        if (!c->avg_every || v->step <= lag_steps)
+        /* only a step that ends a round averages, so only it may wait */
+        if (!gossip_plan_due(c, v->step) || v->step <= lag_steps)
                 return 0;
         *want = v->step - lag_steps;
         return 1;

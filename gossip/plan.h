@@ -23,7 +23,8 @@
  *     bound = gradients exchanged, >1 member alive, --wait-ms > 0;
  *     satisfied when a peer gradient is pending and t <= slowest + S.
  *   PARAMS phase (after the update that made step t):
- *     bound = K > 0, >1 member alive, --wait-ms > 0, t > R*K;
+ *     bound = t ends a round (K > 0, t mod K = 0), >1 member alive,
+ *     --wait-ms > 0, t > R*K;
  *     satisfied when a slice of step >= t - R*K has arrived.
  *   satisfied, bound off or stopping  -> READY
  *   PARAMS phase, extra < --fill-batches, not the last step

@@ -302,14 +302,16 @@ static void scen_run(struct xsim *x)
 }
 
 /*
- * The lag bound. A node passes the PARAMS admission at step t (t > R*K)
- * only once a slice of step >= t - R*K has arrived, and that slice was sent
- * by a node b when b reached its step; then it computes one step. So at
- * every moment, unless a wait timed out,
- *      t_a <= max over b != a of t_b + R*K + 1            (lead <= RK + 1)
+ * The lag bound. Only a step that ends a round (t mod K = 0) averages, so
+ * only there does the PARAMS admission hold a node: at such a t (t > R*K)
+ * it passes once a slice of step >= t - R*K has arrived, and that slice was
+ * sent by a node b when b reached its step; then it computes the K steps
+ * to its next round's end without asking. So at every moment, unless a
+ * wait timed out,
+ *      t_a <= max over b != a of t_b + R*K + K      (lead <= (R+1)K)
  * The chain has length one: the bound ties each node to whichever peer
  * fed it, not to the slowest. With n = 2 the only peer is the slow node,
- * so there it is the drift bound max - min <= R*K + 1, and the fast node
+ * so there it is the drift bound max - min <= (R+1)K, and the fast node
  * runs into it: the bound is reached, exactly. With n >= 3 the fast nodes
  * feed each other and node 0 may fall behind without limit (printed as
  * "drift"; not a property of this bound).
@@ -330,13 +332,13 @@ static void lag_case(size_t n, uint32_t K, uint32_t R, uint64_t seed)
         print_run(what, x, &m);
         for (size_t i = 0; i < n; i++)
                 assert_int_equal(timeouts(x, i), 0);
-        if (m.worst_lead > (uint64_t)R * K + 1)
+        if (m.worst_lead > (uint64_t)(R + 1) * K)
                 fail_msg("%s: node %zu led the others by %" PRIu64
-                         " steps at %.3f s, bound R*K+1 = %u",
+                         " steps at %.3f s, bound (R+1)*K = %u",
                          what, m.lead_node, m.worst_lead,
-                         (double)m.lead_at_us / SEC, R * K + 1);
+                         (double)m.lead_at_us / SEC, (R + 1) * K);
         if (n == 2)
-                assert_int_equal(m.worst_lead, (uint64_t)R * K + 1);
+                assert_int_equal(m.worst_lead, (uint64_t)(R + 1) * K);
         scen_free(x);
 }
 
@@ -429,10 +431,10 @@ static void test_drift_check_catches_broken_staleness(void **state)
 
 /*
  * A short wait: the fast node (10 ms steps) cannot be held by the slow one
- * (40 ms) for more than wait_ms = 3 ms per step, so once it leads by R*K+1
- * each of its waits times out: timeouts are counted, the time spent waiting
- * is at most waits * wait_ms, and the lead bound is no longer claimed (it
- * is exceeded here).
+ * (40 ms) for more than wait_ms = 3 ms per round, so once it leads by
+ * (R+1)*K each of its waits times out: timeouts are counted, the time spent
+ * waiting is at most waits * wait_ms, and the lead bound is no longer claimed
+ * (it is exceeded here).
  */
 static void test_drift_timeouts_counted(void **state)
 {
@@ -458,7 +460,7 @@ static void test_drift_timeouts_counted(void **state)
                             MS);
         /* every timed-out wait lasted the full budget */
         assert_true(st->wait_us >= st->params_timeouts * s.wait_ms * MS);
-        assert_true(m.worst_lead > (uint64_t)s.R * s.K + 1);
+        assert_true(m.worst_lead > (uint64_t)(s.R + 1) * s.K);
         scen_free(x);
 }
 
