@@ -6,6 +6,8 @@
  */
 #include "plan.h"
 
+#include <stdio.h>
+
 #include "codec.h"
 
 int gossip_plan_cfg_valid(const struct gossip_plan_cfg *c)
@@ -128,4 +130,92 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
         gossip_plan_slice(c, s, &mlo, &mcount);
         return mlo == lo && mcount == count ? GOSSIP_PLAN_DELTA
                                             : GOSSIP_PLAN_PLAIN;
+}
+
+/* ---- is the exchange working? ---- */
+
+void gossip_plan_health_init(struct gossip_plan_health *h)
+{
+        h->used = 1.0f;
+        h->timeouts = 0.0f;
+        h->slices = h->waits = h->dry_waits = 0;
+        h->verdict = GOSSIP_PLAN_HEALTHY;
+}
+
+static void ewma(float *x, uint32_t *n, float v)
+{
+        const float a = 1.0f / GOSSIP_PLAN_HEALTH_N;
+
+        /* the first samples count fully, so the mean is of what was seen */
+        if (*n < GOSSIP_PLAN_HEALTH_N)
+                (*n)++;
+        *x += (v - *x) * (*n < GOSSIP_PLAN_HEALTH_N ? 1.0f / (float)*n : a);
+}
+
+static int judge(const struct gossip_plan_health *h)
+{
+        int judged = h->slices >= GOSSIP_PLAN_HEALTH_N;
+
+        switch (h->verdict) {
+        case GOSSIP_PLAN_HEALTHY:
+                if (judged && h->used < 0.5f)
+                        return GOSSIP_PLAN_DEGRADED_TOO_OLD;
+                if (h->dry_waits >= GOSSIP_PLAN_HEALTH_N &&
+                    h->waits >= GOSSIP_PLAN_HEALTH_N && h->timeouts >= 0.9f)
+                        return GOSSIP_PLAN_DEGRADED_STARVED;
+                return GOSSIP_PLAN_HEALTHY;
+        default:
+                if ((!judged || h->used >= 0.75f) &&
+                    h->dry_waits < GOSSIP_PLAN_HEALTH_N)
+                        return GOSSIP_PLAN_HEALTHY;
+                if (judged && h->used < 0.5f)
+                        return GOSSIP_PLAN_DEGRADED_TOO_OLD;
+                return h->verdict;
+        }
+}
+
+int gossip_plan_health_note(struct gossip_plan_health *h, int outcome)
+{
+        int before = h->verdict;
+
+        switch (outcome) {
+        case GOSSIP_PLAN_USED:
+        case GOSSIP_PLAN_TOO_OLD:
+                ewma(&h->used, &h->slices, outcome == GOSSIP_PLAN_USED);
+                h->dry_waits = 0;
+                break;
+        case GOSSIP_PLAN_WAIT_MET:
+        case GOSSIP_PLAN_WAIT_TIMEOUT:
+                ewma(&h->timeouts, &h->waits,
+                     outcome == GOSSIP_PLAN_WAIT_TIMEOUT);
+                if (h->dry_waits < UINT32_MAX)
+                        h->dry_waits++;
+                break;
+        default:
+                return 0;
+        }
+        h->verdict = judge(h);
+        return h->verdict != before;
+}
+
+const char *gossip_plan_health_say(const struct gossip_plan_health *h,
+                                   char *buf, size_t len)
+{
+        switch (h->verdict) {
+        case GOSSIP_PLAN_DEGRADED_TOO_OLD:
+                snprintf(buf, len,
+                         "degraded: %.0f%% of received slices too old to "
+                         "average",
+                         100.0 * (1.0 - h->used));
+                break;
+        case GOSSIP_PLAN_DEGRADED_STARVED:
+                snprintf(buf, len,
+                         "degraded: no slice arrived in the last %u "
+                         "averaging rounds (%.0f%% of waits timed out)",
+                         h->dry_waits, 100.0 * h->timeouts);
+                break;
+        default:
+                snprintf(buf, len, "ok");
+        }
+        return buf;
 }

@@ -146,4 +146,56 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
                           uint64_t s, size_t lo, size_t count,
                           uint64_t held_step);
 
+/* ---- is the exchange working? ---------------------------------------
+ *
+ * A node that cannot average must say so instead of training alone while
+ * it reports success. The verdict is judged from outcomes the box sees:
+ * each received slice averaged (USED) or refused as too old (TOO_OLD), and
+ * each PARAMS wait met (WAIT_MET) or passed at its deadline
+ * (WAIT_TIMEOUT). Shares are smoothed over about GOSSIP_PLAN_HEALTH_N
+ * outcomes of each kind (an EWMA with weight 1/N), and the verdict has
+ * hysteresis so it does not flap:
+ *   degraded (too old)  >= N slices judged and under 50% of them used;
+ *   degraded (starved)  >= N waits in a row with no slice arriving, at
+ *                       least 90% of waits timing out;
+ *   healthy again       the share used is >= 75% (or too few slices were
+ *                       judged) and a slice arrived within the last N
+ *                       waits.
+ * Robust-merge refusals are not counted: a liar is not a slow link.
+ */
+enum { GOSSIP_PLAN_HEALTH_N = 32 };
+
+enum gossip_plan_outcome {
+        GOSSIP_PLAN_USED = 0,
+        GOSSIP_PLAN_TOO_OLD = 1,
+        GOSSIP_PLAN_WAIT_MET = 2,
+        GOSSIP_PLAN_WAIT_TIMEOUT = 3,
+};
+
+enum gossip_plan_verdict {
+        GOSSIP_PLAN_HEALTHY = 0,
+        GOSSIP_PLAN_DEGRADED_TOO_OLD = 1, /* slices arrive, too late */
+        GOSSIP_PLAN_DEGRADED_STARVED = 2, /* no slice arrives at all */
+};
+
+struct gossip_plan_health {
+        float used;         /* smoothed share of judged slices averaged */
+        float timeouts;     /* smoothed share of waits timed out */
+        uint32_t slices;    /* slices judged (saturates at N) */
+        uint32_t waits;     /* waits judged (saturates at N) */
+        uint32_t dry_waits; /* waits since the last slice arrived */
+        int verdict;        /* enum gossip_plan_verdict */
+};
+
+void gossip_plan_health_init(struct gossip_plan_health *h);
+
+/* Note one outcome (enum gossip_plan_outcome). Returns 1 when the verdict
+ * changed with it, else 0. */
+int gossip_plan_health_note(struct gossip_plan_health *h, int outcome);
+
+/* The verdict in words for logs and gossipctl ("ok", "degraded: 98% of
+ * received slices too old", ...); returns buf. */
+const char *gossip_plan_health_say(const struct gossip_plan_health *h,
+                                   char *buf, size_t len);
+
 #endif

@@ -233,6 +233,16 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                              ms->dropped_stale + ms->dropped_future);
         node_metrics_counter(b, "params_averaged_total",
                              "Parameter sets averaged in", hs->params_applied);
+        node_metrics_gauge(b, "exchange_degraded",
+                           "1 when the node cannot average (slices too old "
+                           "or none arriving; see gossipctl train)",
+                           hs->exchange.verdict != GOSSIP_PLAN_HEALTHY);
+        node_metrics_gauge(b, "exchange_used_ratio",
+                           "Smoothed share of received slices averaged",
+                           hs->exchange.slices ? hs->exchange.used : NAN);
+        node_metrics_gauge(b, "exchange_wait_timeout_ratio",
+                           "Smoothed share of averaging waits timed out",
+                           hs->exchange.waits ? hs->exchange.timeouts : NAN);
         node_metrics_counter(b, "state_transfers_sent_total",
                              "Model states sent to joining peers",
                              c->states_sent);

@@ -28,6 +28,7 @@
 #include "cluster.h"
 #include "ctl.h"
 #include "evlog.h"
+#include "handoff.h"
 #include "kernel.h"
 #include "metrics.h"
 #include "nn.h"
@@ -238,12 +239,30 @@ static void sd_start(struct daemon *d)
 
 /* ---- control socket and metrics (loop thread) ---------------------------- */
 
+/* "exchange": is averaging working ("ok", "degraded: ..."); nil when
+ * training alone (gossip/plan.h, gossip_plan_health). */
+static void pack_exchange(struct daemon *d, msgpack_packer *pk)
+{
+        struct node_handoff_stats hs;
+        char why[128];
+
+        node_ctl_pack_str(pk, "exchange");
+        if (!d->cluster) {
+                msgpack_pack_nil(pk);
+                return;
+        }
+        node_handoff_stats(node_cluster_handoff(d->cluster), &hs);
+        node_ctl_pack_str(
+            pk, gossip_plan_health_say(&hs.exchange, why, sizeof(why)));
+}
+
 static void pack_train(struct daemon *d, msgpack_packer *pk)
 {
         struct node_train_stats st;
 
         node_trainer_stats(d->trainer, &st);
-        msgpack_pack_map(pk, 14);
+        msgpack_pack_map(pk, 15);
+        pack_exchange(d, pk);
         node_ctl_pack_ku64(pk, "step", st.step);
         node_ctl_pack_ku64(pk, "rollbacks_nonfinite", st.rollbacks_nonfinite);
         node_ctl_pack_ku64(pk, "rollbacks_loss", st.rollbacks_loss);

@@ -73,6 +73,9 @@ struct node_handoff {
          * gradients) and every peer's record */
         struct gossip_robust_stat rs_params, rs_grads;
         struct gossip_robust_peers peers;
+        /* is the exchange working (gossip_plan_health)? */
+        struct gossip_plan_health health;
+        int health_news; /* the verdict changed; not yet taken */
         /* training thread */
         float *t_grad;
         /* loop thread */
@@ -146,6 +149,7 @@ int node_handoff_create(struct node_handoff **out,
         h->alive = 1;
         h->min_peer_step = UINT64_MAX;
         h->st.radius_params = NAN;
+        gossip_plan_health_init(&h->health);
         pthread_mutex_init(&h->mu, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -198,6 +202,7 @@ void node_handoff_stats(struct node_handoff *h, struct node_handoff_stats *st)
         pthread_mutex_lock(&h->mu);
         *st = h->st;
         gossip_merge_stats_get(&h->merge, &st->merge);
+        st->exchange = h->health;
         pthread_mutex_unlock(&h->mu);
 }
 
@@ -207,6 +212,26 @@ void node_handoff_stop(struct node_handoff *h)
         h->stopped = 1;
         changed(h);
         pthread_mutex_unlock(&h->mu);
+}
+
+/* Under the lock: one outcome for the exchange's verdict. */
+static void note_health(struct node_handoff *h, int outcome)
+{
+        if (gossip_plan_health_note(&h->health, outcome))
+                h->health_news = 1;
+}
+
+int node_handoff_exchange_news(struct node_handoff *h,
+                               struct gossip_plan_health *out)
+{
+        int news;
+
+        pthread_mutex_lock(&h->mu);
+        news = h->health_news;
+        h->health_news = 0;
+        *out = h->health;
+        pthread_mutex_unlock(&h->mu);
+        return news;
 }
 
 /* ---- training thread: gradients ------------------------------------------ */
@@ -273,6 +298,10 @@ int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
         if (phase == GOSSIP_PLAN_PARAMS) {
                 h->st.waits += a->w.bound && !bound_before;
                 h->st.wait_timeouts += a->d.timed_out;
+                if (a->w.bound && a->d.action == GOSSIP_PLAN_READY &&
+                    !v.stopping)
+                        note_health(h, a->d.timed_out ? GOSSIP_PLAN_WAIT_TIMEOUT
+                                                      : GOSSIP_PLAN_WAIT_MET);
         }
         pthread_mutex_unlock(&h->mu);
         return a->d.action;
@@ -418,6 +447,7 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
 
                 if (use == GOSSIP_PLAN_STALE) {
                         h->st.params_stale++;
+                        note_health(h, GOSSIP_PLAN_TOO_OLD);
                         if (h->cfg.robust)
                                 robust_count(h, q->from, GOSSIP_ROBUST_WINDOW);
                         continue;
@@ -433,6 +463,8 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                                                          q->count, w);
                 }
                 h->st.params_applied += rc == 0;
+                if (rc == 0)
+                        note_health(h, GOSSIP_PLAN_USED);
         }
         h->ninbox = 0;
         pthread_mutex_unlock(&h->mu);
@@ -656,6 +688,9 @@ int node_handoff_deliver_params(struct node_handoff *h,
         if (h->cfg.robust && !in_window(h, step)) {
                 /* never let a step of 10^9 satisfy the plan's bound */
                 h->st.params_stale++;
+                if (step + h->cfg.plan.avg_every + h->cfg.plan.staleness <
+                    h->local_step)
+                        note_health(h, GOSSIP_PLAN_TOO_OLD);
                 robust_count(h, from, GOSSIP_ROBUST_WINDOW);
                 pthread_mutex_unlock(&h->mu);
                 return GOSSIP_ROBUST_WINDOW;

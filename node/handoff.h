@@ -77,6 +77,9 @@ struct node_handoff_stats {
          * by enum gossip_robust_reason (loop-side refusals included) */
         uint64_t robust[GOSSIP_ROBUST_REASONS];
         float radius_params; /* the slice radius now (RMS units); NaN: none */
+        /* is the exchange working? (gossip/plan.h; the trainer logs a
+         * change of verdict, gossipctl train and /metrics show it) */
+        struct gossip_plan_health exchange;
 };
 
 /* 0, or a negative errno (-EINVAL for a plan the ring cannot hold). */
@@ -85,6 +88,11 @@ int node_handoff_create(struct node_handoff **out,
 void node_handoff_free(struct node_handoff *h);
 const struct gossip_plan_cfg *node_handoff_plan(const struct node_handoff *h);
 void node_handoff_stats(struct node_handoff *h, struct node_handoff_stats *st);
+
+/* Any thread: 1 if the exchange's verdict changed since the last call
+ * (then log it), else 0; *out gets the verdict either way. */
+int node_handoff_exchange_news(struct node_handoff *h,
+                               struct gossip_plan_health *out);
 
 /* Any thread: the run is ending; every wait returns, none starts. */
 void node_handoff_stop(struct node_handoff *h);

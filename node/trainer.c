@@ -668,6 +668,28 @@ static void exchange_admit(struct node_trainer *t, int phase, int last)
         }
 }
 
+/* A change in whether the exchange works, said once (issue 12: never
+ * train alone silently). gossipctl train and /metrics show the state. */
+static void say_exchange(struct node_trainer *t)
+{
+        struct gossip_plan_health eh;
+        char why[128];
+
+        if (!node_handoff_exchange_news(t->box, &eh))
+                return;
+        gossip_plan_health_say(&eh, why, sizeof(why));
+        if (eh.verdict == GOSSIP_PLAN_HEALTHY)
+                node_log(NODE_LOG_INFO,
+                         "exchange recovered at step %llu: "
+                         "%.0f%% of received slices averaged",
+                         (unsigned long long)t->step, 100.0 * eh.used);
+        else
+                node_log(NODE_LOG_WARN,
+                         "exchange %s at step %llu; this node "
+                         "is training mostly alone",
+                         why, (unsigned long long)t->step);
+}
+
 /* ---- model health --------------------------------------------------- */
 
 static int all_finite(const float *x, size_t n)
@@ -831,6 +853,7 @@ static int train_step(struct node_trainer *t, struct window *pw,
                 exchange_admit(t, GOSSIP_PLAN_PARAMS,
                                stop_due(t, 0) != NODE_STOP_NONE);
                 node_handoff_average(t->box, t->step, params, t->nparams);
+                say_exchange(t);
         }
         *lr_out = lr;
         for (struct window *w = pw; w; w = w == pw ? ew : NULL) {

@@ -537,6 +537,8 @@ static void print_train(FILE *f, const msgpack_object *d)
         fprintf(f, "%s loss explosion (last good: step %s)\n",
                 fmt_num(ctlc_get(d, "rollbacks_loss"), a, sizeof(a)),
                 fmt_num(ctlc_get(d, "health_snapshot_step"), a + 32, 32));
+        fprintf(f, "%-10s %s\n", "exchange",
+                ctlc_str(ctlc_get(d, "exchange"), a, sizeof(a)));
         fprintf(f, "%-10s %s\n", "running",
                 run && run->type == MSGPACK_OBJECT_BOOLEAN
                     ? (run->via.boolean ? "yes" : "no")

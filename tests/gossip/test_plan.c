@@ -506,6 +506,94 @@ static void test_slice_use(void **state)
             GOSSIP_PLAN_PLAIN);
 }
 
+/* Note `count` outcomes; the number of verdict changes they made. */
+static int note_n(struct gossip_plan_health *h, int outcome, int count)
+{
+        int changes = 0;
+
+        for (int i = 0; i < count; i++)
+                changes += gossip_plan_health_note(h, outcome);
+        return changes;
+}
+
+/* Slices arriving too old: degraded exactly when N have been judged with
+ * under half used, said in words, and healthy again only at >= 75% used. */
+static void test_health_too_old(void **state)
+{
+        struct gossip_plan_health h;
+        char buf[128];
+        const int N = GOSSIP_PLAN_HEALTH_N;
+
+        (void)state;
+        gossip_plan_health_init(&h);
+        assert_string_equal(gossip_plan_health_say(&h, buf, sizeof(buf)), "ok");
+        /* N - 1 too old: not judged yet */
+        assert_int_equal(note_n(&h, GOSSIP_PLAN_TOO_OLD, N - 1), 0);
+        assert_int_equal(h.verdict, GOSSIP_PLAN_HEALTHY);
+        assert_int_equal(gossip_plan_health_note(&h, GOSSIP_PLAN_TOO_OLD), 1);
+        assert_int_equal(h.verdict, GOSSIP_PLAN_DEGRADED_TOO_OLD);
+        gossip_plan_health_say(&h, buf, sizeof(buf));
+        assert_string_equal(buf, "degraded: 100% of received slices too old "
+                                 "to average");
+        /* used slices pull the share up; between 50% and 75% it stays */
+        int k = 0;
+        while (h.used < 0.5f) {
+                assert_int_equal(gossip_plan_health_note(&h, GOSSIP_PLAN_USED),
+                                 0);
+                k++;
+        }
+        assert_int_equal(h.verdict, GOSSIP_PLAN_DEGRADED_TOO_OLD);
+        while (h.used < 0.75f) {
+                if (gossip_plan_health_note(&h, GOSSIP_PLAN_USED))
+                        break;
+                k++;
+        }
+        assert_int_equal(h.verdict, GOSSIP_PLAN_HEALTHY);
+        assert_true(h.used >= 0.75f);
+        /* EWMA with weight 1/N from 0: 1 - (1 - 1/N)^k >= 0.75 needs
+         * k >= ln 4 / -ln(1 - 1/N), 44 for N = 32 */
+        assert_in_range(k + 1, 40, 48);
+        /* a mix at 60% used never degrades a healthy node */
+        gossip_plan_health_init(&h);
+        for (int i = 0; i < 10 * N; i++)
+                assert_int_equal(
+                    gossip_plan_health_note(
+                        &h, i % 5 < 3 ? GOSSIP_PLAN_USED : GOSSIP_PLAN_TOO_OLD),
+                    0);
+}
+
+/* Nothing arriving: N timed-out waits in a row with no slice is starved;
+ * one slice arriving ends it. Waits that are met never degrade. */
+static void test_health_starved(void **state)
+{
+        struct gossip_plan_health h;
+        char buf[128];
+        const int N = GOSSIP_PLAN_HEALTH_N;
+
+        (void)state;
+        gossip_plan_health_init(&h);
+        assert_int_equal(note_n(&h, GOSSIP_PLAN_WAIT_MET, 4 * N), 0);
+        gossip_plan_health_init(&h);
+        assert_int_equal(note_n(&h, GOSSIP_PLAN_WAIT_TIMEOUT, N - 1), 0);
+        assert_int_equal(gossip_plan_health_note(&h, GOSSIP_PLAN_WAIT_TIMEOUT),
+                         1);
+        assert_int_equal(h.verdict, GOSSIP_PLAN_DEGRADED_STARVED);
+        gossip_plan_health_say(&h, buf, sizeof(buf));
+        assert_string_equal(buf, "degraded: no slice arrived in the last 32 "
+                                 "averaging rounds (100% of waits timed out)");
+        assert_int_equal(gossip_plan_health_note(&h, GOSSIP_PLAN_USED), 1);
+        assert_int_equal(h.verdict, GOSSIP_PLAN_HEALTHY);
+        /* timed-out waits while slices do arrive and are used: healthy */
+        for (int i = 0; i < 8 * N; i++) {
+                assert_int_equal(
+                    gossip_plan_health_note(&h, GOSSIP_PLAN_WAIT_TIMEOUT), 0);
+                if (i % 4 == 0)
+                        assert_int_equal(
+                            gossip_plan_health_note(&h, GOSSIP_PLAN_USED), 0);
+        }
+        assert_int_equal(gossip_plan_health_note(&h, 99), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -519,6 +607,8 @@ int main(void)
             cmocka_unit_test(test_due_round_slot),
             cmocka_unit_test(test_slices_tile),
             cmocka_unit_test(test_slice_use),
+            cmocka_unit_test(test_health_too_old),
+            cmocka_unit_test(test_health_starved),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -935,6 +935,68 @@ static void known_slow_node_unheard(void **state)
         scen_free(x);
 }
 
+/*
+ * Never degrade silently (issue 12). The node's defaults (K = 1, R = 3,
+ * P = 4, S = 16, --wait-ms 2, 8 extra batches) and the MLP's size
+ * (407,050 parameters: a slice is a quarter, 204 KB in fp16 as xsim sends
+ * it), 10 ms steps. On a 10 Mbit/s, 40 ms link a slice takes ~163 ms to
+ * send: each node sends one per step (a step with its extra batches and
+ * wait takes ~32 ms), the queues grow without bound and what arrives is
+ * older than K + S steps. Every node must say so (its verdict turns degraded,
+ * once). On the LAN the same run stays healthy with no change of verdict.
+ */
+static void test_degraded_is_said(void **state)
+{
+        uint64_t seed = gn_test_seed("test_degraded", g_seed + 9);
+        const enum xsim_preset links[2] = {XSIM_LINK_LAN, XSIM_LINK_10M_40MS};
+
+        (void)state;
+        for (int l = 0; l < 2; l++) {
+                struct scen s = scen_default();
+                struct mon m;
+                struct xsim *x;
+                char what[64], why[128];
+
+                s.K = 1;
+                s.R = 3;
+                s.S = 16;
+                s.wait_ms = 2;
+                s.fill = 8;
+                s.slow = 1;
+                s.steps = 400;
+                s.nparams = 407050;
+                s.link = links[l];
+                x = scen_make(&s, seed, &m);
+                scen_run(x);
+                snprintf(what, sizeof(what), "defaults on %s",
+                         xsim_link_preset_name(links[l]));
+                print_run(what, x, &m);
+                for (size_t i = 0; i < s.n; i++) {
+                        const struct xsim_stats *st = xsim_stats(x, i);
+                        int changes;
+                        const struct gossip_plan_health *h =
+                            xsim_health(x, i, &changes);
+
+                        printf("  node %zu: %" PRIu64
+                               " slices received, %" PRIu64
+                               " too old; exchange %s (%d changes)\n",
+                               i, st->slices_received, st->slices_stale,
+                               gossip_plan_health_say(h, why, sizeof(why)),
+                               changes);
+                        if (l == 0) {
+                                assert_int_equal(h->verdict,
+                                                 GOSSIP_PLAN_HEALTHY);
+                                assert_int_equal(changes, 0);
+                        } else {
+                                assert_int_not_equal(h->verdict,
+                                                     GOSSIP_PLAN_HEALTHY);
+                                assert_int_equal(changes, 1);
+                        }
+                }
+                scen_free(x);
+        }
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -953,6 +1015,7 @@ int main(int argc, char **argv)
             cmocka_unit_test_teardown(test_dissemination_churn, teardown),
             cmocka_unit_test_teardown(test_link_presets, teardown),
             cmocka_unit_test_teardown(test_link_per_direction, teardown),
+            cmocka_unit_test_teardown(test_degraded_is_said, teardown),
             cmocka_unit_test_teardown(known_grad_endgame_stall, teardown),
             cmocka_unit_test_teardown(known_slow_node_unheard, teardown),
         };

@@ -69,6 +69,8 @@ struct xnode {
         uint32_t acc_n;
         float acc_g;
         struct gossip_plan_wait w;
+        struct gossip_plan_health health; /* fed as node/handoff.c does */
+        int health_changes;
         /* membership view: members not known dead or left, ascending */
         uint8_t *gone;
         size_t *view, vn;
@@ -370,6 +372,9 @@ static void apply_inbox(struct xsim *x, struct xnode *nd)
                 nd->st.slices_delta += use == GOSSIP_PLAN_DELTA;
                 nd->st.slices_plain += use == GOSSIP_PLAN_PLAIN;
                 nd->st.slices_stale += use == GOSSIP_PLAN_STALE;
+                nd->health_changes += gossip_plan_health_note(
+                    &nd->health, use == GOSSIP_PLAN_STALE ? GOSSIP_PLAN_TOO_OLD
+                                                          : GOSSIP_PLAN_USED);
                 if (held == q->step && x->cfg.avg_every) {
                         nd->st.held_delta += use == GOSSIP_PLAN_DELTA;
                         nd->st.held_plain += use == GOSSIP_PLAN_PLAIN;
@@ -444,6 +449,10 @@ static void ask(struct xsim *x, struct xnode *nd)
         } else {
                 nd->st.params_waits += nd->w.bound;
                 nd->st.params_timeouts += d.timed_out;
+                if (nd->w.bound)
+                        nd->health_changes += gossip_plan_health_note(
+                            &nd->health, d.timed_out ? GOSSIP_PLAN_WAIT_TIMEOUT
+                                                     : GOSSIP_PLAN_WAIT_MET);
                 params_ready(x, nd);
         }
 }
@@ -597,6 +606,7 @@ static int node_init(struct xsim *x, struct xnode *nd, size_t i)
         for (size_t k = 0; k < x->o.inbox_cap; k++)
                 if (!(nd->in[k].v = calloc(x->cap ? x->cap : 1, sizeof(float))))
                         return -ENOMEM;
+        gossip_plan_health_init(&nd->health);
         if (gossip_merge_init(&nd->merge, 1, x->cfg.staleness) < 0)
                 return -ENOMEM;
         nd->x[i % x->cfg.nparams] = 1.0f; /* one-hot: distinct starts */
@@ -783,6 +793,14 @@ int xsim_dead(const struct xsim *x, size_t i)
 int xsim_done(const struct xsim *x, size_t i)
 {
         return x->nodes[i].state == XN_DONE;
+}
+
+const struct gossip_plan_health *xsim_health(const struct xsim *x, size_t i,
+                                             int *changes)
+{
+        if (changes)
+                *changes = x->nodes[i].health_changes;
+        return &x->nodes[i].health;
 }
 
 const struct xsim_stats *xsim_stats(const struct xsim *x, size_t i)

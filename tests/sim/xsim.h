@@ -118,6 +118,11 @@ struct xsim_opts {
         void *user;
 };
 
+/* Node i's verdict on its exchange (gossip_plan_health, fed with the same
+ * outcomes as node/handoff.c feeds it) and how often it changed. */
+const struct gossip_plan_health *xsim_health(const struct xsim *x, size_t i,
+                                             int *changes);
+
 /* Per-node counters. Every received slice ends in exactly one of delta,
  * plain, stale, replaced, or is still held (xsim_inbox_len). */
 struct xsim_stats {

@@ -155,7 +155,7 @@ static void pack_stats(msgpack_packer *pk)
 
 static void pack_train(msgpack_packer *pk)
 {
-        msgpack_pack_map(pk, 14);
+        msgpack_pack_map(pk, 15);
         pk_kv_u(pk, "step", 120);
         pk_kv_u(pk, "epoch", 1);
         pk_kv_u(pk, "samples", 12250);
@@ -170,6 +170,7 @@ static void pack_train(msgpack_packer *pk)
         pk_str(pk, "lr");
         msgpack_pack_float(pk, 0.05f);
         pk_kv_str(pk, "model", "784-512-10");
+        pk_kv_str(pk, "exchange", "degraded: 98% of received slices too old");
         pk_str(pk, "running");
         msgpack_pack_true(pk);
 }
@@ -537,6 +538,8 @@ static void test_train(void **state)
                                    "lr         0.05\n"
                                    "rollbacks  2 non-finite, 1 loss "
                                    "explosion (last good: step 100)\n"
+                                   "exchange   degraded: 98% of received "
+                                   "slices too old\n"
                                    "running    yes\n");
         ctl(&r, g_sock, "train", "--json", NULL);
         assert_int_equal(r.status, 0);
@@ -547,7 +550,9 @@ static void test_train(void **state)
                             "\"loss\":0.5,"
                             "\"train_acc\":0.875,\"test_acc\":null,"
                             "\"samples_per_s\":1900.4,\"lr\":0.05,"
-                            "\"model\":\"784-512-10\",\"running\":true}\n");
+                            "\"model\":\"784-512-10\",\"exchange\":"
+                            "\"degraded: 98% of received slices too old\","
+                            "\"running\":true}\n");
 }
 
 static void test_join_leave_force(void **state)
