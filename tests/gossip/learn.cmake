@@ -27,3 +27,9 @@ if(TARGET gn::cmocka)
               SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_robust.c
               LIBS gn_gossip gn::cmocka LABELS unit)
 endif()
+# what a node sends for averaging, from the measured link (gossip/adapt.c)
+if(TARGET gn::cmocka)
+  gn_add_test(NAME gossip_adapt
+              SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_adapt.c
+              LIBS gn_gossip gn::cmocka LABELS unit)
+endif()

@@ -1,0 +1,106 @@
+/*
+ * adapt.c - the slice codec and averaging period chosen from the measured
+ * link (see adapt.h for the rule). Pure.
+ */
+#include "adapt.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "codec.h"
+
+void gossip_adapt_init(const struct gossip_adapt_in *in,
+                       struct gossip_adapt_choice *out)
+{
+        out->codec = in->codec;
+        out->k = in->k0 ? in->k0 : 1;
+}
+
+size_t gossip_adapt_slice_bytes(const struct gossip_adapt_in *in, int codec)
+{
+        uint32_t p = in->parts ? in->parts : 1;
+        size_t n = (in->nparams + p - 1) / p, body;
+
+        switch (codec) {
+        case GOSSIP_CODEC_FP32:
+                body = 4 * n;
+                break;
+        case GOSSIP_CODEC_INT8:
+                body = n + 4 * ((n + GOSSIP_CODEC_INT8_BLOCK_DEFAULT - 1) /
+                                GOSSIP_CODEC_INT8_BLOCK_DEFAULT);
+                break;
+        default:
+                body = 2 * n;
+        }
+        return body + GOSSIP_CODEC_HEADER_BYTES + GOSSIP_ADAPT_FRAME_BYTES;
+}
+
+/* The smallest K = k0 * 2^j (capped) whose round carries codec's slice
+ * within pct % of the goodput. */
+static uint32_t need_k(const struct gossip_adapt_in *in, int codec,
+                       unsigned pct)
+{
+        uint32_t k0 = in->k0 ? in->k0 : 1;
+        double per_step = in->goodput_Bps * (pct / 100.0) * in->step_us / 1e6;
+        double want = (double)gossip_adapt_slice_bytes(in, codec) / per_step;
+        uint32_t k = k0;
+
+        while ((double)k < want && k < k0 * GOSSIP_ADAPT_K_FACTOR_MAX)
+                k *= 2;
+        return k;
+}
+
+/* The choice for a link with pct % of its goodput to spend. */
+static void choose_at(const struct gossip_adapt_in *in, unsigned pct,
+                      struct gossip_adapt_choice *out)
+{
+        uint32_t k0 = in->k0 ? in->k0 : 1;
+
+        out->codec = in->codec;
+        out->k = need_k(in, in->codec, pct);
+        if (out->k == k0 || in->codec == GOSSIP_CODEC_INT8)
+                return;
+        out->codec = GOSSIP_CODEC_INT8;
+        out->k = need_k(in, GOSSIP_CODEC_INT8, pct);
+}
+
+/* Bytes per step of a choice: smaller is cheaper. */
+static double cost(const struct gossip_adapt_in *in,
+                   const struct gossip_adapt_choice *c)
+{
+        return (double)gossip_adapt_slice_bytes(in, c->codec) / c->k;
+}
+
+int gossip_adapt_choose(const struct gossip_adapt_in *in,
+                        const struct gossip_adapt_choice *cur,
+                        struct gossip_adapt_choice *out)
+{
+        struct gossip_adapt_choice fit, back;
+
+        *out = *cur;
+        if (!(in->goodput_Bps > 0) || !(in->step_us > 0) ||
+            !isfinite(in->goodput_Bps) || !isfinite(in->step_us))
+                return 0;
+        choose_at(in, GOSSIP_ADAPT_UTIL_PCT, &fit);
+        if (cost(in, &fit) < cost(in, cur)) {
+                *out = fit; /* the link shrank: cheaper at once */
+        } else if (cost(in, &fit) > cost(in, cur)) {
+                /* the link grew: richer only with room to spare */
+                choose_at(in, GOSSIP_ADAPT_BACK_PCT, &back);
+                if (cost(in, &back) > cost(in, cur))
+                        *out = back;
+        }
+        return out->codec != cur->codec || out->k != cur->k;
+}
+
+const char *gossip_adapt_say(const struct gossip_adapt_choice *c, char *buf,
+                             size_t len)
+{
+        const char *name = c->codec == GOSSIP_CODEC_FP32   ? "fp32"
+                           : c->codec == GOSSIP_CODEC_INT8 ? "int8"
+                                                           : "fp16";
+
+        snprintf(buf, len, "%s slices every %u step%s", name, c->k,
+                 c->k == 1 ? "" : "s");
+        return buf;
+}

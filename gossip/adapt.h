@@ -1,0 +1,81 @@
+/*
+ * adapt.h - what a node sends for model averaging, chosen from the link it
+ * measures: the codec of its parameter slices and the averaging period K.
+ *
+ * Pure: the caller passes the measured uplink goodput and its own step
+ * time; no clocks, sockets or threads. The loop thread asks
+ * gossip_adapt_choose() about once a second (node/cluster_exchange.c) and
+ * the box applies a new K at the next step that ends a round under both
+ * the old and the new K (node/handoff.c), so every slice keeps the step
+ * arithmetic of gossip/plan.h.
+ *
+ * The rule (docs/design.md, "Adapting to the link"):
+ *   bytes(c)   one slice on the wire in codec c: nparams / P elements at
+ *              c's size, plus the frame's overhead
+ *   need(c)    the smallest K with bytes(c) <= u * goodput * K * step,
+ *              u = GOSSIP_ADAPT_UTIL_PCT % of the measured goodput: a round's
+ *              transfer fits in the compute of that round with room for
+ *              the partner's traffic and the estimate's error
+ *   choice     the configured codec at the configured K when it fits;
+ *              else int8 (half of fp16, nearly lossless for averaging) at
+ *              need(int8), rounded up to K0 * 2^j (so round ends nest and
+ *              a change lands on a step both Ks agree on), at most
+ *              K0 * GOSSIP_ADAPT_K_FACTOR_MAX
+ *   going back to a richer choice needs it to fit at
+ *   GOSSIP_ADAPT_BACK_PCT % (hysteresis: a link near a threshold does not
+ *   make the node flip every second)
+ *   unknown goodput (0) or step time: keep the current choice
+ *
+ * Disagreement between partners is tolerated, not prevented: slices are
+ * self-describing (codec and part in the header), a slice of another codec
+ * is decoded, and one whose step our ring does not hold is averaged
+ * plainly instead of against our copy (gossip_plan_slice_use).
+ */
+#ifndef GOSSIP_ADAPT_H
+#define GOSSIP_ADAPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+        GOSSIP_ADAPT_UTIL_PCT = 50,     /* share of goodput a round may use */
+        GOSSIP_ADAPT_BACK_PCT = 35,     /* ... to go back to a richer one */
+        GOSSIP_ADAPT_K_FACTOR_MAX = 64, /* K <= K0 * this */
+        /* bytes of a slice's frame besides its elements: the wire's
+         * prefix and signature or MAC, the codec header, the stream's
+         * length prefix, and the tensor body's keys (rounded up) */
+        GOSSIP_ADAPT_FRAME_BYTES = 192,
+};
+
+struct gossip_adapt_in {
+        size_t nparams;     /* model size in floats */
+        uint32_t parts;     /* P */
+        uint32_t k0;        /* --avg-every: the richest period, >= 1 */
+        int codec;          /* configured slice codec (GOSSIP_CODEC_*) */
+        double goodput_Bps; /* measured uplink goodput; 0: unknown */
+        double step_us;     /* our smoothed step time; 0: unknown */
+};
+
+struct gossip_adapt_choice {
+        int codec;  /* GOSSIP_CODEC_FP32, _FP16 or _INT8 */
+        uint32_t k; /* averaging period */
+};
+
+/* The starting choice: the configured codec at K0. */
+void gossip_adapt_init(const struct gossip_adapt_in *in,
+                       struct gossip_adapt_choice *out);
+
+/* Bytes of one slice on the wire in codec `codec` (the rule's bytes(c)). */
+size_t gossip_adapt_slice_bytes(const struct gossip_adapt_in *in, int codec);
+
+/* The rule above; cur is the choice in force. Returns 1 if *out differs
+ * from *cur, else 0. */
+int gossip_adapt_choose(const struct gossip_adapt_in *in,
+                        const struct gossip_adapt_choice *cur,
+                        struct gossip_adapt_choice *out);
+
+/* "fp16 every 1 step" for logs; returns buf. */
+const char *gossip_adapt_say(const struct gossip_adapt_choice *c, char *buf,
+                             size_t len);
+
+#endif

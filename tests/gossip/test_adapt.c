@@ -1,0 +1,177 @@
+/*
+ * test_adapt.c - the slice codec and averaging period chosen from the
+ * measured link (gossip/adapt.c): what each link gets, with the figures
+ * derived from the rule in adapt.h; cheaper as the link shrinks, richer as
+ * it grows, never flapping at a threshold, nothing without a measurement.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "adapt.h"
+#include "codec.h"
+
+/* The README's MLP (784-512-10), P = 4, K0 = 1, fp16; 5 ms steps. */
+static struct gossip_adapt_in mlp(double bits_per_s)
+{
+        struct gossip_adapt_in in = {
+            .nparams = 407050,
+            .parts = 4,
+            .k0 = 1,
+            .codec = GOSSIP_CODEC_FP16,
+            .goodput_Bps = bits_per_s / 8,
+            .step_us = 5000,
+        };
+        return in;
+}
+
+static double cost(const struct gossip_adapt_in *in,
+                   const struct gossip_adapt_choice *c)
+{
+        return (double)gossip_adapt_slice_bytes(in, c->codec) / c->k;
+}
+
+static void test_bytes(void **state)
+{
+        struct gossip_adapt_in in = mlp(0);
+
+        (void)state;
+        /* 101,763 elements per slice; int8 adds 4 bytes per 256 */
+        assert_int_equal(gossip_adapt_slice_bytes(&in, GOSSIP_CODEC_FP16),
+                         2 * 101763 + 20 + GOSSIP_ADAPT_FRAME_BYTES);
+        assert_int_equal(gossip_adapt_slice_bytes(&in, GOSSIP_CODEC_INT8),
+                         101763 + 4 * 398 + 20 + GOSSIP_ADAPT_FRAME_BYTES);
+        assert_int_equal(gossip_adapt_slice_bytes(&in, GOSSIP_CODEC_FP32),
+                         4 * 101763 + 20 + GOSSIP_ADAPT_FRAME_BYTES);
+}
+
+/* One row per link: the budget per step is u * goodput * 5 ms with u =
+ * 50 %; fp16 needs 203,738 bytes per round, int8 103,567. */
+static void test_links(void **state)
+{
+        const struct {
+                double bps;
+                int codec;
+                uint32_t k;
+        } rows[] = {
+            /* 1 Gbit/s: 312,500 B/step >= fp16 -> fp16 every step */
+            {1e9, GOSSIP_CODEC_FP16, 1},
+            /* 100 Mbit/s: 31,250 B/step; fp16 would need K 6.5, so int8:
+             * 103,567 / 31,250 = 3.3 -> 4 */
+            {100e6, GOSSIP_CODEC_INT8, 4},
+            /* 10 Mbit/s: 3,125 B/step; int8 needs 33.1 -> 64 */
+            {10e6, GOSSIP_CODEC_INT8, 64},
+            /* 1 Mbit/s: would need 331: capped at 64 * K0 */
+            {1e6, GOSSIP_CODEC_INT8, 64},
+        };
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                struct gossip_adapt_in in = mlp(rows[i].bps);
+                struct gossip_adapt_choice cur, out;
+                char buf[64];
+
+                gossip_adapt_init(&in, &cur);
+                gossip_adapt_choose(&in, &cur, &out);
+                printf("%g bit/s: %s\n", rows[i].bps,
+                       gossip_adapt_say(&out, buf, sizeof(buf)));
+                assert_int_equal(out.codec, rows[i].codec);
+                assert_int_equal(out.k, rows[i].k);
+        }
+}
+
+/* A shrinking link never gets a richer choice, a growing one never a
+ * cheaper one; the way down and back up ends where it started. */
+static void test_shrink_then_grow(void **state)
+{
+        struct gossip_adapt_in in = mlp(1e9);
+        struct gossip_adapt_choice cur, out, start;
+        int changes = 0;
+
+        (void)state;
+        gossip_adapt_init(&in, &cur);
+        start = cur;
+        for (double bps = 1e9; bps >= 1e6; bps /= 1.25) {
+                in.goodput_Bps = bps / 8;
+                changes += gossip_adapt_choose(&in, &cur, &out);
+                assert_true(cost(&in, &out) <= cost(&in, &cur));
+                /* what is chosen fits the budget, unless capped */
+                assert_true(out.k == 64 ||
+                            gossip_adapt_slice_bytes(&in, out.codec) <=
+                                0.5 * in.goodput_Bps * out.k * 5e-3 + 1);
+                cur = out;
+        }
+        assert_int_equal(cur.codec, GOSSIP_CODEC_INT8);
+        assert_int_equal(cur.k, 64);
+        assert_true(changes >= 6); /* fp16 -> int8 4, 8, ... 64 */
+        for (double bps = 1e6; bps <= 1.01e9; bps *= 1.25) {
+                in.goodput_Bps = bps / 8;
+                gossip_adapt_choose(&in, &cur, &out);
+                assert_true(cost(&in, &out) >= cost(&in, &cur));
+                cur = out;
+        }
+        assert_int_equal(cur.codec, start.codec);
+        assert_int_equal(cur.k, start.k);
+}
+
+/* Near a threshold the choice holds: int8 every 4 steps stays at a
+ * goodput where int8 every 2 would fit at 50 % but not at 35 %. */
+static void test_hysteresis(void **state)
+{
+        struct gossip_adapt_in in = mlp(0);
+        struct gossip_adapt_choice cur = {GOSSIP_CODEC_INT8, 4}, out;
+        /* int8 every 2 needs 103,567 / 2 = 51,784 B per step of 5 ms */
+        double at50 = 51784 / 0.50 / 5e-3, at35 = 51784 / 0.35 / 5e-3;
+
+        (void)state;
+        in.goodput_Bps = (at50 + at35) / 2;
+        assert_int_equal(gossip_adapt_choose(&in, &cur, &out), 0);
+        assert_int_equal(out.k, 4);
+        for (int i = 0; i < 100; i++) /* asked every second: no flapping */
+                assert_int_equal(gossip_adapt_choose(&in, &out, &out), 0);
+        in.goodput_Bps = at35 * 1.01;
+        assert_int_equal(gossip_adapt_choose(&in, &cur, &out), 1);
+        assert_int_equal(out.codec, GOSSIP_CODEC_INT8);
+        assert_int_equal(out.k, 2);
+}
+
+/* No measurement, no change; K0 and the configured codec are respected. */
+static void test_unknown_and_config(void **state)
+{
+        struct gossip_adapt_in in = mlp(0);
+        struct gossip_adapt_choice cur = {GOSSIP_CODEC_INT8, 8}, out;
+
+        (void)state;
+        assert_int_equal(gossip_adapt_choose(&in, &cur, &out), 0);
+        in.goodput_Bps = 1e6;
+        in.step_us = 0;
+        assert_int_equal(gossip_adapt_choose(&in, &cur, &out), 0);
+        /* K0 = 10, int8 configured, a fast link: int8 every 10 */
+        in = mlp(1e9);
+        in.k0 = 10;
+        in.codec = GOSSIP_CODEC_INT8;
+        gossip_adapt_init(&in, &cur);
+        gossip_adapt_choose(&in, &cur, &out);
+        assert_int_equal(out.codec, GOSSIP_CODEC_INT8);
+        assert_int_equal(out.k, 10);
+        /* and on 10 Mbit/s K stays a power-of-two multiple of K0 */
+        in.goodput_Bps = 10e6 / 8;
+        gossip_adapt_choose(&in, &cur, &out);
+        assert_int_equal(out.k, 40);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_bytes),
+            cmocka_unit_test(test_links),
+            cmocka_unit_test(test_shrink_then_grow),
+            cmocka_unit_test(test_hysteresis),
+            cmocka_unit_test(test_unknown_and_config),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
