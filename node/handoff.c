@@ -30,6 +30,8 @@ struct slot {
         float *v;      /* slice_cap floats */
         uint64_t step; /* the step of the copy (POSTED, HELD) */
         int state;
+        size_t lo, count; /* the slice it holds, and its part (POSTED, */
+        uint32_t part;    /* HELD): K may change between rounds */
 };
 
 struct in_slice {
@@ -76,6 +78,12 @@ struct node_handoff {
         /* is the exchange working (gossip_plan_health)? */
         struct gossip_plan_health health;
         int health_news; /* the verdict changed; not yet taken */
+        /* the averaging period in force (the loop's adaptation asks for
+         * k_next; the trainer switches at a step that ends a round under
+         * both) and the trainer's wall time per step, smoothed */
+        uint32_t k_now, k_next;
+        double step_us;
+        uint64_t step_at_us, step_seen;
         /* training thread */
         float *t_grad;
         /* loop thread */
@@ -150,6 +158,7 @@ int node_handoff_create(struct node_handoff **out,
         h->min_peer_step = UINT64_MAX;
         h->st.radius_params = NAN;
         gossip_plan_health_init(&h->health);
+        h->k_now = h->k_next = cfg->plan.avg_every;
         pthread_mutex_init(&h->mu, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -192,6 +201,60 @@ const struct gossip_plan_cfg *node_handoff_plan(const struct node_handoff *h)
         return &h->cfg.plan;
 }
 
+/* The plan with the K in force. k_now is written by the training thread
+ * under the lock: the trainer reads it freely, the loop under the lock. */
+static struct gossip_plan_cfg plan_now(const struct node_handoff *h)
+{
+        struct gossip_plan_cfg c = h->cfg.plan;
+
+        c.avg_every = h->k_now;
+        return c;
+}
+
+/* Under the lock, training thread: the wall time of a step, smoothed over
+ * about 16 steps (what the adaptation budgets a round's transfer in). */
+static void note_step(struct node_handoff *h, uint64_t step, uint64_t now)
+{
+        if (step == h->step_seen)
+                return;
+        if (h->step_seen && step == h->step_seen + 1 && now > h->step_at_us) {
+                double dt = (double)(now - h->step_at_us);
+
+                h->step_us = h->step_us ? h->step_us + (dt - h->step_us) / 16
+                                        : dt;
+        }
+        h->step_seen = step;
+        h->step_at_us = now;
+}
+
+void node_handoff_set_k(struct node_handoff *h, uint32_t k)
+{
+        pthread_mutex_lock(&h->mu);
+        if (k >= 1)
+                h->k_next = k;
+        pthread_mutex_unlock(&h->mu);
+}
+
+double node_handoff_step_us(struct node_handoff *h)
+{
+        double v;
+
+        pthread_mutex_lock(&h->mu);
+        v = h->step_us;
+        pthread_mutex_unlock(&h->mu);
+        return v;
+}
+
+uint32_t node_handoff_slot_slice(struct node_handoff *h, unsigned slot,
+                                 size_t *lo, size_t *count)
+{
+        const struct slot *s = &h->ring[slot % GOSSIP_PLAN_RING];
+
+        *lo = s->lo;
+        *count = s->count;
+        return s->part;
+}
+
 size_t node_handoff_slice_cap(const struct node_handoff *h)
 {
         return h->slice_cap;
@@ -203,6 +266,8 @@ void node_handoff_stats(struct node_handoff *h, struct node_handoff_stats *st)
         *st = h->st;
         gossip_merge_stats_get(&h->merge, &st->merge);
         st->exchange = h->health;
+        st->avg_every = h->k_now;
+        st->step_us = h->step_us;
         pthread_mutex_unlock(&h->mu);
 }
 
@@ -280,6 +345,7 @@ int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
                        int stopping, int last_step, struct node_handoff_ask *a)
 {
         struct gossip_plan_view v = {0};
+        struct gossip_plan_cfg plan;
         int bound_before = a->w.bound;
 
         pthread_mutex_lock(&h->mu);
@@ -293,7 +359,10 @@ int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
         v.now_us = mono_us();
         v.stopping = stopping || h->stopped;
         v.last_step = last_step;
-        gossip_plan_admit(&h->cfg.plan, &v, &a->w, &a->d);
+        plan = plan_now(h);
+        if (phase == GOSSIP_PLAN_PARAMS)
+                note_step(h, step, v.now_us);
+        gossip_plan_admit(&plan, &v, &a->w, &a->d);
         a->gen = h->gen;
         if (phase == GOSSIP_PLAN_PARAMS) {
                 h->st.waits += a->w.bound && !bound_before;
@@ -328,34 +397,42 @@ void node_handoff_wait(struct node_handoff *h, struct node_handoff_ask *a)
 float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step, size_t *lo,
                               size_t *count)
 {
-        const struct gossip_plan_cfg *c = &h->cfg.plan;
-        struct slot *s = &h->ring[gossip_plan_slot(c, step)];
+        struct gossip_plan_cfg c;
+        struct slot *s;
         float *dst = NULL;
 
-        if (!gossip_plan_due(c, step))
-                return NULL;
         pthread_mutex_lock(&h->mu);
-        if (h->alive > 1 && s->state != SLOT_POSTED) {
+        /* a new K takes effect at a step that ends a round under both the
+         * old and the new one (K0 * 2^j: the larger is a multiple) */
+        if (h->k_next != h->k_now &&
+            step % (h->k_next > h->k_now ? h->k_next : h->k_now) == 0)
+                h->k_now = h->k_next;
+        c = plan_now(h);
+        s = &h->ring[gossip_plan_slot(&c, step)];
+        if (gossip_plan_due(&c, step) && h->alive > 1 &&
+            s->state != SLOT_POSTED) {
                 s->state = SLOT_FILLING;
                 dst = s->v;
         }
         pthread_mutex_unlock(&h->mu);
         if (dst)
-                gossip_plan_slice(c, step, lo, count);
+                gossip_plan_slice(&c, step, lo, count);
         return dst;
 }
 
 void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                               const float *params, size_t n)
 {
-        const struct gossip_plan_cfg *c = &h->cfg.plan;
+        struct gossip_plan_cfg plan = plan_now(h);
+        const struct gossip_plan_cfg *c = &plan;
         struct slot *s = &h->ring[gossip_plan_slot(c, step)];
         size_t lo, count;
+        uint32_t part;
         int post;
 
         if (!gossip_plan_due(c, step))
                 return;
-        gossip_plan_slice(c, step, &lo, &count);
+        part = gossip_plan_slice(c, step, &lo, &count);
         pthread_mutex_lock(&h->mu);
         h->local_step = step;
         post = h->alive > 1 && n == c->nparams;
@@ -372,6 +449,9 @@ void node_handoff_post_params(struct node_handoff *h, uint64_t step,
         if (s->state != SLOT_POSTED) {
                 /* not sent (alone), but a valid copy of this step */
                 s->step = step;
+                s->lo = lo;
+                s->count = count;
+                s->part = part;
                 s->state = post ? SLOT_POSTED : SLOT_HELD;
         }
         if (post) {
@@ -427,7 +507,8 @@ static int robust_slice(struct node_handoff *h, struct in_slice *q,
 void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                           size_t n)
 {
-        const struct gossip_plan_cfg *c = &h->cfg.plan;
+        struct gossip_plan_cfg plan = plan_now(h);
+        const struct gossip_plan_cfg *c = &plan;
         float w = h->cfg.avg_weight;
 
         pthread_mutex_lock(&h->mu);
@@ -669,8 +750,7 @@ float *node_handoff_inbox_spare(struct node_handoff *h)
 /* Robust merge: is step inside the window around our step (mu held)? */
 static int in_window(const struct node_handoff *h, uint64_t step)
 {
-        const struct gossip_plan_cfg *c = &h->cfg.plan;
-        uint64_t w = (uint64_t)c->avg_every + c->staleness;
+        uint64_t w = (uint64_t)h->k_now + h->cfg.plan.staleness;
 
         return step + w >= h->local_step &&
                step <= h->local_step + (uint64_t)GOSSIP_PLAN_RING * w;
@@ -688,8 +768,7 @@ int node_handoff_deliver_params(struct node_handoff *h,
         if (h->cfg.robust && !in_window(h, step)) {
                 /* never let a step of 10^9 satisfy the plan's bound */
                 h->st.params_stale++;
-                if (step + h->cfg.plan.avg_every + h->cfg.plan.staleness <
-                    h->local_step)
+                if (step + h->k_now + h->cfg.plan.staleness < h->local_step)
                         note_health(h, GOSSIP_PLAN_TOO_OLD);
                 robust_count(h, from, GOSSIP_ROBUST_WINDOW);
                 pthread_mutex_unlock(&h->mu);

@@ -80,12 +80,16 @@ struct node_handoff_stats {
         /* is the exchange working? (gossip/plan.h; the trainer logs a
          * change of verdict, gossipctl train and /metrics show it) */
         struct gossip_plan_health exchange;
+        uint32_t avg_every; /* the averaging period in force (adapted) */
+        double step_us;     /* wall time per step, smoothed; 0: unknown */
 };
 
 /* 0, or a negative errno (-EINVAL for a plan the ring cannot hold). */
 int node_handoff_create(struct node_handoff **out,
                         const struct node_handoff_cfg *cfg);
 void node_handoff_free(struct node_handoff *h);
+/* The configured plan (--avg-every as given; the K in force, which the
+ * adaptation may raise, is in node_handoff_stats). */
 const struct gossip_plan_cfg *node_handoff_plan(const struct node_handoff *h);
 void node_handoff_stats(struct node_handoff *h, struct node_handoff_stats *st);
 
@@ -187,6 +191,15 @@ void node_handoff_take(struct node_handoff *h, struct node_handoff_work *w);
 
 /* The floats of a posted slot, and giving it back once encoded. */
 const float *node_handoff_slot(struct node_handoff *h, unsigned slot);
+/* The slice a posted slot holds: its part, *lo and *count (fixed when it
+ * was posted; the K in force may have changed since). */
+uint32_t node_handoff_slot_slice(struct node_handoff *h, unsigned slot,
+                                 size_t *lo, size_t *count);
+/* Ask for averaging period k (gossip/adapt.h): the trainer takes it at the
+ * next step that ends a round under both the current and the new K. */
+void node_handoff_set_k(struct node_handoff *h, uint32_t k);
+/* The trainer's wall time per step, smoothed (0: not known yet). */
+double node_handoff_step_us(struct node_handoff *h);
 void node_handoff_slot_done(struct node_handoff *h, unsigned slot);
 
 /* A peer gradient (or slice of one) for the merge buffer; 0 or the

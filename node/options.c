@@ -61,6 +61,7 @@ enum {
         OPT_PARTITION,
         OPT_PARTSEED,
         OPT_ROBUST,
+        OPT_ADAPT,
         OPT_BLIS,
         OPT_HELP,
         OPT_VERSION,
@@ -108,6 +109,7 @@ static const struct option long_opts[] = {
     {"params-parts", required_argument, NULL, OPT_PPARTS},
     {"avg-weight", required_argument, NULL, OPT_AVGW},
     {"robust", required_argument, NULL, OPT_ROBUST},
+    {"adapt", required_argument, NULL, OPT_ADAPT},
     {"name", required_argument, NULL, OPT_NAME},
     {"progress-every", required_argument, NULL, OPT_PROGRESS},
     {"blis-arch", required_argument, NULL, OPT_BLIS},
@@ -204,6 +206,10 @@ static const char help_text[] =
     "from\n"
     "                        the scheduled sender, clip or refuse outliers\n"
     "                        (default on; docs/reliability.md)\n"
+    "  --adapt on|off        choose the slice codec (fp16/int8) and the\n"
+    "                        averaging period from the measured link;\n"
+    "                        --params-codec and --avg-every are the richest\n"
+    "                        choice (default on; docs/design.md)\n"
     "\n"
     "Output:\n"
     "  --log-level error|warn|info|debug   (default info)\n"
@@ -274,6 +280,7 @@ void node_options_default(struct node_options *o)
         o->params_parts = NODE_OPT_PARAMS_PARTS_DEFAULT;
         o->avg_weight = 0.5f;
         o->robust = 1; /* a trusted peer may still be wrong */
+        o->adapt = 1;  /* a slow link must not silence the exchange */
         o->wait_ms = NODE_OPT_WAIT_MS_DEFAULT;
         o->fill_batches = NODE_OPT_FILL_DEFAULT;
         o->avg_lag = NODE_OPT_AVG_LAG_DEFAULT;
@@ -576,6 +583,11 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
                         return BAD("on or off");
                 o->robust = strcmp(v, "on") == 0;
+                break;
+        case OPT_ADAPT:
+                if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+                        return BAD("on or off");
+                o->adapt = strcmp(v, "on") == 0;
                 break;
         case OPT_WAIT:
                 if (parse_u64(v, 0, 60000, &u))

@@ -141,6 +141,7 @@ struct node_options {
         uint32_t params_parts; /* a model average covers 1 of P slices */
         float avg_weight;      /* the partner's share in an average */
         int robust;            /* robust merge (gossip/robust.h); default on */
+        int adapt; /* slice codec and K from the link (gossip/adapt.h); on */
         /* logging */
         int log_level;
         const char *event_log;
