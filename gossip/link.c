@@ -80,6 +80,11 @@ void gossip_link_frame_done(struct gossip_link *l, uint64_t now_us,
         }
 }
 
+void gossip_link_break(struct gossip_link *l)
+{
+        l->spanning = 0;
+}
+
 void gossip_link_get(const struct gossip_link *l,
                      struct gossip_link_estimate *out)
 {

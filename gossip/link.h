@@ -109,6 +109,10 @@ void gossip_link_rtt_sample(struct gossip_link *l, uint64_t now_us,
 void gossip_link_frame_done(struct gossip_link *l, uint64_t now_us,
                             uint64_t bytes, uint64_t queued_after);
 
+/* The stream was interrupted (a connection lost or replaced, frames
+ * dropped): the span in progress is discarded, the estimate kept. */
+void gossip_link_break(struct gossip_link *l);
+
 /* The current estimate. */
 void gossip_link_get(const struct gossip_link *l,
                      struct gossip_link_estimate *out);
