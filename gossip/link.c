@@ -23,7 +23,7 @@ void gossip_link_init(struct gossip_link *l)
 void gossip_link_rate_sample(struct gossip_link *l, uint64_t now_us,
                              double bytes, uint64_t span_us, int app_limited)
 {
-        double rate;
+        double rate, a;
         if (span_us == 0 || !(bytes >= 0))
                 return;
         rate = bytes * 1e6 / (double)span_us;
@@ -34,11 +34,13 @@ void gossip_link_rate_sample(struct gossip_link *l, uint64_t now_us,
         } else {
                 l->samples++;
         }
-        if (l->goodput_Bps <= 0)
-                l->goodput_Bps = rate;
-        else
-                l->goodput_Bps +=
-                    link__weight(span_us) * (rate - l->goodput_Bps);
+        /* bias-corrected: the weights given so far sum to den, so the
+         * first samples average (bytes over time) instead of the first
+         * one standing for all of them */
+        a = link__weight(span_us);
+        l->rate_num = l->rate_num * (1 - a) + a * rate;
+        l->rate_den = l->rate_den * (1 - a) + a;
+        l->goodput_Bps = l->rate_num / l->rate_den;
         l->updated_us = now_us;
 }
 

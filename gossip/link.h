@@ -38,8 +38,11 @@
  * change in the link the estimate has closed 63% of the gap within tau and
  * 95% within 3 tau. For goodput, dt is the time the sample covers, so
  * tau counts time the link was seen busy: an idle link keeps its last
- * estimate (and updated_us says how old it is). The first sample sets the
- * value.
+ * estimate (and updated_us says how old it is). The goodput average is
+ * bias-corrected (the weights given so far are divided out, as Adam does
+ * for its moments), so its first samples are averaged over the time they
+ * cover rather than the first one standing for the rest; the RTT's first
+ * sample sets it.
  *
  * Confidence: samples counts backlogged goodput samples; the estimate is
  * "confident" from GOSSIP_LINK_CONFIDENT of them on. A link that never
@@ -83,6 +86,7 @@ struct gossip_link_estimate {
 /* One destination's estimator; caller-owned, zeroed by init. */
 struct gossip_link {
         double goodput_Bps, rtt_us;
+        double rate_num, rate_den; /* the bias-corrected EWMA's sums */
         uint64_t samples, raised, rtt_samples;
         uint64_t updated_us, rtt_us_at;
         /* the backlogged span in progress (frame completions) */
