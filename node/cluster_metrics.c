@@ -132,6 +132,39 @@ static void member_metrics(struct node_metrics_buf *b,
 
 /* The per-peer series, one family at a time (Prometheus wants a family's
  * samples together). mi[0] is ourselves and is skipped. */
+/* The link estimate per peer (issue 12, gossip/link.h); NaN while the
+ * transport has measured nothing toward the peer. */
+static void link_metrics(struct node_cluster *c, struct node_metrics_buf *b,
+                         const struct gossip_member_info *mi, size_t n)
+{
+        struct gossip_link_estimate e;
+
+        node_metrics_family(b, "peer_goodput_bytes_per_second",
+                            NODE_METRICS_GAUGE,
+                            "Smoothed goodput of stream frames to the peer "
+                            "(NaN: not measured yet)");
+        for (size_t i = 1; i < n; i++) {
+                struct node_metrics_label l = {
+                    "peer", node_cluster__member_name(&mi[i])};
+                int have = node_net_peer_link(c->net, &mi[i].addr, &e) == 0;
+
+                node_metrics_sample(b, "peer_goodput_bytes_per_second", &l, 1,
+                                    have && e.goodput_Bps > 0 ? e.goodput_Bps
+                                                              : NAN);
+        }
+        node_metrics_family(b, "peer_link_rtt_seconds", NODE_METRICS_GAUGE,
+                            "Smoothed TCP round trip to the peer (NaN: not "
+                            "measured yet)");
+        for (size_t i = 1; i < n; i++) {
+                struct node_metrics_label l = {
+                    "peer", node_cluster__member_name(&mi[i])};
+                int have = node_net_peer_link(c->net, &mi[i].addr, &e) == 0;
+
+                node_metrics_sample(b, "peer_link_rtt_seconds", &l, 1,
+                                    have && e.rtt_us ? e.rtt_us / 1e6 : NAN);
+        }
+}
+
 static void peer_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                          const struct gossip_member_info *mi, size_t n)
 {
@@ -158,6 +191,7 @@ static void peer_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                 node_metrics_sample(b, "peer_rtt_seconds", &l, 1,
                                     mi[i].rtt_ms ? mi[i].rtt_ms / 1000.0 : NAN);
         }
+        link_metrics(c, b, mi, n);
         node_metrics_family(b, "peer_bytes_in_total", NODE_METRICS_COUNTER,
                             "Bytes of verified messages from the peer");
         for (size_t i = 1; i < n; i++) {

@@ -59,6 +59,22 @@ static void pack_robust(msgpack_packer *pk, const char *k, const uint64_t *r)
                                            r[i]);
 }
 
+/* The link estimate toward addr (issue 12, gossip/link.h): 2 keys, or 3
+ * with the sample count; NaN while nothing was measured. */
+static void pack_link(struct node_cluster *c, msgpack_packer *pk,
+                      const struct gossip_addr *addr, int samples)
+{
+        struct gossip_link_estimate e = {0};
+        int have = node_net_peer_link(c->net, addr, &e) == 0;
+
+        node_ctl_pack_kdbl(pk, "goodput_Bps",
+                           have && e.goodput_Bps > 0 ? e.goodput_Bps : NAN);
+        node_ctl_pack_kdbl(pk, "link_rtt_ms",
+                           have && e.rtt_us ? e.rtt_us / 1000.0 : NAN);
+        if (samples)
+                node_ctl_pack_ku64(pk, "link_samples", e.samples);
+}
+
 static void pack_member(struct node_cluster *c, msgpack_packer *pk,
                         const struct gossip_member_info *m, int self)
 {
@@ -67,7 +83,7 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
 
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 10);
+        msgpack_pack_map(pk, 12);
         node_ctl_pack_kstr(pk, "name", m->name);
         node_ctl_pack_kstr(pk, "addr", a);
         node_ctl_pack_kstr(pk, "key", k);
@@ -84,6 +100,7 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
         node_ctl_pack_str(pk, "suspect_model");
         suspect_model(c, m->key) ? msgpack_pack_true(pk)
                                  : msgpack_pack_false(pk);
+        pack_link(c, pk, &m->addr, 0);
 }
 
 static int ctl_members(struct node_cluster *c, msgpack_packer *pk)
@@ -121,7 +138,7 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
                 }
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 16);
+        msgpack_pack_map(pk, 19);
         node_ctl_pack_kstr(pk, "name", m->name);
         node_ctl_pack_kstr(pk, "addr", a);
         node_ctl_pack_kstr(pk, "key", k);
@@ -140,6 +157,7 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
         node_ctl_pack_str(pk, "suspect_model");
         have_rp &&gossip_robust_peer_suspect(&rp) ? msgpack_pack_true(pk)
                                                   : msgpack_pack_false(pk);
+        pack_link(c, pk, &m->addr, 1);
 }
 
 /* The transport's counters: connections made and lost, and every refusal

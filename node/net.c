@@ -30,6 +30,7 @@
 #include "net.h"
 #include "gn_endian.h"
 #include "gn_rng.h"
+#include "tcpinfo.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -94,10 +95,12 @@ struct dest {
         struct frame *pend_head, *pend_tail;
         size_t queued;
         uint32_t fails;
-        uint64_t retry_at;   /* uv_now when backoff ends */
-        uint64_t since;      /* connect start / last write progress */
-        uint64_t idle_since; /* connected / last frame written */
-        size_t last_wq;      /* write queue size at the last tick */
+        uint64_t retry_at;       /* uv_now when backoff ends */
+        uint64_t since;          /* connect start / last write progress */
+        uint64_t idle_since;     /* connected / last frame written */
+        size_t last_wq;          /* write queue size at the last tick */
+        struct gossip_link link; /* the link estimate (gossip/link.h) */
+        uint64_t kern_us;        /* last TCP_INFO read, microseconds */
         struct node_net_peer_stats st;
 };
 
@@ -461,6 +464,36 @@ static void dest__lost(struct dest *d, int err)
         d->state = D_IDLE;
 }
 
+/* A frame of `bytes` completed on c: feed the link estimator our queue's
+ * view, then the kernel's (RTT always; its delivery rate, a lower bound,
+ * only when our queue ran empty, i.e. we were app-limited). */
+static void dest__link_done(struct dest *d, struct conn *c, size_t bytes)
+{
+        uint64_t now = uv_hrtime() / 1000, span;
+        struct gossip_link_estimate e;
+        struct node_tcpinfo ti;
+        uv_os_fd_t fd;
+        gossip_link_frame_done(&d->link, now, bytes, d->queued);
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
+            node_tcpinfo_read(fd, &ti) == 0) {
+                gossip_link_rtt_sample(&d->link, now, ti.rtt_us);
+                span = d->kern_us && now > d->kern_us ? now - d->kern_us
+                                                      : GOSSIP_LINK_SPAN_MIN_US;
+                if (span > GOSSIP_LINK_TAU_US)
+                        span = GOSSIP_LINK_TAU_US;
+                if (d->queued == 0 && ti.has_delivery && ti.delivery_rate)
+                        gossip_link_rate_sample(&d->link, now,
+                                                (double)ti.delivery_rate *
+                                                    (double)span / 1e6,
+                                                span, 1);
+                d->kern_us = now;
+        }
+        gossip_link_get(&d->link, &e);
+        d->st.goodput_Bps = e.goodput_Bps;
+        d->st.link_rtt_us = e.rtt_us;
+        d->st.link_samples = e.samples;
+}
+
 static void frame__written(uv_write_t *req, int status)
 {
         struct frame *f = (struct frame *)req;
@@ -475,7 +508,9 @@ static void frame__written(uv_write_t *req, int status)
                 net->st.frames_out++;
                 net->st.bytes_out += len;
                 d->since = d->idle_since = uv_now(net->loop);
+                dest__link_done(d, req->handle->data, f->size);
         } else {
+                gossip_link_break(&d->link);
                 dest__drop(d, f);
                 struct conn *c = req->handle->data;
                 if (status != UV_ECANCELED && c->dest == d)
@@ -503,6 +538,16 @@ static void conn__user_timeout(struct conn *c, uint32_t ms)
                 setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v));
 }
 
+/* Keep the kernel's unsent queue short (NODE_NET_NOTSENT_LOWAT). Best
+ * effort: without it the estimate still holds while backlogged, but
+ * frames wait in the kernel, where we cannot see or drop them. */
+static void conn__lowat(struct conn *c, uint32_t bytes)
+{
+        uv_os_fd_t fd;
+        if (bytes != UINT32_MAX && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+                node_tcpinfo_lowat(fd, bytes);
+}
+
 static void dest__connected(uv_connect_t *req, int status)
 {
         struct conn *c = req->data;
@@ -524,6 +569,8 @@ static void dest__connected(uv_connect_t *req, int status)
         d->last_wq = 0;
         uv_tcp_nodelay(&c->tcp, 1);
         conn__user_timeout(c, net->cfg.stall_timeout_ms);
+        conn__lowat(c, net->cfg.notsent_lowat);
+        gossip_link_break(&d->link); /* a new connection: a new span */
         if (uv_read_start((uv_stream_t *)&c->tcp, conn__alloc, conn__read)) {
                 dest__lost(d, -EIO);
                 dest__drop_pending(d);
@@ -589,6 +636,7 @@ static struct dest *dest__get(struct node_net *net,
         if (!d)
                 return NULL;
         d->net = net;
+        gossip_link_init(&d->link);
         /* normalised: padding and unused address bytes zero */
         d->st.addr.family = to->family;
         d->st.addr.port = to->port;
@@ -928,6 +976,8 @@ static void net__defaults(struct node_net_config *c)
                 c->connect_timeout_ms = NODE_NET_CONNECT_TIMEOUT_MS;
         if (!c->stall_timeout_ms)
                 c->stall_timeout_ms = NODE_NET_STALL_TIMEOUT_MS;
+        if (!c->notsent_lowat)
+                c->notsent_lowat = NODE_NET_NOTSENT_LOWAT;
 }
 
 /* Bind UDP then TCP to the same port number. 0 or -errno; on error the
@@ -1104,4 +1154,15 @@ size_t node_net_peer_stats(const struct node_net *net,
         for (size_t i = 0; i < net->ndests && i < max; i++)
                 out[i] = net->dests[i]->st;
         return net->ndests;
+}
+
+int node_net_peer_link(const struct node_net *net, const struct gossip_addr *a,
+                       struct gossip_link_estimate *out)
+{
+        for (size_t i = 0; i < net->ndests; i++)
+                if (node_net_addr_equal(&net->dests[i]->st.addr, a)) {
+                        gossip_link_get(&net->dests[i]->link, out);
+                        return 0;
+                }
+        return -ENOENT;
 }

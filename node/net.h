@@ -71,6 +71,13 @@
  * counts as a stall: it is closed, its frames are dropped, and the
  * destination backs off as after a failed connect.
  *
+ * Link estimate: every completed write of a stream frame feeds the
+ * destination's struct gossip_link (gossip/link.h) with the bytes still
+ * queued behind it, and the connection's TCP_INFO (RTT; the delivery rate
+ * as a raise-only sample when the queue ran empty). Outgoing connections
+ * set TCP_NOTSENT_LOWAT (notsent_lowat) so the kernel's unsent queue
+ * stays short and a completion means the bytes are close to leaving.
+ *
  * SIGPIPE: libuv writes with write(2), so a peer that hangs up while we
  * write raises SIGPIPE. The program must ignore it (signal(SIGPIPE,
  * SIG_IGN) in main, before the loop runs); the write then fails with EPIPE
@@ -88,6 +95,7 @@
 #include <uv.h>
 
 #include "gossip_types.h"
+#include "link.h"
 
 /* Tunables. A zero field in struct node_net_config takes these. */
 enum {
@@ -139,6 +147,15 @@ enum {
         NODE_NET_IDLE_TIMEOUT_MS = 120000,
         /* Distinct destinations tracked (the peers file bounds real use). */
         NODE_NET_DEST_MAX = 4096,
+        /* TCP_NOTSENT_LOWAT on outgoing connections: the kernel takes at
+         * most this many unsent bytes (plus one segment buffer) beyond
+         * what is in flight, so frames wait in our queue, where they are
+         * counted and can be dropped, and a write completion means the
+         * bytes are close to leaving (the link estimator's premise,
+         * gossip/link.h). 64 KB: 50 ms at 10 Mbit/s, 0.5 ms at 1 Gbit/s,
+         * where a smaller value would wake the loop for every few
+         * segments. Measured in docs/benchmarks.md (section 5.4). */
+        NODE_NET_NOTSENT_LOWAT = 64 << 10,
 };
 
 /* Called for every complete incoming frame; buf is borrowed for the call.
@@ -173,6 +190,9 @@ struct node_net_config {
         node_net_verify_cb verify; /* NULL: any first frame will do */
         void *verify_ctx;          /* passed to verify */
         uint64_t seed;             /* jitter of the reconnect backoff */
+        /* bytes; 0 = NODE_NET_NOTSENT_LOWAT, UINT32_MAX = the kernel's
+         * default (unbounded: only for measuring what the bound does) */
+        uint32_t notsent_lowat;
         node_net_frame_cb on_frame;
         void *ctx; /* passed to on_frame */
 };
@@ -217,6 +237,10 @@ struct node_net_peer_stats {
         uint64_t queued_bytes; /* accepted, not yet written */
         int connected;         /* 1 if a connection is up now */
         int last_error;        /* last connect/write error, 0 if none */
+        /* the link estimate (node_net_peer_link has all of it) */
+        double goodput_Bps;    /* smoothed goodput; 0: not measured */
+        uint32_t link_rtt_us;  /* the kernel's smoothed RTT, smoothed */
+        uint64_t link_samples; /* backlogged goodput samples taken */
 };
 
 struct node_net;
@@ -259,6 +283,13 @@ void node_net_stats(const struct node_net *net, struct node_net_stats *out);
  * destinations there are (may exceed max). */
 size_t node_net_peer_stats(const struct node_net *net,
                            struct node_net_peer_stats *out, size_t max);
+
+/* The link estimate of destination a (gossip/link.h: goodput from our
+ * write completions while its queue is backlogged, raised by the kernel's
+ * app-limited delivery rate, RTT from TCP_INFO). 0, or -ENOENT when we
+ * never sent a stream frame to a. */
+int node_net_peer_link(const struct node_net *net, const struct gossip_addr *a,
+                       struct gossip_link_estimate *out);
 
 /* 1 if a and b name the same family, address and port (bytes beyond an
  * IPv4 address and struct padding are ignored), else 0. */

@@ -17,6 +17,7 @@
  * survives a daemon restart.
  */
 #include <errno.h>
+#include <math.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -249,10 +250,28 @@ static const char *fmt_num(const msgpack_object *o, char *buf, size_t len)
         return buf;
 }
 
+/* A goodput in bits per second, as links are quoted ("9.6Mbit/s"); "-"
+ * when o is missing or not a number (not measured yet). */
+static const char *fmt_rate(const msgpack_object *o, char *buf, size_t len)
+{
+        int ok;
+        double v = ctlc_num(o, &ok) * 8;
+
+        if (!ok || !isfinite(v) || v < 0)
+                snprintf(buf, len, "-");
+        else if (v >= 1e9)
+                snprintf(buf, len, "%.1fGbit/s", v / 1e9);
+        else if (v >= 1e6)
+                snprintf(buf, len, "%.1fMbit/s", v / 1e6);
+        else
+                snprintf(buf, len, "%.0fkbit/s", v / 1e3);
+        return buf;
+}
+
 static void member_row(struct table *t, const msgpack_object *m)
 {
         char name[64], addr[64], state[32], rtt[16], inc[24], step[24],
-            heard[16];
+            heard[16], rate[24];
         const msgpack_object *self = ctlc_get(m, "self");
         const msgpack_object *liar = ctlc_get(m, "suspect_model");
         int ok;
@@ -266,14 +285,15 @@ static void member_row(struct table *t, const msgpack_object *m)
                         sizeof(state) - strlen(state) - 1);
         v = ctlc_num(ctlc_get(m, "rtt_ms"), &ok);
         ctlc_human_ms(v, ok, rtt, sizeof(rtt));
+        fmt_rate(ctlc_get(m, "goodput_Bps"), rate, sizeof(rate));
         fmt_num(ctlc_get(m, "incarnation"), inc, sizeof(inc));
         fmt_num(ctlc_get(m, "step"), step, sizeof(step));
         v = ctlc_num(ctlc_get(m, "last_heard_ms"), &ok);
         ctlc_human_ms(v, ok, heard, sizeof(heard));
         if (self && self->type == MSGPACK_OBJECT_BOOLEAN && self->via.boolean)
                 snprintf(heard, sizeof(heard), "self");
-        table_row(
-            t, (const char *const[]){name, addr, state, rtt, inc, step, heard});
+        table_row(t, (const char *const[]){name, addr, state, rtt, rate, inc,
+                                           step, heard});
 }
 
 /* Does member m's state match re (NULL: everything matches)? */
@@ -308,11 +328,11 @@ static size_t print_members(const msgpack_object *arr, const regex_t *re,
                 fputs("]\n", f);
                 return shown;
         }
-        if (table_init(&t, 7, n) < 0)
+        if (table_init(&t, 8, n) < 0)
                 return 0;
-        table_row(&t,
-                  (const char *const[]){"NAME", "ADDR", "STATE", "RTT",
-                                        "INCARNATION", "STEP", "LAST HEARD"});
+        table_row(&t, (const char *const[]){"NAME", "ADDR", "STATE", "RTT",
+                                            "GOODPUT", "INCARNATION", "STEP",
+                                            "LAST HEARD"});
         for (size_t i = 0; i < n; i++) {
                 if (!state_matches(re, &arr->via.array.ptr[i]))
                         continue;
@@ -471,8 +491,8 @@ static void print_peer_stats(FILE *f, const msgpack_object *peers)
 {
         static const char *hdr[] = {"NAME",    "STATE",    "IN",     "OUT",
                                     "MSGS IN", "MSGS OUT", "MERGED", "LATE",
-                                    "DROPPED", "REJECTED", "QUEUED"};
-        char c[11][64];
+                                    "DROPPED", "REJECTED", "QUEUED", "GOODPUT"};
+        char c[12][64];
         struct table t;
         size_t n;
 
@@ -480,7 +500,7 @@ static void print_peer_stats(FILE *f, const msgpack_object *peers)
             peers->via.array.size == 0)
                 return;
         n = peers->via.array.size < ROWS_MAX ? peers->via.array.size : ROWS_MAX;
-        if (table_init(&t, 11, n) < 0)
+        if (table_init(&t, 12, n) < 0)
                 return;
         table_row(&t, hdr);
         for (size_t i = 0; i < n; i++) {
@@ -497,9 +517,10 @@ static void print_peer_stats(FILE *f, const msgpack_object *peers)
                 snprintf(c[9], 64, "%.0f",
                          sum_counters(ctlc_get(p, "rejects")));
                 fmt_bytes(ctlc_get(p, "queued_bytes"), c[10], 64);
+                fmt_rate(ctlc_get(p, "goodput_Bps"), c[11], 64);
                 table_row(&t, (const char *const[]){c[0], c[1], c[2], c[3],
                                                     c[4], c[5], c[6], c[7],
-                                                    c[8], c[9], c[10]});
+                                                    c[8], c[9], c[10], c[11]});
         }
         fputc('\n', f);
         table_print(&t, f);

@@ -33,3 +33,8 @@ if(TARGET gn::cmocka)
               SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_adapt.c
               LIBS gn_gossip gn::cmocka LABELS unit)
 endif()
+# the link estimator (gossip/link.c)
+if(TARGET gn::cmocka)
+  gn_add_test(NAME gossip_link SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_link.c
+              LIBS gn_gossip gn::cmocka LABELS unit)
+endif()

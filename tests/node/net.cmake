@@ -1,7 +1,8 @@
 # Transport, control socket and metrics tests (nodenet). They compile the
 # three modules straight from node/ into a small library so that they build
 # and run even while other parts of gn_node are mid-change.
-set(GN_NODENET_SRC ${PROJECT_SOURCE_DIR}/node/net.c)
+set(GN_NODENET_SRC ${PROJECT_SOURCE_DIR}/node/net.c
+                   ${PROJECT_SOURCE_DIR}/node/tcpinfo.c)
 foreach(f ctl.c metrics.c version.c)
   if(EXISTS ${PROJECT_SOURCE_DIR}/node/${f})
     list(APPEND GN_NODENET_SRC ${PROJECT_SOURCE_DIR}/node/${f})
@@ -12,7 +13,9 @@ target_include_directories(gn_nodenet_t PUBLIC ${PROJECT_SOURCE_DIR}/node
                            ${PROJECT_SOURCE_DIR}/gossip)
 target_compile_definitions(gn_nodenet_t PRIVATE
                            GN_VERSION="${PROJECT_VERSION}")
-target_link_libraries(gn_nodenet_t PUBLIC gn_base gn::uv gn::msgpack Threads::Threads m)
+# gn_gossip for the link estimator (gossip/link.c) the transport feeds
+target_link_libraries(gn_nodenet_t PUBLIC gn_base gn_gossip gn::uv gn::msgpack
+                      Threads::Threads m)
 
 if(TARGET gn::cmocka)
   foreach(t net ctl metrics)

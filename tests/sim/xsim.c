@@ -174,6 +174,9 @@ static void link_send(struct xsim *x, struct xev *ev, size_t bytes)
         if (at < k->last_arrival)
                 at = k->last_arrival;
         k->last_arrival = at;
+        if (x->o.on_send)
+                x->o.on_send(x, ev->from, ev->node, bytes, k->busy_until, at,
+                             x->o.user);
         ev->k.t = at;
         ev->type = EV_MSG;
         ev->gen = k->busy_until; /* when its last byte left the sender */

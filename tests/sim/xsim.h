@@ -115,6 +115,13 @@ struct xsim_opts {
         void (*on_ask)(struct xsim *x, size_t node,
                        const struct gossip_plan_view *v,
                        const struct gossip_plan_decision *d, void *user);
+        /* called for every message put on a link, as a sender's transport
+         * sees it (tests/sim/test_link_sim.c feeds the link estimator
+         * from it): queued now (xsim_now), its last byte leaves the
+         * sender at tx_end_us, it arrives at arrive_us; not for messages
+         * dropped whole */
+        void (*on_send)(struct xsim *x, size_t from, size_t to, size_t bytes,
+                        uint64_t tx_end_us, uint64_t arrive_us, void *user);
         void *user;
 };
 

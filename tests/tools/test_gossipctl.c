@@ -144,13 +144,15 @@ static void pack_stats(msgpack_packer *pk)
         pk_kv_str(pk, "note", "q\"b\\s\n\x01\xc3\xa9\xff");
         pk_str(pk, "peers");
         msgpack_pack_array(pk, 1);
-        msgpack_pack_map(pk, 4);
+        msgpack_pack_map(pk, 5);
         pk_kv_str(pk, "name", "pi-garage");
         pk_kv_str(pk, "state", "alive");
         pk_kv_u(pk, "bytes_out", 3 << 20);
         pk_str(pk, "rejects");
         msgpack_pack_map(pk, 1);
         pk_kv_u(pk, "replay", 4);
+        pk_str(pk, "goodput_Bps");
+        msgpack_pack_double(pk, 1.2e6);
 }
 
 static void pack_train(msgpack_packer *pk)
@@ -375,16 +377,16 @@ static void test_members_text(void **state)
         assert_int_equal(r.status, 0);
         assert_string_equal(r.err, "");
         assert_string_equal(
-            r.out, "NAME        ADDR             STATE    RTT    INCARNATION  "
-                   "STEP  LAST HEARD\n"
-                   "pi-kitchen  10.0.0.11:7946   alive    -      7            "
-                   "120   self\n"
-                   "pi-garage   10.0.0.12:7946   alive    1.2ms  3            "
-                   "121   200ms\n"
-                   "pi-attic    [fd00::13]:7946  suspect  -      1            "
-                   "97    4.8s\n"
-                   "pi-cellar   10.0.0.14:7946   dead     40ms   12           "
-                   "5     2m\n");
+            r.out, "NAME        ADDR             STATE    RTT    GOODPUT  "
+                   "INCARNATION  STEP  LAST HEARD\n"
+                   "pi-kitchen  10.0.0.11:7946   alive    -      -        "
+                   "7            120   self\n"
+                   "pi-garage   10.0.0.12:7946   alive    1.2ms  -        "
+                   "3            121   200ms\n"
+                   "pi-attic    [fd00::13]:7946  suspect  -      -        "
+                   "1            97    4.8s\n"
+                   "pi-cellar   10.0.0.14:7946   dead     40ms   -        "
+                   "12           5     2m\n");
 }
 
 static void test_members_json(void **state)
@@ -507,6 +509,8 @@ static void test_stats(void **state)
         assert_non_null(strstr(r.out, "net        none\n"));
         assert_non_null(strstr(r.out, "NAME       STATE  IN  OUT   MSGS IN"));
         assert_non_null(strstr(r.out, "pi-garage  alive  -   3.0M  -"));
+        assert_non_null(strstr(r.out, "QUEUED  GOODPUT\n"));
+        assert_non_null(strstr(r.out, "  -       9.6Mbit/s\n"));
 
         ctl(&r, g_sock, "stats", "--json", NULL);
         assert_int_equal(r.status, 0);
@@ -517,7 +521,7 @@ static void test_stats(void **state)
                    "\"replay\":1},\"note\":\"q\\\"b\\\\s\\n\\u0001\xc3\xa9"
                    "\\ufffd\"},\"peers\":[{\"name\":\"pi-garage\","
                    "\"state\":\"alive\",\"bytes_out\":3145728,"
-                   "\"rejects\":{\"replay\":4}}]}\n");
+                   "\"rejects\":{\"replay\":4},\"goodput_Bps\":1200000.0}]}\n");
 }
 
 static void test_train(void **state)
