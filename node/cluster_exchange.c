@@ -80,10 +80,20 @@ static int open_codecs(struct node_cluster *c, char *err, size_t errlen)
                          gossip_strerror(rc));
                 return rc;
         }
+        /* the adaptation's cheaper encoding, same parts */
+        pc.id = GOSSIP_CODEC_INT8;
+        rc = gossip_codec_init(&c->penc8, &pc);
+        if (rc) {
+                snprintf(err, errlen, "int8 slices: %s", gossip_strerror(rc));
+                return rc;
+        }
         /* parameters are encoded slice by slice, statelessly */
         gossip_codec_free(&c->penc);
+        gossip_codec_free(&c->penc8);
         c->grad_cap = gossip_codec_max_size(&c->enc);
         c->params_cap = gossip_codec_max_size(&c->penc);
+        if (gossip_codec_max_size(&c->penc8) > c->params_cap)
+                c->params_cap = gossip_codec_max_size(&c->penc8);
         return 0;
 }
 
@@ -103,6 +113,9 @@ int node_cluster__exchange_open(struct node_cluster *c, char *err,
         if (rc)
                 return rc;
         plan_cfg(c, c->penc.cfg.parts, &hc.plan);
+        gossip_adapt_init(&(struct gossip_adapt_in){.k0 = hc.plan.avg_every,
+                                                    .codec = c->penc.cfg.id},
+                          &c->adapt);
         hc.avg_weight = c->o->avg_weight;
         hc.robust = c->o->robust;
         hc.wake_loop = wake_loop;
@@ -130,6 +143,7 @@ void node_cluster__exchange_free(struct node_cluster *c)
 {
         gossip_codec_free(&c->enc);
         gossip_codec_free(&c->penc);
+        gossip_codec_free(&c->penc8);
         free(c->grad_buf);
         free(c->params_buf);
         free(c->scratch);
@@ -190,19 +204,74 @@ static void send_gradient(struct node_cluster *c, const float *g, uint64_t step)
                 c->grads_sent++;
 }
 
-/* Encode our slice of step's round from its ring slot, give the slot
- * back, and send the slice to the round's partner. */
+/* Our uplink's goodput: the best confident estimate over the peers we
+ * send to (each destination's is measured while its queue is backlogged;
+ * with several busy at once each sees a share, so this errs low). */
+static double uplink_Bps(struct node_cluster *c)
+{
+        struct gossip_member_info *mi;
+        struct gossip_link_estimate e;
+        double best = 0;
+        size_t n = 0;
+
+        mi = node_cluster__members(c, &n);
+        for (size_t i = 1; mi && i < n; i++)
+                if (node_net_peer_link(c->net, &mi[i].addr, &e) == 0 &&
+                    e.confident && e.goodput_Bps > best)
+                        best = e.goodput_Bps;
+        free(mi);
+        return best;
+}
+
+/* Once a second: re-choose the slice codec and K from the link
+ * (gossip/adapt.h); a new K goes to the box, which the trainer takes at a
+ * round end both agree on. */
+static void adapt(struct node_cluster *c)
+{
+        uint64_t now = node_net_now_ms(c->net);
+        const struct gossip_plan_cfg *p = node_handoff_plan(c->h);
+        struct gossip_adapt_in in = {
+            .nparams = c->nparams,
+            .parts = p->parts,
+            .k0 = p->avg_every,
+            .codec = c->penc.cfg.id,
+        };
+        struct gossip_adapt_choice next;
+        char was[64], now_s[64];
+
+        if (!c->o->adapt || !p->avg_every || now < c->adapt_at_ms + 1000)
+                return;
+        c->adapt_at_ms = now;
+        in.goodput_Bps = uplink_Bps(c);
+        in.step_us = node_handoff_step_us(c->h);
+        if (!gossip_adapt_choose(&in, &c->adapt, &next))
+                return;
+        node_log(NODE_LOG_INFO,
+                 "adapting to the link: %s (was %s; uplink ~%.1f Mbit/s, "
+                 "%.1f ms per step)",
+                 gossip_adapt_say(&next, now_s, sizeof(now_s)),
+                 gossip_adapt_say(&c->adapt, was, sizeof(was)),
+                 in.goodput_Bps * 8 / 1e6, in.step_us / 1000);
+        c->adapt = next;
+        c->adapt_changes++;
+        node_handoff_set_k(c->h, next.k);
+}
+
+/* Encode our slice of step's round from its ring slot (in the codec the
+ * adaptation chose), give the slot back, and send the slice to the
+ * round's partner. */
 static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
 {
-        const struct gossip_plan_cfg *p = node_handoff_plan(c->h);
+        const struct gossip_codec *enc =
+            c->adapt.codec == GOSSIP_CODEC_INT8 ? &c->penc8 : &c->penc;
         uint8_t key[GOSSIP_KEY_BYTES];
         size_t lo, count, len = 0;
-        uint32_t part = gossip_plan_slice(p, step, &lo, &count);
+        uint32_t part = node_handoff_slot_slice(c->h, slot, &lo, &count);
         int rc;
 
-        rc = gossip_codec_encode_part(&c->penc, part,
-                                      node_handoff_slot(c->h, slot), count,
-                                      c->params_buf, c->params_cap, &len);
+        rc =
+            gossip_codec_encode_part(enc, part, node_handoff_slot(c->h, slot),
+                                     count, c->params_buf, c->params_cap, &len);
         node_handoff_slot_done(c->h, slot);
         if (rc == 0)
                 rc = node_cluster__partner(c, step, key);
@@ -230,6 +299,7 @@ void node_cluster__on_async(uv_async_t *a)
                 send_gradient(c, w.grad, w.grad_step);
         for (int i = 0; i < w.nslices; i++)
                 send_params(c, w.slice_step[i], w.slot[i]);
+        adapt(c);
         if (w.state) {
                 node_cluster__send_state(c, w.state, w.state_len, w.local_step);
                 free(w.state);

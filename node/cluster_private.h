@@ -24,6 +24,7 @@
 
 #include <uv.h>
 
+#include "adapt.h"
 #include "cluster.h"
 #include "codec.h"
 #include "gossip.h"
@@ -57,8 +58,13 @@ struct node_cluster {
         void (*leave_done)(void *);
         void *leave_arg;
         /* the exchange (cluster_exchange.c) */
-        struct gossip_codec enc, penc;  /* gradients (error feedback),
-                                           parameter slices (stateless) */
+        struct gossip_codec enc, penc; /* gradients (error feedback),
+                                          parameter slices (stateless) */
+        struct gossip_codec penc8;     /* slices in int8, when adapted */
+        /* what we send for averaging, from the measured link
+         * (gossip/adapt.h; cluster_exchange.c), re-chosen once a second */
+        struct gossip_adapt_choice adapt;
+        uint64_t adapt_at_ms, adapt_changes;
         uint8_t *grad_buf, *params_buf; /* encoded payloads */
         size_t grad_cap, params_cap;
         float *scratch; /* a received gradient, decoded */

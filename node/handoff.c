@@ -220,8 +220,8 @@ static void note_step(struct node_handoff *h, uint64_t step, uint64_t now)
         if (h->step_seen && step == h->step_seen + 1 && now > h->step_at_us) {
                 double dt = (double)(now - h->step_at_us);
 
-                h->step_us = h->step_us ? h->step_us + (dt - h->step_us) / 16
-                                        : dt;
+                h->step_us =
+                    h->step_us ? h->step_us + (dt - h->step_us) / 16 : dt;
         }
         h->step_seen = step;
         h->step_at_us = now;
