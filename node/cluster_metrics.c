@@ -277,6 +277,18 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
         node_metrics_gauge(b, "exchange_wait_timeout_ratio",
                            "Smoothed share of averaging waits timed out",
                            hs->exchange.waits ? hs->exchange.timeouts : NAN);
+        node_metrics_gauge(b, "exchange_avg_every",
+                           "Averaging period in force, steps (--adapt)",
+                           hs->avg_every);
+        node_metrics_gauge(b, "exchange_slice_bytes_per_element",
+                           "Bytes per element of the slices we send now: "
+                           "4 fp32, 2 fp16, 1 int8 (--adapt)",
+                           c->adapt.codec == GOSSIP_CODEC_INT8   ? 1
+                           : c->adapt.codec == GOSSIP_CODEC_FP32 ? 4
+                                                                 : 2);
+        node_metrics_counter(b, "exchange_adaptations_total",
+                             "Changes of slice codec or period (--adapt)",
+                             c->adapt_changes);
         node_metrics_counter(b, "state_transfers_sent_total",
                              "Model states sent to joining peers",
                              c->states_sent);

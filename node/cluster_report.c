@@ -190,7 +190,7 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         struct gossip_merge_stats ms;
         struct node_handoff_stats hs;
         struct node_train_stats ts;
-        char k[NODE_KEY_PK_B64_SIZE];
+        char k[NODE_KEY_PK_B64_SIZE], say[64];
         size_t n, alive = 0, suspect = 0;
         struct gossip_member_info *mi = node_cluster__members(c, &n);
 
@@ -208,8 +208,11 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         node_key_pk_to_base64(c->pk, k);
         msgpack_pack_map(pk, 2);
         node_ctl_pack_str(pk, "node");
-        msgpack_pack_map(pk, 20);
+        msgpack_pack_map(pk, 22);
         node_ctl_pack_kstr(pk, "name", c->name);
+        node_ctl_pack_kstr(pk, "sending",
+                           gossip_adapt_say(&c->adapt, say, sizeof(say)));
+        node_ctl_pack_ku64(pk, "avg_every", hs.avg_every);
         node_ctl_pack_kstr(pk, "key", k);
         node_ctl_pack_kdbl(pk, "uptime_s",
                            (double)(node_cluster__unix_ms() - c->start_ms) /
@@ -401,6 +404,17 @@ void node_cluster__log_summary(struct node_cluster *c)
 
         node_handoff_stats(c->h, &hs);
         log_robust(c, &hs);
+        if (c->o->adapt) {
+                char say[64], why[128];
+
+                node_log(
+                    NODE_LOG_INFO,
+                    "adaptation: %llu changes, ending with %s; "
+                    "exchange %s",
+                    (unsigned long long)c->adapt_changes,
+                    gossip_adapt_say(&c->adapt, say, sizeof(say)),
+                    gossip_plan_health_say(&hs.exchange, why, sizeof(why)));
+        }
         if (hs.waits)
                 node_log(NODE_LOG_INFO,
                          "averaging waits: %llu, %llu timed out, %.3f s "

@@ -405,8 +405,15 @@ float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step, size_t *lo,
         /* a new K takes effect at a step that ends a round under both the
          * old and the new one (K0 * 2^j: the larger is a multiple) */
         if (h->k_next != h->k_now &&
-            step % (h->k_next > h->k_now ? h->k_next : h->k_now) == 0)
+            step % (h->k_next > h->k_now ? h->k_next : h->k_now) == 0) {
                 h->k_now = h->k_next;
+                /* honest distances between replicas grow with the period
+                 * (they drift K steps apart): the median of the old one
+                 * would clip or refuse every honest slice. Start it again
+                 * (a warm-up of GOSSIP_ROBUST_WARMUP slices at the cap).
+                 * Only our own link measurement changes K, never a peer. */
+                memset(&h->rs_params, 0, sizeof(h->rs_params));
+        }
         c = plan_now(h);
         s = &h->ring[gossip_plan_slot(&c, step)];
         if (gossip_plan_due(&c, step) && h->alive > 1 &&
