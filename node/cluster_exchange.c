@@ -257,9 +257,25 @@ static void adapt(struct node_cluster *c)
         node_handoff_set_k(c->h, next.k);
 }
 
+/* Bytes accepted by the transport and not yet handed to the kernel, over
+ * every destination: our uplink's backlog (TCP_NOTSENT_LOWAT keeps the
+ * kernel's share small, so a backlog shows here). */
+static uint64_t uplink_queued(struct node_cluster *c)
+{
+        struct node_net_peer_stats ps[64];
+        size_t n = node_net_peer_stats(c->net, ps, 64);
+        uint64_t q = 0;
+
+        for (size_t i = 0; i < n && i < 64; i++)
+                q += ps[i].queued_bytes;
+        return q;
+}
+
 /* Encode our slice of step's round from its ring slot (in the codec the
  * adaptation chose), give the slot back, and send the slice to the
- * round's partner. */
+ * round's partner - unless an earlier slice is still waiting for the
+ * uplink: queued behind it, this one would arrive too old to use, and
+ * the queue would only grow (the adaptation makes such skips rare). */
 static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
 {
         const struct gossip_codec *enc =
@@ -269,6 +285,11 @@ static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
         uint32_t part = node_handoff_slot_slice(c->h, slot, &lo, &count);
         int rc;
 
+        if (c->o->adapt && uplink_queued(c) > 0) {
+                node_handoff_slot_done(c->h, slot);
+                c->params_skipped_link++;
+                return;
+        }
         rc =
             gossip_codec_encode_part(enc, part, node_handoff_slot(c->h, slot),
                                      count, c->params_buf, c->params_cap, &len);

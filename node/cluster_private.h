@@ -73,6 +73,7 @@ struct node_cluster {
         size_t npg;
         uint64_t grads_sent, grads_send_fail, grads_no_partner;
         uint64_t params_sent, decode_errors;
+        uint64_t params_skipped_link; /* not sent: the uplink still busy */
         /* state transfer (cluster_join.c) */
         uint8_t pending[NODE_CLUSTER_STATE_PENDING][GOSSIP_KEY_BYTES];
         size_t npending;

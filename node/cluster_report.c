@@ -426,7 +426,8 @@ void node_cluster__log_summary(struct node_cluster *c)
             "exchange: %llu gradients sent (%llu without a partner, "
             "%llu refused); received %llu: %llu merged (%llu late), "
             "dropped %llu stale, %llu ahead, %llu other; parameters "
-            "sent %llu (%llu skipped busy), averaged %llu (%llu against "
+            "sent %llu (%llu skipped busy, %llu skipped: uplink still busy), "
+            "averaged %llu (%llu against "
             "our copy of the same step) of %llu received (%llu too old, "
             "%llu replaced by a newer one); %llu states sent",
             (unsigned long long)c->grads_sent,
@@ -439,6 +440,7 @@ void node_cluster__log_summary(struct node_cluster *c)
                                  ms->dropped_dup + ms->dropped_full),
             (unsigned long long)c->params_sent,
             (unsigned long long)hs.params_busy,
+            (unsigned long long)c->params_skipped_link,
             (unsigned long long)hs.params_applied,
             (unsigned long long)hs.params_delta,
             (unsigned long long)hs.params_received,
