@@ -204,9 +204,12 @@ static void send_gradient(struct node_cluster *c, const float *g, uint64_t step)
                 c->grads_sent++;
 }
 
-/* Our uplink's goodput: the best confident estimate over the peers we
- * send to (each destination's is measured while its queue is backlogged;
- * with several busy at once each sees a share, so this errs low). */
+/* Our uplink's goodput: the best estimate over the peers we send to.
+ * A destination's estimate is confident after a few backlogged samples;
+ * since we never queue a slice behind another (send_params), most samples
+ * are app-limited ones (the kernel's delivery rate of a whole slice sent
+ * on an idle uplink), which only ever raise it: a lower bound that is
+ * close to the link when each slice fills it for tens of milliseconds. */
 static double uplink_Bps(struct node_cluster *c)
 {
         struct gossip_member_info *mi;
@@ -217,7 +220,7 @@ static double uplink_Bps(struct node_cluster *c)
         mi = node_cluster__members(c, &n);
         for (size_t i = 1; mi && i < n; i++)
                 if (node_net_peer_link(c->net, &mi[i].addr, &e) == 0 &&
-                    e.confident && e.goodput_Bps > best)
+                    (e.confident || e.raised > 0) && e.goodput_Bps > best)
                         best = e.goodput_Bps;
         free(mi);
         return best;

@@ -137,8 +137,10 @@ def run_gossip(a, lab, extra, label, build=None):
     peers = os.path.join(work, "peers.txt")
     with open(peers, "w") as f:
         f.write("\n".join(lines) + "\n")
+    steps = getattr(a, "steps", None)
     opts = types.SimpleNamespace(
-        seed=a.seed, steps=None, epochs=10, time_budget=None,
+        seed=a.seed, steps=steps, epochs=None if steps else 10,
+        time_budget=None,
         target_acc=None, resume=False,
         extra=["--eval-every", str(a.eval_every), "--lr", str(a.lr)] + extra)
     before = tx_bytes(lab)
@@ -424,6 +426,9 @@ def parse_args():
     ap.add_argument("--ddp-timeout", type=float, default=900)
     ap.add_argument("--delayer", default=None)
     ap.add_argument("--out", default="lab-bench")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="gossip: train this many steps (default 10 passes "
+                    "of the shard, 1500 steps)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the gossip work dirs (logs, event logs)")
     a = ap.parse_args(argv)
