@@ -111,6 +111,11 @@ uint32_t gossip_plan_slice(const struct gossip_plan_cfg *c, uint64_t t,
         return part;
 }
 
+uint64_t gossip_plan_window(const struct gossip_plan_cfg *c)
+{
+        return ((uint64_t)c->avg_lag + 1) * c->avg_every + c->staleness;
+}
+
 size_t gossip_plan_slice_cap(const struct gossip_plan_cfg *c)
 {
         return (c->nparams + c->parts - 1) / c->parts;
@@ -120,7 +125,7 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
                           uint64_t s, size_t lo, size_t count,
                           uint64_t held_step)
 {
-        uint64_t window = (uint64_t)c->avg_every + c->staleness;
+        uint64_t window = gossip_plan_window(c);
         size_t mlo, mcount;
 
         if (s + window < t || lo > c->nparams || count > c->nparams - lo)

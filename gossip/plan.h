@@ -137,10 +137,17 @@ uint32_t gossip_plan_slice(const struct gossip_plan_cfg *c, uint64_t t,
 /* Floats in the largest slice (the ring's and inbox's slot size). */
 size_t gossip_plan_slice_cap(const struct gossip_plan_cfg *c);
 
+/* How old (in steps) a peer's slice may be and still be averaged:
+ * (R + 1) * K + S. The lag bound lets a node run up to (R + 1) * K steps
+ * ahead of the peer that fed it, so a slice that old is still the
+ * exchange working as planned, not a stale one; S on top. */
+uint64_t gossip_plan_window(const struct gossip_plan_cfg *c);
+
 /* What a peer's slice of step s covering [lo, lo + count) is worth at our
  * step t, given the step of our own copy in that round's slot (held_step,
- * UINT64_MAX if the slot holds none): refused when older than K + S steps
- * or outside the model; DELTA when we hold our copy of the same step and
+ * UINT64_MAX if the slot holds none): refused when older than the window
+ * (gossip_plan_window) or outside the model; DELTA when we hold our copy
+ * of the same step and
  * slice; PLAIN otherwise (a round ahead of us pulls us forward). */
 int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
                           uint64_t s, size_t lo, size_t count,

@@ -754,10 +754,18 @@ float *node_handoff_inbox_spare(struct node_handoff *h)
         return h->l_spare;
 }
 
+/* The plan's slice window with the K in force (mu held). */
+static uint64_t w_now(const struct node_handoff *h)
+{
+        struct gossip_plan_cfg c = plan_now(h);
+
+        return gossip_plan_window(&c);
+}
+
 /* Robust merge: is step inside the window around our step (mu held)? */
 static int in_window(const struct node_handoff *h, uint64_t step)
 {
-        uint64_t w = (uint64_t)h->k_now + h->cfg.plan.staleness;
+        uint64_t w = w_now(h);
 
         return step + w >= h->local_step &&
                step <= h->local_step + (uint64_t)GOSSIP_PLAN_RING * w;
@@ -775,7 +783,7 @@ int node_handoff_deliver_params(struct node_handoff *h,
         if (h->cfg.robust && !in_window(h, step)) {
                 /* never let a step of 10^9 satisfy the plan's bound */
                 h->st.params_stale++;
-                if (step + h->k_now + h->cfg.plan.staleness < h->local_step)
+                if (step + w_now(h) < h->local_step)
                         note_health(h, GOSSIP_PLAN_TOO_OLD);
                 robust_count(h, from, GOSSIP_ROBUST_WINDOW);
                 pthread_mutex_unlock(&h->mu);

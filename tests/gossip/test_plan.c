@@ -439,11 +439,12 @@ static void test_slices_tile(void **state)
                 }
 }
 
-/* K = 4, S = 3: a slice of step s is usable at t while s + 7 >= t. */
+/* K = 4, R = 2, S = 3: a slice of step s is usable at t while
+ * s + (R + 1) * K + S = s + 15 >= t. */
 static void test_slice_use(void **state)
 {
         struct gossip_plan_cfg c = base_cfg();
-        const uint64_t t = 40, win = 7;
+        const uint64_t t = 40, win = 15;
         size_t lo, count, lo2, count2;
 
         (void)state;

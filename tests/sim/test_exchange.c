@@ -910,7 +910,7 @@ static void known_grad_endgame_stall(void **state)
  * Open problem (not run by default): averaging only, one node 4x slower,
  * n >= 3. The lag bound ties each fast node to the fast peers that feed it
  * (test_drift_lag_bound), so the slow node falls behind without limit; its
- * slices are then older than K + S at every receiver and refused as
+ * slices are then older than the window at every receiver and refused as
  * stale, so its part of the work never reaches the others. Asserts that
  * every node's contribution reaches every node in every part; fails today.
  */
@@ -942,8 +942,9 @@ static void known_slow_node_unheard(void **state)
  * it), 10 ms steps. On a 10 Mbit/s, 40 ms link a slice takes ~163 ms to
  * send: each node sends one per step (a step with its extra batches and
  * wait takes ~32 ms), the queues grow without bound and what arrives is
- * older than K + S steps. Every node must say so (its verdict turns degraded,
- * once). On the LAN the same run stays healthy with no change of verdict.
+ * older than the window ((R+1)K + S steps). Every node must say so (its verdict
+ * turns degraded, once). On the LAN the same run stays healthy with no change
+ * of verdict.
  */
 static void test_degraded_is_said(void **state)
 {
