@@ -539,8 +539,10 @@ static void conn__user_timeout(struct conn *c, uint32_t ms)
 }
 
 /* Keep the kernel's unsent queue short (NODE_NET_NOTSENT_LOWAT). Best
- * effort: without it the estimate still holds while backlogged, but
- * frames wait in the kernel, where we cannot see or drop them. */
+ * effort. Without it a write completes as soon as the kernel's buffer
+ * (autotuned up to megabytes) takes the bytes: frames wait there, where we
+ * cannot see or drop them, and completions track the buffer, not the link
+ * (docs/benchmarks.md section 5.4). */
 static void conn__lowat(struct conn *c, uint32_t bytes)
 {
         uv_os_fd_t fd;

@@ -286,8 +286,9 @@ size_t node_net_peer_stats(const struct node_net *net,
 
 /* The link estimate of destination a (gossip/link.h: goodput from our
  * write completions while its queue is backlogged, raised by the kernel's
- * app-limited delivery rate, RTT from TCP_INFO). 0, or -ENOENT when we
- * never sent a stream frame to a. */
+ * app-limited delivery rate, RTT from TCP_INFO). out->updated_us is on
+ * the uv_hrtime() clock in microseconds (not uv_now's milliseconds).
+ * 0, or -ENOENT when we never sent a stream frame to a. */
 int node_net_peer_link(const struct node_net *net, const struct gossip_addr *a,
                        struct gossip_link_estimate *out);
 

@@ -263,6 +263,17 @@ static void test_stream_large_both_ways(void **state)
         assert_int_equal(ps[0].bytes_out, 2 * big + sizeof(small));
         assert_int_equal(ps[0].queued_bytes, 0);
         assert_int_equal(ps[0].frames_dropped, 0);
+        /* each completion fed the link estimate: the kernel's RTT, and a
+         * goodput (the last frame left the queue empty: at least the
+         * kernel's app-limited lower bound); nothing toward an address
+         * we never sent to */
+        struct gossip_link_estimate le;
+        assert_int_equal(node_net_peer_link(a, &ab, &le), 0);
+        assert_true(le.rtt_samples >= 1 && le.rtt_us > 0);
+        assert_true(le.goodput_Bps > 0);
+        assert_true(ps[0].goodput_Bps == le.goodput_Bps);
+        assert_int_equal(ps[0].link_rtt_us, le.rtt_us);
+        assert_int_equal(node_net_peer_link(a, &aa, &le), -ENOENT);
         struct node_net_stats st;
         node_net_stats(b, &st);
         assert_int_equal(st.frames_in, 3);

@@ -259,6 +259,13 @@ def check_metric_labels(samples):
             (fam, got)
     rtt = {labels(l)["peer"]: v for l, v in samples["gossipnode_peer_rtt_seconds"]}
     assert set(rtt) == set(peers), rtt
+    # the link estimate (issue 12): one sample per peer; the nodes have
+    # sent frames to each other, so at least one RTT is measured
+    for fam in ("gossipnode_peer_goodput_bytes_per_second",
+                "gossipnode_peer_link_rtt_seconds"):
+        got = {labels(l)["peer"]: float(v) for l, v in samples[fam]}
+        assert set(got) == set(peers), (fam, got)
+        assert any(v > 0 for v in got.values()), (fam, got)
     layers = {labels(l)["layer"] for l, _ in samples["gossipnode_rejects_total"]}
     assert layers == {"transport", "protocol", "merge"}, layers
     reasons = {labels(l)["reason"] for l, _ in samples["gossipnode_rejects_total"]}
