@@ -50,7 +50,7 @@ static void test_bytes(void **state)
 }
 
 /* One row per link: the budget per step is u * goodput * 5 ms with u =
- * 50 %; fp16 needs 203,738 bytes per round, int8 103,567. */
+ * 70 %; fp16 needs 203,738 bytes per round, int8 103,567. */
 static void test_links(void **state)
 {
         const struct {
@@ -58,14 +58,14 @@ static void test_links(void **state)
                 int codec;
                 uint32_t k;
         } rows[] = {
-            /* 1 Gbit/s: 312,500 B/step >= fp16 -> fp16 every step */
+            /* 1 Gbit/s: 437,500 B/step >= fp16 -> fp16 every step */
             {1e9, GOSSIP_CODEC_FP16, 1},
-            /* 100 Mbit/s: 31,250 B/step; fp16 would need K 6.5, so int8:
-             * 103,567 / 31,250 = 3.3 -> 4 */
+            /* 100 Mbit/s: 43,750 B/step; fp16 would need K 4.7, so int8:
+             * 103,567 / 43,750 = 2.4 -> 4 */
             {100e6, GOSSIP_CODEC_INT8, 4},
-            /* 10 Mbit/s: 3,125 B/step; int8 needs 33.1 -> 64 */
-            {10e6, GOSSIP_CODEC_INT8, 64},
-            /* 1 Mbit/s: would need 331: capped at 64 * K0 */
+            /* 10 Mbit/s: 4,375 B/step; int8 needs 23.7 -> 32 */
+            {10e6, GOSSIP_CODEC_INT8, 32},
+            /* 1 Mbit/s: would need 237: capped at 64 * K0 */
             {1e6, GOSSIP_CODEC_INT8, 64},
         };
 
@@ -102,7 +102,7 @@ static void test_shrink_then_grow(void **state)
                 /* what is chosen fits the budget, unless capped */
                 assert_true(out.k == 64 ||
                             gossip_adapt_slice_bytes(&in, out.codec) <=
-                                0.5 * in.goodput_Bps * out.k * 5e-3 + 1);
+                                0.7 * in.goodput_Bps * out.k * 5e-3 + 1);
                 cur = out;
         }
         assert_int_equal(cur.codec, GOSSIP_CODEC_INT8);
@@ -119,21 +119,21 @@ static void test_shrink_then_grow(void **state)
 }
 
 /* Near a threshold the choice holds: int8 every 4 steps stays at a
- * goodput where int8 every 2 would fit at 50 % but not at 35 %. */
+ * goodput where int8 every 2 would fit at 70 % but not at 50 %. */
 static void test_hysteresis(void **state)
 {
         struct gossip_adapt_in in = mlp(0);
         struct gossip_adapt_choice cur = {GOSSIP_CODEC_INT8, 4}, out;
         /* int8 every 2 needs 103,567 / 2 = 51,784 B per step of 5 ms */
-        double at50 = 51784 / 0.50 / 5e-3, at35 = 51784 / 0.35 / 5e-3;
+        double at70 = 51784 / 0.70 / 5e-3, at50 = 51784 / 0.50 / 5e-3;
 
         (void)state;
-        in.goodput_Bps = (at50 + at35) / 2;
+        in.goodput_Bps = (at70 + at50) / 2;
         assert_int_equal(gossip_adapt_choose(&in, &cur, &out), 0);
         assert_int_equal(out.k, 4);
         for (int i = 0; i < 100; i++) /* asked every second: no flapping */
                 assert_int_equal(gossip_adapt_choose(&in, &out, &out), 0);
-        in.goodput_Bps = at35 * 1.01;
+        in.goodput_Bps = at50 * 1.01;
         assert_int_equal(gossip_adapt_choose(&in, &cur, &out), 1);
         assert_int_equal(out.codec, GOSSIP_CODEC_INT8);
         assert_int_equal(out.k, 2);
