@@ -226,7 +226,7 @@ static double uplink_Bps(struct node_cluster *c)
         return best;
 }
 
-/* Once a second: re-choose the slice codec and K from the link
+/* Every 250 ms at most: re-choose the slice codec and K from the link
  * (gossip/adapt.h); a new K goes to the box, which the trainer takes at a
  * round end both agree on. */
 static void adapt(struct node_cluster *c)
@@ -242,7 +242,7 @@ static void adapt(struct node_cluster *c)
         struct gossip_adapt_choice next;
         char was[64], now_s[64];
 
-        if (!c->o->adapt || !p->avg_every || now < c->adapt_at_ms + 1000)
+        if (!c->o->adapt || !p->avg_every || now < c->adapt_at_ms + 250)
                 return;
         c->adapt_at_ms = now;
         in.goodput_Bps = uplink_Bps(c);

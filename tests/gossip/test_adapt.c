@@ -131,7 +131,7 @@ static void test_hysteresis(void **state)
         in.goodput_Bps = (at70 + at50) / 2;
         assert_int_equal(gossip_adapt_choose(&in, &cur, &out), 0);
         assert_int_equal(out.k, 4);
-        for (int i = 0; i < 100; i++) /* asked every second: no flapping */
+        for (int i = 0; i < 100; i++) /* asked again and again: no flapping */
                 assert_int_equal(gossip_adapt_choose(&in, &out, &out), 0);
         in.goodput_Bps = at50 * 1.01;
         assert_int_equal(gossip_adapt_choose(&in, &cur, &out), 1);
