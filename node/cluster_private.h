@@ -62,7 +62,8 @@ struct node_cluster {
                                           parameter slices (stateless) */
         struct gossip_codec penc8;     /* slices in int8, when adapted */
         /* what we send for averaging, from the measured link
-         * (gossip/adapt.h; cluster_exchange.c), re-chosen every 250 ms at most */
+         * (gossip/adapt.h; cluster_exchange.c), re-chosen every 250 ms at most
+         */
         struct gossip_adapt_choice adapt;
         uint64_t adapt_at_ms, adapt_changes;
         uint8_t *grad_buf, *params_buf; /* encoded payloads */
