@@ -2,7 +2,10 @@
  * test_link_sim.c - the link estimator (gossip/link.h) converges on a
  * known rate in virtual time: two trainers exchange over xsim's modelled
  * links (tests/sim/xsim.h) and the estimator is fed what node 0's
- * transport would see of its link to node 1 (issue 12, Must show).
+ * transport would see of its link to node 1 (issue 12, Must show); and
+ * the adaptation (gossip/adapt.h) on those measurements picks a cheaper
+ * encoding when the modelled link shrinks and a richer one when it grows
+ * (test_adapt_follows_link, the other Must-show test).
  *
  * The transport's view of a message: queued when xsim puts it on the link;
  * its write completes when its last byte leaves the sender (tx end: with
@@ -40,6 +43,8 @@
 
 #include <cmocka.h>
 
+#include "adapt.h"
+#include "codec.h"
 #include "gn_rng.h"
 #include "link.h"
 #include "test_seed.h"
@@ -184,10 +189,71 @@ static void test_app_limited_no_sample(void **state)
         free(t.r);
 }
 
+/* The estimate of node 0's link on preset p, converged (a 300-step
+ * backlogged run, as converges()). */
+static double measured_Bps(enum xsim_preset p)
+{
+        struct xsim_link k = xsim_link_preset(p);
+        struct trace t = {0};
+        struct gossip_link_estimate e10, e;
+
+        run(p, 10 * MS, 300, &t);
+        replay(&t, 2 * k.latency_us, 10, &e10, &e);
+        free(t.r);
+        return e.goodput_Bps;
+}
+
+/*
+ * The adaptation (gossip/adapt.h) on what the estimator measured of a
+ * modelled link that shrinks and grows again: 100 Mbit/s, 10 Mbit/s,
+ * 100 Mbit/s. The README's MLP (407,050 parameters, P = 4, K0 = 1, fp16
+ * configured), 10 ms steps, u = 70 %:
+ *   100 Mbit/s: 87,500 B per step; fp16 (203,738 B a round) would need
+ *               K = 2.3, so int8 (103,567 B) at 1.2 -> int8 every 2;
+ *   10 Mbit/s:  8,750 B per step; int8 at 11.8 -> every 16 (cheaper);
+ *   back:       int8 every 2 fits at 50 % (62,500 B, K 1.7 -> 2): richer
+ *               again, where it started.
+ */
+static void test_adapt_follows_link(void **state)
+{
+        const enum xsim_preset links[3] = {
+            XSIM_LINK_100M_20MS, XSIM_LINK_10M_40MS, XSIM_LINK_100M_20MS};
+        const uint32_t want_k[3] = {2, 16, 2};
+        struct gossip_adapt_in in = {.nparams = 407050,
+                                     .parts = 4,
+                                     .k0 = 1,
+                                     .codec = GOSSIP_CODEC_FP16,
+                                     .step_us = 10 * MS};
+        struct gossip_adapt_choice cur, next;
+        double prev_cost = 0;
+        char buf[64];
+
+        (void)state;
+        gossip_adapt_init(&in, &cur);
+        for (int i = 0; i < 3; i++) {
+                in.goodput_Bps = measured_Bps(links[i]);
+                gossip_adapt_choose(&in, &cur, &next);
+                fprintf(stderr, "%s: measured %.4g B/s -> %s\n",
+                        xsim_link_preset_name(links[i]), in.goodput_Bps,
+                        gossip_adapt_say(&next, buf, sizeof(buf)));
+                assert_int_equal(next.codec, GOSSIP_CODEC_INT8);
+                assert_int_equal(next.k, want_k[i]);
+                double c =
+                    (double)gossip_adapt_slice_bytes(&in, next.codec) / next.k;
+                if (i == 1)
+                        assert_true(c < prev_cost); /* shrank: cheaper */
+                if (i == 2)
+                        assert_true(c > prev_cost); /* grew: richer */
+                prev_cost = c;
+                cur = next;
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_converges_10m_40ms),
+            cmocka_unit_test(test_adapt_follows_link),
             cmocka_unit_test(test_converges_100m_20ms),
             cmocka_unit_test(test_app_limited_no_sample),
         };
