@@ -375,9 +375,14 @@ int gossip_join(struct gossip *g, const struct gossip_addr *addr)
 
 int gossip_leave(struct gossip *g)
 {
+        return gossip_leave_with(g, NULL);
+}
+
+int gossip_leave_with(struct gossip *g, const struct gossip_stop *why)
+{
         if (!g)
                 return GOSSIP_EINVAL;
-        return gossip__swim_leave(g);
+        return gossip__swim_leave(g, why);
 }
 
 int gossip_force_leave(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES])

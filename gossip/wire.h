@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "gossip_types.h"
+#include "stop.h"
 
 /* Tunables and fixed sizes (bytes unless named otherwise). */
 enum {
@@ -185,6 +186,7 @@ struct gossip_msg {
                 } sync;
                 struct gossip_tensor tensor; /* GRADIENT, PARAMS */
                 struct gossip_state state;   /* STATE */
+                struct gossip_stop leave;    /* LEAVE: reason 0 = none */
         } u;
 };
 

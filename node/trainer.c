@@ -154,9 +154,9 @@ static double mono_s(void)
 const char *node_trainer_reason_name(int reason)
 {
         static const char *names[] = {"none",   "steps",  "epochs", "time",
-                                      "target", "signal", "error"};
+                                      "target", "signal", "error",  "cluster"};
 
-        if (reason < 0 || reason > NODE_STOP_ERROR)
+        if (reason < 0 || reason > NODE_STOP_CLUSTER)
                 return "none";
         return names[reason];
 }
@@ -853,6 +853,8 @@ static int stop_due(struct node_trainer *t, int evaluated)
 {
         const struct node_options *o = t->o;
 
+        if (t->box && node_handoff_stop_reason(t->box, NULL) == 2)
+                return NODE_STOP_CLUSTER; /* a peer reached the target */
         if (atomic_load(&t->stop_flag))
                 return NODE_STOP_SIGNAL;
         if (evaluated && o->target_acc > 0 && t->last_eval_acc >= o->target_acc)
@@ -990,6 +992,31 @@ static void thread_report(struct node_trainer *t)
                  ru.ru_nivcsw);
 }
 
+/* The cluster-wide stop (gossip/stop.h), at the end of a run: our own
+ * target reached becomes the reason our LEAVE carries; a peer's is
+ * reported in one line. */
+static void cluster_stop_note(struct node_trainer *t, int reason)
+{
+        struct gossip_stop s = {0};
+        char line[160];
+
+        if (!t->box)
+                return;
+        if (reason == NODE_STOP_TARGET) {
+                s.reason = GOSSIP_STOP_TARGET;
+                s.step = t->step;
+                s.acc_bp = gossip_stop_bp(t->last_eval_acc);
+                s.target_bp = gossip_stop_bp(t->o->target_acc);
+                if (t->o->name)
+                        snprintf(s.origin, sizeof(s.origin), "%s", t->o->name);
+                node_handoff_stop_own(t->box, &s);
+        } else if (reason == NODE_STOP_CLUSTER &&
+                   node_handoff_stop_reason(t->box, &s) == 2) {
+                gossip_stop_format(&s, line, sizeof(line));
+                node_log(NODE_LOG_INFO, "%s", line);
+        }
+}
+
 int node_trainer_run(struct node_trainer *t)
 {
         int reason = NODE_STOP_NONE, rc;
@@ -1027,6 +1054,7 @@ int node_trainer_run(struct node_trainer *t)
                          "(the reason is logged above)",
                          t->ckpt_path);
         }
+        cluster_stop_note(t, reason);
         node_log(NODE_LOG_INFO,
                  "done (%s) after %llu steps, epoch %u: test accuracy "
                  "%.2f%%",
