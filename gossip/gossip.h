@@ -51,6 +51,9 @@ enum gossip_app_kind {
         GOSSIP_APP_STATE_REQ = 2, /* "send me your model" (new node) */
         GOSSIP_APP_STATE = 3,     /* full model + optimizer state answer */
         GOSSIP_APP_PARAMS = 4,    /* parameters for periodic averaging */
+        /* training samples for the partner's reservoir (--shuffle-samples;
+         * raw data: docs/protocol.md 3.8) */
+        GOSSIP_APP_SAMPLES = 5,
 };
 
 /* One line of the peers file: who may speak, and where to find them. */

@@ -131,6 +131,7 @@ static const struct kind_info kinds[GOSSIP_MSG_KIND_COUNT] = {
     [GOSSIP_MSG_STATE] = {BIT(K_STEP) | BIT(K_REQ_SEQ) | BIT(K_PAYLOAD),
                           BIT(K_STEP) | BIT(K_PAYLOAD), 3, 1},
     [GOSSIP_MSG_PARAMS] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
+    [GOSSIP_MSG_SAMPLES] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
 };
 
 static int kind_valid(unsigned kind)
@@ -346,6 +347,7 @@ static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
                 return pack_kv_bool(pk, K_REPLY, m->u.sync.reply);
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
+        case GOSSIP_MSG_SAMPLES:
                 return pack_tensor(pk, &m->u.tensor);
         case GOSSIP_MSG_LEAVE:
                 return m->u.leave.reason ? pack_stop(pk, &m->u.leave) : 0;
@@ -394,6 +396,7 @@ static int msg_valid(const struct gossip_msg *m)
                 return m->u.sync.reply <= 1;
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
+        case GOSSIP_MSG_SAMPLES:
                 return t->part_count >= 1 && t->part_index < t->part_count &&
                        (t->payload || !t->payload_len);
         case GOSSIP_MSG_STATE:
@@ -518,7 +521,7 @@ size_t gossip_wire_frame_bound(const struct gossip_msg *m)
 
         if (!m)
                 return 0;
-        if (m->kind == GOSSIP_MSG_GRADIENT || m->kind == GOSSIP_MSG_PARAMS)
+        if (GOSSIP_WIRE_IS_TENSOR(m->kind))
                 n += 5 + m->u.tensor.payload_len;
         else if (m->kind == GOSSIP_MSG_STATE)
                 n += 5 + m->u.state.len;

@@ -195,6 +195,9 @@ static void on_app(void *ctx, const struct gossip_member_info *from, int kind,
         case GOSSIP_APP_STATE:
                 node_cluster__on_state(c, from, payload, len);
                 break;
+        case GOSSIP_APP_SAMPLES:
+                node_cluster__on_samples(c, from, payload, len);
+                break;
         default:
                 c->decode_errors++;
         }

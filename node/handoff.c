@@ -15,6 +15,7 @@
  *            overwrite it for a later round
  */
 #include "handoff.h"
+#include "shuffle.h"
 
 #include <errno.h>
 #include <math.h>
@@ -73,6 +74,7 @@ struct node_handoff {
          * ours (reached the target) or a peer's (stop_from_peer) */
         struct gossip_stop stop;
         int stop_from_peer;
+        struct node_shuffle *shuffle; /* set before the threads run; owned */
         /* robust merge: running medians of accepted distances (slices,
          * gradients) and every peer's record */
         struct gossip_robust_stat rs_params, rs_grads;
@@ -182,6 +184,7 @@ void node_handoff_free(struct node_handoff *h)
                 free(h->inbox[i].v);
         free(h->snap);
         free(h->in_state);
+        node_shuffle_free(h->shuffle);
         pthread_mutex_destroy(&h->mu);
         pthread_cond_destroy(&h->cv);
         free(h);
@@ -821,4 +824,22 @@ int node_handoff_stop_reason(struct node_handoff *h, struct gossip_stop *out)
                 *out = h->stop;
         pthread_mutex_unlock(&h->mu);
         return rc;
+}
+
+/* ---- the sample shuffle (node/shuffle.h) ----------------------------------
+ */
+
+void node_handoff_set_shuffle(struct node_handoff *h, struct node_shuffle *s)
+{
+        h->shuffle = s;
+}
+
+struct node_shuffle *node_handoff_shuffle(struct node_handoff *h)
+{
+        return h->shuffle;
+}
+
+void node_handoff_wake_loop(struct node_handoff *h)
+{
+        wake_loop(h);
 }

@@ -233,6 +233,17 @@ int node_handoff_deliver_state(struct node_handoff *h, const void *buf,
                                size_t len, const char *from);
 void node_handoff_no_state(struct node_handoff *h);
 
+/* ---- the sample shuffle (node/shuffle.h) --------------------------- */
+
+struct node_shuffle;
+/* Before the training thread starts and before the loop runs: the box
+ * takes s (freed with the box). */
+void node_handoff_set_shuffle(struct node_handoff *h, struct node_shuffle *s);
+/* The shuffle, or NULL when --shuffle-samples is 0 (any thread). */
+struct node_shuffle *node_handoff_shuffle(struct node_handoff *h);
+/* Any thread: the loop has work (samples were posted). */
+void node_handoff_wake_loop(struct node_handoff *h);
+
 /* ---- the cluster-wide stop (gossip/stop.h) ------------------------- */
 
 /* Loop: a member left with reason s. If it ends our run (gossip_stop_take

@@ -9,6 +9,7 @@
  */
 #include "options.h"
 #include "gn_errbuf.h"
+#include "shuffle.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -61,6 +62,8 @@ enum {
         OPT_PARTITION,
         OPT_PARTSEED,
         OPT_ROBUST,
+        OPT_SHUFFLE,
+        OPT_SHUFRES,
         OPT_BLIS,
         OPT_HELP,
         OPT_VERSION,
@@ -108,6 +111,8 @@ static const struct option long_opts[] = {
     {"params-parts", required_argument, NULL, OPT_PPARTS},
     {"avg-weight", required_argument, NULL, OPT_AVGW},
     {"robust", required_argument, NULL, OPT_ROBUST},
+    {"shuffle-samples", required_argument, NULL, OPT_SHUFFLE},
+    {"shuffle-reservoir", required_argument, NULL, OPT_SHUFRES},
     {"name", required_argument, NULL, OPT_NAME},
     {"progress-every", required_argument, NULL, OPT_PROGRESS},
     {"blis-arch", required_argument, NULL, OPT_BLIS},
@@ -204,6 +209,11 @@ static const char help_text[] =
     "from\n"
     "                        the scheduled sender, clip or refuse outliers\n"
     "                        (default on; docs/reliability.md)\n"
+    "  --shuffle-samples R   send R of our RAW samples (image + label) per\n"
+    "                        step to the partner and train on received ones\n"
+    "                        (GossipGraD's shuffle; default 0 = off)\n"
+    "  --shuffle-reservoir N keep at most N received samples (default "
+    "2000)\n"
     "\n"
     "Output:\n"
     "  --log-level error|warn|info|debug   (default info)\n"
@@ -274,6 +284,7 @@ void node_options_default(struct node_options *o)
         o->params_parts = NODE_OPT_PARAMS_PARTS_DEFAULT;
         o->avg_weight = 0.5f;
         o->robust = 1; /* a trusted peer may still be wrong */
+        o->shuffle_reservoir = NODE_SHUFFLE_RESERVOIR_DEFAULT;
         o->wait_ms = NODE_OPT_WAIT_MS_DEFAULT;
         o->fill_batches = NODE_OPT_FILL_DEFAULT;
         o->avg_lag = NODE_OPT_AVG_LAG_DEFAULT;
@@ -571,6 +582,15 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 if (parse_dbl(v, 0, 1, 0, &d) || d <= 0)
                         return BAD("a number in (0, 1]");
                 o->avg_weight = (float)d;
+                break;
+        case OPT_SHUFFLE:
+                if (parse_u32(v, 0, NODE_SHUFFLE_MAX_R, &o->shuffle_samples))
+                        return BAD("an integer in 0..256");
+                break;
+        case OPT_SHUFRES:
+                if (parse_u32(v, 1, NODE_SHUFFLE_RESERVOIR_MAX,
+                              &o->shuffle_reservoir))
+                        return BAD("an integer in 1..1000000");
                 break;
         case OPT_ROBUST:
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)

@@ -141,6 +141,8 @@ struct node_options {
         uint32_t params_parts; /* a model average covers 1 of P slices */
         float avg_weight;      /* the partner's share in an average */
         int robust;            /* robust merge (gossip/robust.h); default on */
+        uint32_t shuffle_samples;   /* raw samples sent per step; 0: off */
+        uint32_t shuffle_reservoir; /* received samples kept, at most */
         /* logging */
         int log_level;
         const char *event_log;

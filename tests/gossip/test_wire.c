@@ -163,6 +163,7 @@ static void make_msg(struct fx *f, int kind, struct gossip_msg *m,
                 break;
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
+        case GOSSIP_MSG_SAMPLES:
                 m->channel = GOSSIP_CH_STREAM;
                 m->u.tensor.step = m->step - 1;
                 m->u.tensor.codec = 3;
@@ -239,6 +240,7 @@ static void assert_msg_equal(const struct gossip_msg *a,
                 break;
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
+        case GOSSIP_MSG_SAMPLES:
                 assert_int_equal(a->u.tensor.step, b->u.tensor.step);
                 assert_int_equal(a->u.tensor.codec, b->u.tensor.codec);
                 assert_int_equal(a->u.tensor.part_index,
@@ -1250,12 +1252,12 @@ static void test_mac_keys_many(void **state)
 static void test_mac_roundtrip(void **state)
 {
         static const int bulk[] = {GOSSIP_MSG_GRADIENT, GOSSIP_MSG_STATE,
-                                   GOSSIP_MSG_PARAMS};
+                                   GOSSIP_MSG_PARAMS, GOSSIP_MSG_SAMPLES};
         struct fx *f = *state;
         struct gossip_msg m, got;
         uint8_t copy[1024];
 
-        for (size_t i = 0; i < 3; i++) {
+        for (size_t i = 0; i < 4; i++) {
                 size_t len = encode_mac(f, bulk[i], &m, f->buf, sizeof(f->buf));
                 uint32_t body_len = gn_be32_get(f->buf + 40);
 
@@ -1291,8 +1293,7 @@ static void test_mac_key_ignored(void **state)
         assert_int_equal(f->buf[4], 0x01);
         assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
         for (int kind = 1; kind < GOSSIP_MSG_KIND_COUNT; kind++) {
-                if (kind == GOSSIP_MSG_GRADIENT || kind == GOSSIP_MSG_STATE ||
-                    kind == GOSSIP_MSG_PARAMS)
+                if (GOSSIP_WIRE_IS_TENSOR(kind) || kind == GOSSIP_MSG_STATE)
                         continue;
                 make_msg(f, kind, &m, 1);
                 m.channel = GOSSIP_CH_STREAM;
@@ -1379,8 +1380,13 @@ static int mac_flip_code(size_t bit, const uint8_t *frame)
                 return GOSSIP_EVERSION;
         if (byte == 3) {
                 unsigned k = frame[3] ^ (1u << (bit % 8));
-                return k == 0 || k >= GOSSIP_MSG_KIND_COUNT ? GOSSIP_EKIND
-                                                            : GOSSIP_EDECODE;
+                if (k == 0 || k >= GOSSIP_MSG_KIND_COUNT)
+                        return GOSSIP_EKIND;
+                /* another bulk kind may carry a MAC: the tag (over the
+                 * prefix) no longer matches; any other kind may not */
+                return GOSSIP_WIRE_IS_TENSOR(k) || k == GOSSIP_MSG_STATE
+                           ? GOSSIP_EBADSIG
+                           : GOSSIP_EDECODE;
         }
         if (byte == 4) /* MAC cleared: a 64-byte trailer that is not there;
                         * DIGEST set, STREAM cleared, unknown bits */
@@ -1401,13 +1407,13 @@ static int mac_flip_code(size_t bit, const uint8_t *frame)
 static void test_mac_truncations_and_bit_flips(void **state)
 {
         static const int bulk[] = {GOSSIP_MSG_GRADIENT, GOSSIP_MSG_STATE,
-                                   GOSSIP_MSG_PARAMS};
+                                   GOSSIP_MSG_PARAMS, GOSSIP_MSG_SAMPLES};
         struct fx *f = *state;
         struct gossip_msg m, got;
         uint8_t *copy = malloc(sizeof(f->buf));
 
         assert_non_null(copy);
-        for (size_t i = 0; i < 3; i++) {
+        for (size_t i = 0; i < 4; i++) {
                 size_t len = encode_mac(f, bulk[i], &m, f->buf, sizeof(f->buf));
 
                 for (size_t n = 0; n < len; n++) {

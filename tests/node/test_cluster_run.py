@@ -19,6 +19,10 @@ Fashion-MNIST shard per node). Scenarios:
          with the reason, and n1, n2 finish their step, write their
          checkpoint, log "stopped: n0 reached target ..." and exit 0, long
          before their --steps.
+  shuffle --shuffle-samples R on three nodes: each one's gossipctl stats
+         shows SAMPLES frames sent and received (authenticated: none
+         refused), bytes = samples x (1 + 784), a reservoir at its bound
+         and never over it, and reservoir samples trained on.
   hup    n0 and n1 trust only each other; n2 (trusting all) cannot get in;
          its key is added to their peers files and SIGHUP makes them
          accept it live; removing it again and SIGHUP drops it (dead).
@@ -83,6 +87,7 @@ def free_port():
 class Cluster:
     def __init__(self, binary, keygen, n, tmp, seed):
         self.bin, self.n, self.tmp, self.seed = binary, n, tmp, seed
+        self.keygen = keygen
         self.procs = {}
         lines = []
         for i in range(n):
@@ -360,6 +365,43 @@ def scenario_stop(c):
         assert c.member_state(i, "n0", "left"), "n%d never saw n0 leave" % i
 
 
+SHUF_R = 8      # samples per step
+SHUF_CAP = 100  # reservoir bound, samples; filled after ~13 steps
+
+
+def scenario_shuffle(c):
+    ctl = os.path.join(os.path.dirname(c.keygen), "gossipctl")
+    socks = [os.path.join(c.tmp, "c%d.sock" % i) for i in range(3)]
+    for i in range(3):
+        c.start(i, ["--steps", "100000", "--eval-every", "100",
+                    "--shuffle-samples", str(SHUF_R), "--shuffle-reservoir",
+                    str(SHUF_CAP), "--control", socks[i]])
+    c.wait_for("all three at step 300",
+               lambda: all(c.step(i) >= 300 for i in range(3)), 120)
+    for i in range(3):
+        r = subprocess.run([ctl, "--socket", socks[i], "stats", "--json"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        sh = json.loads(r.stdout)["shuffle"]
+        print("n%d shuffle: %s" % (i, sh))
+        rec = 1 + 28 * 28
+        assert sh["per_step"] == SHUF_R, sh
+        assert sh["frames_sent"] >= 100, sh
+        assert sh["samples_sent"] == SHUF_R * sh["frames_sent"], sh
+        assert sh["bytes_sent"] == rec * sh["samples_sent"], sh
+        assert sh["frames_received"] >= 100, sh
+        assert sh["frames_refused"] == 0, sh
+        assert sh["bytes_received"] == rec * sh["samples_received"], sh
+        assert sh["samples_received"] > SHUF_CAP, sh
+        assert sh["reservoir_cap"] == SHUF_CAP, sh
+        assert sh["reservoir_samples"] == SHUF_CAP, sh  # full, not over
+        assert sh["reservoir_bytes"] == SHUF_CAP * rec, sh
+        assert sh["samples_kept"] < sh["samples_received"], sh
+        assert sh["samples_trained"] >= 100 * SHUF_R, sh
+    for i in range(3):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+
+
 def scenario_hup(c):
     run = ["--steps", "1000000", "--eval-every", "100"]
     p0 = c.write_peers(0, [0, 1])
@@ -406,14 +448,15 @@ def main():
         return 77
     seed = int(os.environ.get("GN_SEED", "1"))
     print("# GN_SEED=%d" % seed)
-    n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3}[scenario]
+    n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
+         "shuffle": 3}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     ok = False
     try:
         {"three": scenario_three, "churn": scenario_churn,
          "join": scenario_join, "hup": scenario_hup,
-         "stop": scenario_stop}[scenario](c)
+         "stop": scenario_stop, "shuffle": scenario_shuffle}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)
