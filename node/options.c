@@ -142,6 +142,7 @@ static const char help_text[] =
     "  --shard I/N           train on slice I of N (0-based; default 0/1)\n"
     "  --partition P         how the N slices are cut: iid (default),\n"
     "                        dirichlet:A (label skew), classes:K (K labels\n"
+    "                        per node), shards:K (K label-sorted shards\n"
     "                        per node); docs/learning.md\n"
     "  --partition-seed N    seed of the cut, same on every node (default\n"
     "                        --seed)\n"
@@ -489,8 +490,8 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
         case OPT_PARTITION:
                 u = o->partition.seed; /* --partition-seed may come first */
                 if (nn_partition_parse(v, &o->partition))
-                        return BAD("iid, dirichlet:A (0.001 <= A <= 1e6) or "
-                                   "classes:K (1 <= K <= 256)");
+                        return BAD("iid, dirichlet:A (0.001 <= A <= 1e6), "
+                                   "classes:K or shards:K (1 <= K <= 256)");
                 o->partition.seed = u;
                 break;
         case OPT_PARTSEED:

@@ -180,8 +180,8 @@ static void test_partition(void **state)
         assert_int_equal(parse(&o, err, sizeof(err), "--partition", "4", NULL),
                          -EINVAL);
         assert_string_equal(err, "--partition: '4' is not iid, dirichlet:A "
-                                 "(0.001 <= A <= 1e6) or classes:K (1 <= K "
-                                 "<= 256)");
+                                 "(0.001 <= A <= 1e6), classes:K or shards:K "
+                                 "(1 <= K <= 256)");
 }
 
 /* Each bad value: -EINVAL, one line, naming the option. */
