@@ -104,6 +104,12 @@ int node_cluster__exchange_open(struct node_cluster *c, char *err,
         rc = open_codecs(c, err, errlen);
         if (rc)
                 return rc;
+        if (c->o->codec != NODE_CODEC_NONE && c->o->avg_every == 0)
+                node_log(NODE_LOG_WARN,
+                         "gradients without model averaging (--avg-every 0) "
+                         "do not keep the replicas together: measured no "
+                         "better than isolated nodes (docs/learning.md, "
+                         "\"Gradient mode\"); --avg-every K adds it");
         plan_cfg(c, c->penc.cfg.parts, &hc.plan);
         hc.avg_weight = c->o->avg_weight;
         hc.robust = c->o->robust;
