@@ -85,8 +85,8 @@ struct swim_member {
         uint64_t step, last_heard_ms;
         uint64_t msgs_in, msgs_out, bytes_in, bytes_out;
         uint64_t rejects[GOSSIP_REJECT_SLOTS];
-        uint64_t state_req_seq; /* seq of its last STATE_REQ: our STATE's
-                                   req_seq (docs/protocol.md) */
+        uint64_t state_req_seq;  /* seq of its last STATE_REQ: our STATE's
+                                    req_seq (docs/protocol.md) */
         struct gossip_stop stop; /* its LEAVE's reason (0: none heard) */
 };
 
