@@ -30,10 +30,11 @@
  *    their BLAKE2b-256 digest instead (flag bit 0 says which, and must
  *    match that rule);
  *  - a MAC frame is STREAM, of a bulk kind (GRADIENT, STATE, PARAMS,
- *    SAMPLES), DIGEST clear; its tag is XChaCha20-Poly1305's over prefix and
- * body (empty message) under the pairwise key K(sender, receiver) that both
- * derive from their Ed25519 keys (gossip_keyring_set_self), with prefix bytes
- *    8..31 (key id, incarnation, seq) as the nonce; only the two ends can
+ *    SAMPLES), DIGEST clear; its tag is XChaCha20-Poly1305's over
+ *    prefix and body (empty message) under the pairwise key K(sender,
+ *    receiver) that both derive from their Ed25519 keys
+ *    (gossip_keyring_set_self), with prefix bytes 8..31 (key id,
+ *    incarnation, seq) as the nonce; only the two ends can
  *    make or check it;
  *  - the channel a frame was built for is signed (flag bit 1): a datagram
  *    cannot be replayed on the stream or the other way round, so receivers
