@@ -242,6 +242,8 @@ static int app_kind(int msg_kind)
                 return GOSSIP_APP_STATE;
         case GOSSIP_MSG_PARAMS:
                 return GOSSIP_APP_PARAMS;
+        case GOSSIP_MSG_SAMPLES:
+                return GOSSIP_APP_SAMPLES;
         }
         return 0;
 }
@@ -254,7 +256,7 @@ static void deliver_app(struct gossip *g, struct swim_member *from,
         size_t len = 0;
         uint64_t step = m->step;
 
-        if (m->kind == GOSSIP_MSG_GRADIENT || m->kind == GOSSIP_MSG_PARAMS) {
+        if (GOSSIP_WIRE_IS_TENSOR(m->kind)) {
                 p = m->u.tensor.payload;
                 len = m->u.tensor.payload_len;
                 step = m->u.tensor.step;
@@ -375,9 +377,14 @@ int gossip_join(struct gossip *g, const struct gossip_addr *addr)
 
 int gossip_leave(struct gossip *g)
 {
+        return gossip_leave_with(g, NULL);
+}
+
+int gossip_leave_with(struct gossip *g, const struct gossip_stop *why)
+{
         if (!g)
                 return GOSSIP_EINVAL;
-        return gossip__swim_leave(g);
+        return gossip__swim_leave(g, why);
 }
 
 int gossip_force_leave(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES])
@@ -556,11 +563,14 @@ int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
         switch (kind) {
         case GOSSIP_APP_GRADIENT:
         case GOSSIP_APP_PARAMS:
+        case GOSSIP_APP_SAMPLES:
                 m.kind = kind == GOSSIP_APP_GRADIENT ? GOSSIP_MSG_GRADIENT
-                                                     : GOSSIP_MSG_PARAMS;
+                         : kind == GOSSIP_APP_PARAMS ? GOSSIP_MSG_PARAMS
+                                                     : GOSSIP_MSG_SAMPLES;
                 m.u.tensor.step = step;
                 m.u.tensor.part_count = 1;
-                m.u.tensor.n_elems = len / sizeof(float);
+                m.u.tensor.n_elems =
+                    kind == GOSSIP_APP_SAMPLES ? len : len / sizeof(float);
                 m.u.tensor.payload = payload;
                 m.u.tensor.payload_len = len;
                 break;
@@ -579,8 +589,8 @@ int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
         }
         if (len > GOSSIP_WIRE_STREAM_MAX - GOSSIP_WIRE_OVERHEAD - 256)
                 return GOSSIP_ETOOBIG;
-        /* Point to point: GRADIENT, STATE, PARAMS carry a MAC under our
-         * pairwise key instead of a signature (NULL: signed). */
+        /* Point to point: GRADIENT, STATE, PARAMS, SAMPLES carry a MAC under
+         * our pairwise key instead of a signature (NULL: signed). */
         m.mac_key = gossip_keyring_mac_key(g->kr, to->key_id);
         g->st.app_out++;
         return gossip__send(g, to, &to->addr, &m);

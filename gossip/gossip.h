@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "gossip_types.h"
+#include "stop.h"
 
 #define GOSSIP_NAME_MAX 32 /* bytes including the NUL; longer names are cut */
 /* Reject counters are indexed by -GOSSIP_E* code (slot 0 unused). */
@@ -50,6 +51,9 @@ enum gossip_app_kind {
         GOSSIP_APP_STATE_REQ = 2, /* "send me your model" (new node) */
         GOSSIP_APP_STATE = 3,     /* full model + optimizer state answer */
         GOSSIP_APP_PARAMS = 4,    /* parameters for periodic averaging */
+        /* training samples for the partner's reservoir (--shuffle-samples;
+         * raw data: docs/protocol.md 3.8) */
+        GOSSIP_APP_SAMPLES = 5,
 };
 
 /* One line of the peers file: who may speak, and where to find them. */
@@ -115,6 +119,8 @@ struct gossip_member_info {
         uint64_t last_heard_ms; /* env->now_ms of its last verified message */
         uint64_t msgs_in, msgs_out, bytes_in, bytes_out;
         uint64_t rejects[GOSSIP_REJECT_SLOTS]; /* its frames we refused */
+        /* state `left`: the reason its LEAVE gave (reason 0: none heard) */
+        struct gossip_stop stop;
 };
 
 /* Node-wide counters. */
@@ -175,6 +181,11 @@ int gossip_join(struct gossip *g, const struct gossip_addr *addr);
  * ticking for a dissemination round (see docs/reliability.md) and then
  * destroys the node. */
 int gossip_leave(struct gossip *g);
+
+/* gossip_leave() whose LEAVE frames carry why (NULL or reason 0: none),
+ * the cluster-wide stop of gossip/stop.h. Only the direct LEAVE datagram
+ * to each live member carries it, not the piggybacked `left` entry. */
+int gossip_leave_with(struct gossip *g, const struct gossip_stop *why);
 
 /* Declare another member `left` (an operator's force-leave, for a node
  * that is gone for good) and spread it. A member that is in fact alive

@@ -219,6 +219,7 @@ void gossip__member_info(const struct gossip *g, const struct swim_member *m,
         o->bytes_in = m->bytes_in;
         o->bytes_out = m->bytes_out;
         memcpy(o->rejects, m->rejects, sizeof(o->rejects));
+        o->stop = m->stop;
 }
 
 /* ---- timing ---- */
@@ -388,6 +389,8 @@ static void set_state(struct gossip *g, struct swim_member *m, int state,
                 g->n_learned++;
                 g->n_known++;
         }
+        if (is_live(state)) /* a new life: its old LEAVE's reason is gone */
+                m->stop.reason = GOSSIP_STOP_NONE;
         m->state = state;
         m->state_ms = gossip__now(g);
         if (g->on_member) {
@@ -595,6 +598,29 @@ static void apply_update(struct gossip *g, const struct gossip_update *u,
         }
 }
 
+/* m's own LEAVE at incarnation inc: it left, for the reason it gives.
+ * The reason is kept before the state changes, so on_member sees it; if
+ * the piggybacked `left` came first, on_member is told again (old state
+ * left) once the reason is known. */
+static void leave_heard(struct gossip *g, struct swim_member *m, uint64_t inc,
+                        const struct gossip_stop *why)
+{
+        int known = why->reason != GOSSIP_STOP_NONE &&
+                    m->stop.reason == GOSSIP_STOP_NONE &&
+                    (m->state == SWIM_UNKNOWN || inc >= m->inc);
+
+        if (known)
+                m->stop = *why;
+        if (m->state == GOSSIP_LEFT && known && g->on_member) {
+                struct gossip_member_info mi;
+
+                gossip__member_info(g, m, &mi);
+                g->on_member(g->cb_ctx, &mi, GOSSIP_LEFT);
+                return;
+        }
+        apply_gone(g, m, inc, GOSSIP_LEFT);
+}
+
 /* A verified message from m proves it is running at incarnation inc. */
 static void direct_evidence(struct gossip *g, struct swim_member *m,
                             const struct gossip_addr *from_addr,
@@ -603,7 +629,7 @@ static void direct_evidence(struct gossip *g, struct swim_member *m,
         uint64_t inc = msg->incarnation;
 
         if (msg->kind == GOSSIP_MSG_LEAVE) {
-                apply_gone(g, m, inc, GOSSIP_LEFT);
+                leave_heard(g, m, inc, &msg->u.leave);
                 return;
         }
         if (m->state == SWIM_UNKNOWN || inc > m->inc) {
@@ -966,7 +992,7 @@ int gossip__swim_force_leave(struct gossip *g, struct swim_member *m)
         return 0;
 }
 
-int gossip__swim_leave(struct gossip *g)
+int gossip__swim_leave(struct gossip *g, const struct gossip_stop *why)
 {
         size_t i;
 
@@ -981,6 +1007,8 @@ int gossip__swim_leave(struct gossip *g)
                         continue;
                 msg.kind = GOSSIP_MSG_LEAVE;
                 msg.channel = GOSSIP_CH_DGRAM;
+                if (why)
+                        msg.u.leave = *why;
                 gossip__send(g, m, &m->addr, &msg);
         }
         return 0;

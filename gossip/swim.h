@@ -85,8 +85,9 @@ struct swim_member {
         uint64_t step, last_heard_ms;
         uint64_t msgs_in, msgs_out, bytes_in, bytes_out;
         uint64_t rejects[GOSSIP_REJECT_SLOTS];
-        uint64_t state_req_seq; /* seq of its last STATE_REQ: our STATE's
-                                   req_seq (docs/protocol.md) */
+        uint64_t state_req_seq;  /* seq of its last STATE_REQ: our STATE's
+                                    req_seq (docs/protocol.md) */
+        struct gossip_stop stop; /* its LEAVE's reason (0: none heard) */
 };
 
 struct swim_probe {
@@ -189,7 +190,7 @@ size_t gossip__swim_full_view(const struct gossip *g,
                               struct gossip_update *upd);
 uint64_t gossip__swim_deadline(const struct gossip *g);
 int gossip__swim_join(struct gossip *g, const struct gossip_addr *addr);
-int gossip__swim_leave(struct gossip *g);
+int gossip__swim_leave(struct gossip *g, const struct gossip_stop *why);
 int gossip__swim_force_leave(struct gossip *g, struct swim_member *m);
 
 /* gossip.c: the transport side. Fills header fields, encodes, signs, sends

@@ -57,6 +57,7 @@ _Static_assert(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES == 24 &&
                    OFF_KEY_ID + 24 == OFF_STEP,
                "nonce = key id, incarnation, seq");
 _Static_assert(GOSSIP_WIRE_MAC_OVERHEAD == 60, "prefix + Poly1305 tag");
+_Static_assert(GOSSIP_STOP_NAME_MAX == GOSSIP_WIRE_NAME_MAX, "stop origin");
 
 #define MAGIC0 0x47 /* 'G' */
 #define MAGIC1 0x4e /* 'N' */
@@ -83,6 +84,7 @@ enum {
         K_N_ELEMS = 11,
         K_PAYLOAD = 12,
         K_REQ_SEQ = 13,
+        K_STOP = 14, /* LEAVE: why (gossip/stop.h), optional */
         K_COUNT
 };
 #define BIT(k) (1u << (k))
@@ -123,12 +125,13 @@ static const struct kind_info kinds[GOSSIP_MSG_KIND_COUNT] = {
                         BIT(K_ACK_SEQ) | BIT(K_TARGET), 3, 0},
     [GOSSIP_MSG_SYNC] = {BIT(K_UPDATES) | BIT(K_REPLY), 0, 1, 0},
     [GOSSIP_MSG_JOIN] = {BIT(K_UPDATES), 0, 0, 0},
-    [GOSSIP_MSG_LEAVE] = {0, 0, 0, 0},
+    [GOSSIP_MSG_LEAVE] = {BIT(K_STOP), 0, 0, 0}, /* stop: written if set */
     [GOSSIP_MSG_GRADIENT] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
     [GOSSIP_MSG_STATE_REQ] = {0, 0, 0, 0},
     [GOSSIP_MSG_STATE] = {BIT(K_STEP) | BIT(K_REQ_SEQ) | BIT(K_PAYLOAD),
                           BIT(K_STEP) | BIT(K_PAYLOAD), 3, 1},
     [GOSSIP_MSG_PARAMS] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
+    [GOSSIP_MSG_SAMPLES] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
 };
 
 static int kind_valid(unsigned kind)
@@ -202,17 +205,29 @@ static int name_byte_ok(uint8_t c)
         return c >= 0x20 && c != 0x7f;
 }
 
-static int update_valid(const struct gossip_update *u)
+/* A printable name of at most 31 bytes (NUL within the buffer). */
+static int name_valid(const char *name)
 {
-        size_t n = strnlen(u->name, GOSSIP_WIRE_NAME_MAX);
+        size_t n = strnlen(name, GOSSIP_WIRE_NAME_MAX);
 
-        if (!u->key_id || u->state > GOSSIP_WIRE_STATE_MAX ||
-            !addr_valid(&u->addr, 1) || n == GOSSIP_WIRE_NAME_MAX)
+        if (n == GOSSIP_WIRE_NAME_MAX)
                 return 0;
         for (size_t i = 0; i < n; i++)
-                if (!name_byte_ok((uint8_t)u->name[i]))
+                if (!name_byte_ok((uint8_t)name[i]))
                         return 0;
         return 1;
+}
+
+static int stop_valid(const struct gossip_stop *s)
+{
+        return s->acc_bp <= 10000 && s->target_bp <= 10000 &&
+               name_valid(s->origin);
+}
+
+static int update_valid(const struct gossip_update *u)
+{
+        return u->key_id && u->state <= GOSSIP_WIRE_STATE_MAX &&
+               addr_valid(&u->addr, 1) && name_valid(u->name);
 }
 
 static int pack_update(msgpack_packer *pk, const struct gossip_update *u)
@@ -288,6 +303,30 @@ static int pack_tensor(msgpack_packer *pk, const struct gossip_tensor *t)
         return r;
 }
 
+/* A LEAVE's reason: [reason, step, acc_bp, target_bp, (origin)]. */
+static int pack_stop(msgpack_packer *pk, const struct gossip_stop *s)
+{
+        size_t n = strlen(s->origin);
+        int r = msgpack_pack_uint8(pk, K_STOP);
+
+        r = r ? r : msgpack_pack_array(pk, n ? 5 : 4);
+        r = r ? r : msgpack_pack_uint8(pk, s->reason);
+        r = r ? r : msgpack_pack_uint64(pk, s->step);
+        r = r ? r : msgpack_pack_uint32(pk, s->acc_bp);
+        r = r ? r : msgpack_pack_uint32(pk, s->target_bp);
+        if (n)
+                r = r ? r : msgpack_pack_str_with_body(pk, s->origin, n);
+        return r;
+}
+
+/* Keys the encoder writes for m, updates aside. */
+static uint32_t fields_count(const struct gossip_msg *m)
+{
+        if (m->kind == GOSSIP_MSG_LEAVE)
+                return m->u.leave.reason != 0;
+        return kinds[m->kind].n_fields;
+}
+
 /* The kind's own fields, keys ascending (K_UPDATES, the smallest key, is
  * written before them by the caller). */
 static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
@@ -308,7 +347,10 @@ static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
                 return pack_kv_bool(pk, K_REPLY, m->u.sync.reply);
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
+        case GOSSIP_MSG_SAMPLES:
                 return pack_tensor(pk, &m->u.tensor);
+        case GOSSIP_MSG_LEAVE:
+                return m->u.leave.reason ? pack_stop(pk, &m->u.leave) : 0;
         case GOSSIP_MSG_STATE:
                 r = pack_kv_u64(pk, K_STEP, m->u.state.step);
                 r = r ? r
@@ -322,7 +364,7 @@ static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
 /* The whole body with the first k updates. */
 static int pack_body(msgpack_packer *pk, const struct gossip_msg *m, uint32_t k)
 {
-        int r = msgpack_pack_map(pk, kinds[m->kind].n_fields + (k > 0));
+        int r = msgpack_pack_map(pk, fields_count(m) + (k > 0));
 
         if (!r && k > 0) {
                 r = msgpack_pack_uint8(pk, K_UPDATES);
@@ -354,10 +396,13 @@ static int msg_valid(const struct gossip_msg *m)
                 return m->u.sync.reply <= 1;
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
+        case GOSSIP_MSG_SAMPLES:
                 return t->part_count >= 1 && t->part_index < t->part_count &&
                        (t->payload || !t->payload_len);
         case GOSSIP_MSG_STATE:
                 return m->u.state.data || !m->u.state.len;
+        case GOSSIP_MSG_LEAVE:
+                return stop_valid(&m->u.leave);
         }
         return 1;
 }
@@ -476,7 +521,7 @@ size_t gossip_wire_frame_bound(const struct gossip_msg *m)
 
         if (!m)
                 return 0;
-        if (m->kind == GOSSIP_MSG_GRADIENT || m->kind == GOSSIP_MSG_PARAMS)
+        if (GOSSIP_WIRE_IS_TENSOR(m->kind))
                 n += 5 + m->u.tensor.payload_len;
         else if (m->kind == GOSSIP_MSG_STATE)
                 n += 5 + m->u.state.len;
@@ -661,6 +706,27 @@ static int get_name(const msgpack_object *o, char *name)
         return 0;
 }
 
+/* A LEAVE's stop: [reason, step, acc_bp, target_bp, (origin|nil),
+ * ...ignored]; accuracies at most 10000 (100%). */
+static int get_stop(const msgpack_object *o, struct gossip_stop *s)
+{
+        const msgpack_object *f;
+        uint64_t reason;
+
+        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 4)
+                return -1;
+        f = o->via.array.ptr;
+        if (get_u64(&f[0], &reason) || reason > UINT8_MAX ||
+            get_u64(&f[1], &s->step) || get_u32(&f[2], &s->acc_bp) ||
+            get_u32(&f[3], &s->target_bp) || s->acc_bp > 10000 ||
+            s->target_bp > 10000)
+                return -1;
+        s->reason = (uint8_t)reason;
+        if (o->via.array.size > 4 && get_name(&f[4], s->origin))
+                return -1;
+        return 0;
+}
+
 /* [key_id, state, incarnation, addr|nil, (name|nil), (origin),
  *  ...ignored] */
 static int get_update(const msgpack_object *o, struct gossip_update *u)
@@ -739,6 +805,8 @@ static int get_field(int key, const msgpack_object *v, struct gossip_msg *m)
                                 : get_bin(v, &t->payload, &t->payload_len);
         case K_REQ_SEQ:
                 return get_u64(v, &m->u.state.req_seq);
+        case K_STOP:
+                return get_stop(v, &m->u.leave);
         }
         return -1;
 }

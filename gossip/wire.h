@@ -5,8 +5,8 @@
  *
  *   prefix (44 bytes, fixed, big-endian) | body (msgpack map) | sig (64)
  *
- * except bulk frames (GRADIENT, STATE, PARAMS) on the stream channel to a
- * peer we share a pairwise key with, which end in a 16-byte Poly1305 tag
+ * except bulk frames (GRADIENT, STATE, PARAMS, SAMPLES) on the stream channel
+ * to a peer we share a pairwise key with, which end in a 16-byte Poly1305 tag
  * instead of the signature (flag bit 2, MAC):
  *
  *   prefix (44) | body | tag (16)
@@ -25,14 +25,16 @@
  *  - only keys in the keyring are accepted; a key id (8 bytes of
  *    BLAKE2b-256(public key)) names exactly one key there: a colliding key
  *    is refused by gossip_keyring_add();
- *  - the signature covers prefix and body; for GRADIENT, STATE, PARAMS and
- *    any body over GOSSIP_WIRE_DIGEST_OVER bytes it covers their BLAKE2b-256
- *    digest instead (flag bit 0 says which, and must match that rule);
- *  - a MAC frame is STREAM, of kind GRADIENT, STATE or PARAMS, DIGEST
- *    clear; its tag is XChaCha20-Poly1305's over prefix and body (empty
- *    message) under the pairwise key K(sender, receiver) that both derive
- *    from their Ed25519 keys (gossip_keyring_set_self), with prefix bytes
- *    8..31 (key id, incarnation, seq) as the nonce; only the two ends can
+ *  - the signature covers prefix and body; for GRADIENT, STATE, PARAMS,
+ *    SAMPLES and any body over GOSSIP_WIRE_DIGEST_OVER bytes it covers
+ *    their BLAKE2b-256 digest instead (flag bit 0 says which, and must
+ *    match that rule);
+ *  - a MAC frame is STREAM, of a bulk kind (GRADIENT, STATE, PARAMS,
+ *    SAMPLES), DIGEST clear; its tag is XChaCha20-Poly1305's over
+ *    prefix and body (empty message) under the pairwise key K(sender,
+ *    receiver) that both derive from their Ed25519 keys
+ *    (gossip_keyring_set_self), with prefix bytes 8..31 (key id,
+ *    incarnation, seq) as the nonce; only the two ends can
  *    make or check it;
  *  - the channel a frame was built for is signed (flag bit 1): a datagram
  *    cannot be replayed on the stream or the other way round, so receivers
@@ -49,6 +51,7 @@
 #include <stdint.h>
 
 #include "gossip_types.h"
+#include "stop.h"
 
 /* Tunables and fixed sizes (bytes unless named otherwise). */
 enum {
@@ -100,8 +103,14 @@ enum gossip_msg_kind {
         GOSSIP_MSG_STATE_REQ = 8, /* ask for the current model state */
         GOSSIP_MSG_STATE = 9,     /* model state: step + checkpoint bytes */
         GOSSIP_MSG_PARAMS = 10,   /* parameters for model averaging */
+        GOSSIP_MSG_SAMPLES = 11,  /* training samples (--shuffle-samples) */
         GOSSIP_MSG_KIND_COUNT     /* one past the last kind */
 };
+
+/* Kinds whose body is a struct gossip_tensor. */
+#define GOSSIP_WIRE_IS_TENSOR(kind)                                            \
+        ((kind) == GOSSIP_MSG_GRADIENT || (kind) == GOSSIP_MSG_PARAMS ||       \
+         (kind) == GOSSIP_MSG_SAMPLES)
 
 /* Member states on the wire: same values as enum gossip_member_state
  * (0 alive, 1 suspect, 2 dead, 3 left). */
@@ -121,7 +130,8 @@ struct gossip_update {
         uint64_t origin;
 };
 
-/* GRADIENT and PARAMS. */
+/* GRADIENT, PARAMS and SAMPLES (whose payload is opaque samples, see
+ * docs/protocol.md 3.8; n_elems counts payload bytes). */
 struct gossip_tensor {
         uint64_t step;          /* optimizer step this tensor belongs to */
         uint32_t codec;         /* payload codec id (codec.h) */
@@ -185,6 +195,7 @@ struct gossip_msg {
                 } sync;
                 struct gossip_tensor tensor; /* GRADIENT, PARAMS */
                 struct gossip_state state;   /* STATE */
+                struct gossip_stop leave;    /* LEAVE: reason 0 = none */
         } u;
 };
 

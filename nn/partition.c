@@ -245,6 +245,41 @@ out:
         return rc;
 }
 
+/* shards:K (McMahan et al.'s pathological non-IID): the samples in label
+ * order (each class's in a seeded shuffled order) cut into count*K
+ * near-equal contiguous shards; node j holds shards perm[jK .. jK+K) of a
+ * seeded permutation. Every sample is used; a node holds about K labels
+ * (a shard straddles a class boundary at most ceil(C / (count K)) times). */
+static int assign_shards(const struct nn_partition *p, const uint8_t *labels,
+                         uint32_t n, uint32_t classes, int count,
+                         int32_t *owner)
+{
+        uint64_t s = p->seed, nsh = (uint64_t)count * p->k;
+        struct groups g = {0};
+        uint32_t *perm = malloc((size_t)nsh * sizeof(uint32_t));
+        int rc = NN_ENOMEM;
+
+        if (!perm)
+                goto out;
+        for (uint32_t i = 0; i < nsh; i++)
+                perm[i] = i;
+        rc = groups_make(&g, labels, n, classes, &s);
+        if (rc)
+                goto out;
+        shuffle(&s, perm, (uint32_t)nsh);
+        for (uint64_t slot = 0; slot < nsh; slot++) {
+                uint64_t sh = perm[slot], lo = sh * n / nsh,
+                         hi = (sh + 1) * n / nsh;
+
+                for (uint64_t i = lo; i < hi; i++)
+                        owner[g.byclass[i]] = (int32_t)(slot / p->k);
+        }
+out:
+        groups_free(&g);
+        free(perm);
+        return rc;
+}
+
 int nn_partition_assign(const struct nn_partition *p, const uint8_t *labels,
                         uint32_t n, uint32_t classes, int count, int32_t *owner)
 {
@@ -275,6 +310,10 @@ int nn_partition_assign(const struct nn_partition *p, const uint8_t *labels,
                 if (p->k < 1 || p->k > classes)
                         return NN_EINVAL;
                 return assign_classes(p, labels, n, classes, count, owner);
+        case NN_PART_SHARDS:
+                if (p->k < 1 || (uint64_t)count * p->k > n)
+                        return NN_EINVAL;
+                return assign_shards(p, labels, n, classes, count, owner);
         }
         return NN_EINVAL;
 }
@@ -366,17 +405,18 @@ int nn_partition_parse(const char *s, struct nn_partition *out)
                       p.alpha <= NN_PART_ALPHA_MAX))
                         return NN_EINVAL;
                 p.kind = NN_PART_DIRICHLET;
-        } else if (strncmp(s, "classes:", 8) == 0) {
+        } else if (strncmp(s, "classes:", 8) == 0 ||
+                   strncmp(s, "shards:", 7) == 0) {
                 unsigned long k;
 
-                s += 8;
+                p.kind = s[0] == 'c' ? NN_PART_CLASSES : NN_PART_SHARDS;
+                s += p.kind == NN_PART_CLASSES ? 8 : 7;
                 if (*s < '0' || *s > '9')
                         return NN_EINVAL;
                 errno = 0;
                 k = strtoul(s, &end, 10);
                 if (errno || *end || k < 1 || k > NN_PART_K_MAX)
                         return NN_EINVAL;
-                p.kind = NN_PART_CLASSES;
                 p.k = (uint32_t)k;
         } else {
                 return NN_EINVAL;
@@ -397,5 +437,7 @@ int nn_partition_format(const struct nn_partition *p, char *buf, size_t len)
                 n = snprintf(buf, len, "dirichlet:%g", p->alpha);
         else if (p->kind == NN_PART_CLASSES)
                 n = snprintf(buf, len, "classes:%u", p->k);
+        else if (p->kind == NN_PART_SHARDS)
+                n = snprintf(buf, len, "shards:%u", p->k);
         return n < 0 || (size_t)n >= len ? NN_EINVAL : 0;
 }

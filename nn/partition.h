@@ -22,6 +22,13 @@
  *                 h nodes is cut into h near-equal parts. If N*K < C only
  *                 N*K classes are used: their samples are the union, the
  *                 other classes' samples are nobody's.
+ *   shards:K      McMahan et al.'s pathological split: all samples in
+ *                 label order (each class seeded-shuffled) cut into N*K
+ *                 near-equal contiguous shards, node i holding K of them
+ *                 (a seeded permutation). Every sample is used, so with
+ *                 N*K < C every class is still held; a node holds about
+ *                 K labels (a shard may straddle a class boundary: 4
+ *                 nodes, K = 2, 10 classes: 2-4 labels each).
  *
  * The draws use splitmix64 and libm's log/exp/pow/sqrt/cos; the cuts are
  * rounded to integers, so machines whose libm differs in the last bit of
@@ -41,6 +48,7 @@ enum nn_part_kind {
         NN_PART_IID = 0,
         NN_PART_DIRICHLET = 1,
         NN_PART_CLASSES = 2,
+        NN_PART_SHARDS = 3,
 };
 
 enum {
@@ -62,13 +70,14 @@ enum {
 struct nn_partition {
         enum nn_part_kind kind;
         double alpha; /* dirichlet */
-        uint32_t k;   /* classes */
+        uint32_t k;   /* classes, shards */
         uint64_t seed;
 };
 
-/* Parses "iid", "dirichlet:A" (NN_PART_ALPHA_MIN <= A <= NN_PART_ALPHA_MAX)
- * or "classes:K" (1 <= K <= NN_PART_K_MAX) into *out (seed 0). NN_EINVAL
- * for anything else; *out is then untouched. */
+/* Parses "iid", "dirichlet:A" (NN_PART_ALPHA_MIN <= A <= NN_PART_ALPHA_MAX),
+ * "classes:K" or "shards:K" (1 <= K <= NN_PART_K_MAX) into *out (seed 0).
+ * NN_EINVAL for anything else; *out is then untouched. shards:K also
+ * needs count * K <= n at assignment. */
 int nn_partition_parse(const char *s, struct nn_partition *out);
 
 /* Writes the canonical text of p ("dirichlet:0.5") into buf; NN_EINVAL

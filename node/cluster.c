@@ -195,9 +195,33 @@ static void on_app(void *ctx, const struct gossip_member_info *from, int kind,
         case GOSSIP_APP_STATE:
                 node_cluster__on_state(c, from, payload, len);
                 break;
+        case GOSSIP_APP_SAMPLES:
+                node_cluster__on_samples(c, from, payload, len);
+                break;
         default:
                 c->decode_errors++;
         }
+}
+
+/* The cluster-wide stop (gossip/stop.h): a member left with a reason;
+ * if it ends our run too, the box tells the trainer (it finishes its
+ * step, saves, and our own leave repeats the reason). */
+static void cluster_stop_heard(struct node_cluster *c,
+                               const struct gossip_member_info *m)
+{
+        struct gossip_stop s = m->stop;
+
+        if (s.reason == GOSSIP_STOP_NONE)
+                return;
+        if (!s.origin[0]) /* an unnamed origin: the leaver's name */
+                snprintf(s.origin, sizeof(s.origin), "%s",
+                         node_cluster__member_name(m));
+        if (node_handoff_stop_peer(c->h, &s, gossip_stop_bp(c->o->target_acc)))
+                node_log(NODE_LOG_INFO,
+                         "%s left: it reached the target (%.2f%% at step "
+                         "%llu); stopping after this step",
+                         node_cluster__member_name(m), s.acc_bp / 100.0,
+                         (unsigned long long)s.step);
 }
 
 static void on_member(void *ctx, const struct gossip_member_info *m,
@@ -214,6 +238,8 @@ static void on_member(void *ctx, const struct gossip_member_info *m,
                  gossip_alive_count(c->g));
         node_evlog_member(c->ev, node_cluster__member_name(m), st);
         node_cluster__publish_members(c);
+        if (m->state == GOSSIP_LEFT)
+                cluster_stop_heard(c, m);
 }
 
 static void on_frame(void *ctx, const struct gossip_addr *from, const void *buf,
@@ -466,10 +492,25 @@ static void on_linger(uv_timer_t *t)
         }
 }
 
+/* The reason our LEAVE carries: the cluster-wide stop held in the box
+ * (ours, named after us, or a peer's, repeated), or NULL. */
+static const struct gossip_stop *cluster_stop_why(struct node_cluster *c,
+                                                  struct gossip_stop *why)
+{
+        if (!node_handoff_stop_reason(c->h, why))
+                return NULL;
+        if (!why->origin[0])
+                snprintf(why->origin, sizeof(why->origin), "%s",
+                         node_cluster_name(c));
+        return why;
+}
+
 /* One line with the exchange counters (loop thread). */
 void node_cluster_leave(struct node_cluster *c, void (*done)(void *arg),
                         void *arg)
 {
+        struct gossip_stop why;
+
         if (c->leaving)
                 return;
         c->leaving = 1;
@@ -477,7 +518,7 @@ void node_cluster_leave(struct node_cluster *c, void (*done)(void *arg),
         c->leave_arg = arg;
         node_cluster__log_summary(c);
         node_log(NODE_LOG_INFO, "leaving the cluster");
-        gossip_leave(c->g);
+        gossip_leave_with(c->g, cluster_stop_why(c, &why));
         node_cluster__arm(c);
         uv_timer_start(&c->linger, on_linger, NODE_CLUSTER_LEAVE_LINGER_MS, 0);
 }

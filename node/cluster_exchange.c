@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "evlog.h"
+#include "reservoir.h"
+#include "shuffle.h"
 
 static int codec_id(int opt)
 {
@@ -112,6 +114,12 @@ int node_cluster__exchange_open(struct node_cluster *c, char *err,
         rc = open_codecs(c, err, errlen);
         if (rc)
                 return rc;
+        if (c->o->codec != NODE_CODEC_NONE && c->o->avg_every == 0)
+                node_log(NODE_LOG_WARN,
+                         "gradients without model averaging (--avg-every 0) "
+                         "do not keep the replicas together: measured no "
+                         "better than isolated nodes (docs/learning.md, "
+                         "\"Gradient mode\"); --avg-every K adds it");
         plan_cfg(c, c->penc.cfg.parts, &hc.plan);
         gossip_adapt_init(&(struct gossip_adapt_in){.k0 = hc.plan.avg_every,
                                                     .codec = c->penc.cfg.id},
@@ -308,6 +316,44 @@ static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
                  (unsigned long long)step, gossip_strerror(rc));
 }
 
+/* --shuffle-samples: our posted samples to the step's partner, as one
+ * SAMPLES frame (MAC'd on the stream like a gradient). */
+static void send_samples(struct node_cluster *c)
+{
+        struct node_shuffle *s = node_handoff_shuffle(c->h);
+        uint8_t key[GOSSIP_KEY_BYTES], *buf;
+        size_t cap, len;
+        uint64_t step = 0;
+
+        if (!s)
+                return;
+        cap = nn_samples_packed_len(node_shuffle_per_step(s),
+                                    node_shuffle_sample_bytes(s));
+        buf = malloc(cap);
+        if (!buf)
+                return;
+        len = node_shuffle_take(s, buf, cap, &step);
+        if (len && node_cluster__partner(c, step, key) == 0 &&
+            gossip_send_app(c->g, key, GOSSIP_APP_SAMPLES, step, buf, len) == 0)
+                node_shuffle_sent(s, len);
+        free(buf);
+}
+
+void node_cluster__on_samples(struct node_cluster *c,
+                              const struct gossip_member_info *from,
+                              const void *p, size_t len)
+{
+        struct node_shuffle *s = node_handoff_shuffle(c->h);
+
+        /* authenticated by the wire (a trusted member's MAC or signature);
+         * without --shuffle-samples of our own, refused and counted */
+        if (!s || node_shuffle_deliver(s, p, len) != 0) {
+                c->decode_errors++;
+                node_log(NODE_LOG_DEBUG, "samples from %s refused",
+                         node_cluster__member_name(from));
+        }
+}
+
 void node_cluster__on_async(uv_async_t *a)
 {
         struct node_cluster *c = a->data;
@@ -324,6 +370,7 @@ void node_cluster__on_async(uv_async_t *a)
         for (int i = 0; i < w.nslices; i++)
                 send_params(c, w.slice_step[i], w.slot[i]);
         adapt(c);
+        send_samples(c);
         if (w.state) {
                 node_cluster__send_state(c, w.state, w.state_len, w.local_step);
                 free(w.state);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "metrics.h"
+#include "shuffle.h"
 
 /* Transport refusals: the label and where its count lives. */
 struct net_reject {
@@ -314,6 +315,8 @@ void node_cluster_metrics(struct node_cluster *c, struct node_trainer *t,
         }
         free(mi);
         exchange_metrics(c, b, &gs, &hs);
+        if (node_handoff_shuffle(c->h)) /* --shuffle-samples */
+                node_shuffle_metrics(node_handoff_shuffle(c->h), b);
         reject_metrics(b, &gs, &ns, &hs);
         node_metrics_counter(b, "net_frames_dropped_total",
                              "Stream frames dropped by the transport",

@@ -112,6 +112,11 @@ void node_cluster__on_gradient(struct node_cluster *c,
 void node_cluster__on_params(struct node_cluster *c,
                              const struct gossip_member_info *from,
                              uint64_t step, const void *p, size_t len);
+/* --shuffle-samples: a SAMPLES payload into the reservoir (refused and
+ * counted when we have no shuffle or it does not fit our data). */
+void node_cluster__on_samples(struct node_cluster *c,
+                              const struct gossip_member_info *from,
+                              const void *p, size_t len);
 /* Per-peer gradient counters; NULL when the table is full. */
 struct node_cluster_peer_grads *node_cluster__peer_grads(struct node_cluster *c,
                                                          const uint8_t *key);

@@ -19,6 +19,7 @@
 #include "ctl.h"
 #include "evlog.h"
 #include "keys.h"
+#include "shuffle.h"
 
 static void pack_rejects(msgpack_packer *pk, const uint64_t *r)
 {
@@ -206,7 +207,9 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
                 suspect += mi[i].state == GOSSIP_SUSPECT;
         }
         node_key_pk_to_base64(c->pk, k);
-        msgpack_pack_map(pk, 2);
+        msgpack_pack_map(pk, 2 + (node_handoff_shuffle(c->h) != NULL));
+        if (node_handoff_shuffle(c->h)) /* --shuffle-samples */
+                node_shuffle_pack_stats(node_handoff_shuffle(c->h), pk);
         node_ctl_pack_str(pk, "node");
         msgpack_pack_map(pk, 22);
         node_ctl_pack_kstr(pk, "name", c->name);

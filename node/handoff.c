@@ -15,6 +15,7 @@
  *            overwrite it for a later round
  */
 #include "handoff.h"
+#include "shuffle.h"
 
 #include <errno.h>
 #include <math.h>
@@ -71,6 +72,11 @@ struct node_handoff {
         int in_state_ready, state_none;
         char in_state_from[GOSSIP_NAME_MAX];
         struct node_handoff_stats st;
+        /* the cluster-wide stop (gossip/stop.h): the first reason taken,
+         * ours (reached the target) or a peer's (stop_from_peer) */
+        struct gossip_stop stop;
+        int stop_from_peer;
+        struct node_shuffle *shuffle; /* set before the threads run; owned */
         /* robust merge: running medians of accepted distances (slices,
          * gradients) and every peer's record */
         struct gossip_robust_stat rs_params, rs_grads;
@@ -191,6 +197,7 @@ void node_handoff_free(struct node_handoff *h)
                 free(h->inbox[i].v);
         free(h->snap);
         free(h->in_state);
+        node_shuffle_free(h->shuffle);
         pthread_mutex_destroy(&h->mu);
         pthread_cond_destroy(&h->cv);
         free(h);
@@ -907,4 +914,61 @@ void node_handoff_no_state(struct node_handoff *h)
         h->state_none = 1;
         changed(h);
         pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- the cluster-wide stop (gossip/stop.h) --------------------------------
+ */
+
+int node_handoff_stop_peer(struct node_handoff *h, const struct gossip_stop *s,
+                           uint32_t target_bp)
+{
+        int took;
+
+        pthread_mutex_lock(&h->mu);
+        took = gossip_stop_take(&h->stop, s, target_bp);
+        if (took) {
+                h->stop_from_peer = 1;
+                h->stopped = 1;
+                changed(h);
+        }
+        pthread_mutex_unlock(&h->mu);
+        return took;
+}
+
+void node_handoff_stop_own(struct node_handoff *h, const struct gossip_stop *s)
+{
+        pthread_mutex_lock(&h->mu);
+        if (h->stop.reason == GOSSIP_STOP_NONE)
+                h->stop = *s;
+        pthread_mutex_unlock(&h->mu);
+}
+
+int node_handoff_stop_reason(struct node_handoff *h, struct gossip_stop *out)
+{
+        int rc;
+
+        pthread_mutex_lock(&h->mu);
+        rc = h->stop.reason == GOSSIP_STOP_NONE ? 0 : h->stop_from_peer ? 2 : 1;
+        if (out)
+                *out = h->stop;
+        pthread_mutex_unlock(&h->mu);
+        return rc;
+}
+
+/* ---- the sample shuffle (node/shuffle.h) ----------------------------------
+ */
+
+void node_handoff_set_shuffle(struct node_handoff *h, struct node_shuffle *s)
+{
+        h->shuffle = s;
+}
+
+struct node_shuffle *node_handoff_shuffle(struct node_handoff *h)
+{
+        return h->shuffle;
+}
+
+void node_handoff_wake_loop(struct node_handoff *h)
+{
+        wake_loop(h);
 }

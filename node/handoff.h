@@ -254,4 +254,31 @@ int node_handoff_deliver_state(struct node_handoff *h, const void *buf,
                                size_t len, const char *from);
 void node_handoff_no_state(struct node_handoff *h);
 
+/* ---- the sample shuffle (node/shuffle.h) --------------------------- */
+
+struct node_shuffle;
+/* Before the training thread starts and before the loop runs: the box
+ * takes s (freed with the box). */
+void node_handoff_set_shuffle(struct node_handoff *h, struct node_shuffle *s);
+/* The shuffle, or NULL when --shuffle-samples is 0 (any thread). */
+struct node_shuffle *node_handoff_shuffle(struct node_handoff *h);
+/* Any thread: the loop has work (samples were posted). */
+void node_handoff_wake_loop(struct node_handoff *h);
+
+/* ---- the cluster-wide stop (gossip/stop.h) ------------------------- */
+
+/* Loop: a member left with reason s. If it ends our run (gossip_stop_take
+ * with our --target-acc in basis points, first reason wins) it is kept,
+ * every wait returns, and 1 is returned; else 0. */
+int node_handoff_stop_peer(struct node_handoff *h, const struct gossip_stop *s,
+                           uint32_t target_bp);
+
+/* Training thread: we reached our target; s is the reason our LEAVE
+ * will carry (kept unless a peer's came first). */
+void node_handoff_stop_own(struct node_handoff *h, const struct gossip_stop *s);
+
+/* Any thread: 0 no reason held, 1 our own, 2 a peer's; *out (may be
+ * NULL) gets it. The loop's leave repeats whichever is held. */
+int node_handoff_stop_reason(struct node_handoff *h, struct gossip_stop *out);
+
 #endif

@@ -9,6 +9,7 @@
  */
 #include "options.h"
 #include "gn_errbuf.h"
+#include "shuffle.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -62,6 +63,8 @@ enum {
         OPT_PARTSEED,
         OPT_ROBUST,
         OPT_ADAPT,
+        OPT_SHUFFLE,
+        OPT_SHUFRES,
         OPT_BLIS,
         OPT_HELP,
         OPT_VERSION,
@@ -110,6 +113,8 @@ static const struct option long_opts[] = {
     {"avg-weight", required_argument, NULL, OPT_AVGW},
     {"robust", required_argument, NULL, OPT_ROBUST},
     {"adapt", required_argument, NULL, OPT_ADAPT},
+    {"shuffle-samples", required_argument, NULL, OPT_SHUFFLE},
+    {"shuffle-reservoir", required_argument, NULL, OPT_SHUFRES},
     {"name", required_argument, NULL, OPT_NAME},
     {"progress-every", required_argument, NULL, OPT_PROGRESS},
     {"blis-arch", required_argument, NULL, OPT_BLIS},
@@ -139,6 +144,7 @@ static const char help_text[] =
     "  --shard I/N           train on slice I of N (0-based; default 0/1)\n"
     "  --partition P         how the N slices are cut: iid (default),\n"
     "                        dirichlet:A (label skew), classes:K (K labels\n"
+    "                        per node), shards:K (K label-sorted shards\n"
     "                        per node); docs/learning.md\n"
     "  --partition-seed N    seed of the cut, same on every node (default\n"
     "                        --seed)\n"
@@ -210,6 +216,11 @@ static const char help_text[] =
     "                        averaging period from the measured link;\n"
     "                        --params-codec and --avg-every are the richest\n"
     "                        choice (default on; docs/design.md)\n"
+    "  --shuffle-samples R   send R of our RAW samples (image + label) per\n"
+    "                        step to the partner and train on received ones\n"
+    "                        (GossipGraD's shuffle; default 0 = off)\n"
+    "  --shuffle-reservoir N keep at most N received samples (default "
+    "2000)\n"
     "\n"
     "Output:\n"
     "  --log-level error|warn|info|debug   (default info)\n"
@@ -281,6 +292,7 @@ void node_options_default(struct node_options *o)
         o->avg_weight = 0.5f;
         o->robust = 1; /* a trusted peer may still be wrong */
         o->adapt = 1;  /* a slow link must not silence the exchange */
+        o->shuffle_reservoir = NODE_SHUFFLE_RESERVOIR_DEFAULT;
         o->wait_ms = NODE_OPT_WAIT_MS_DEFAULT;
         o->fill_batches = NODE_OPT_FILL_DEFAULT;
         o->avg_lag = NODE_OPT_AVG_LAG_DEFAULT;
@@ -485,8 +497,8 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
         case OPT_PARTITION:
                 u = o->partition.seed; /* --partition-seed may come first */
                 if (nn_partition_parse(v, &o->partition))
-                        return BAD("iid, dirichlet:A (0.001 <= A <= 1e6) or "
-                                   "classes:K (1 <= K <= 256)");
+                        return BAD("iid, dirichlet:A (0.001 <= A <= 1e6), "
+                                   "classes:K or shards:K (1 <= K <= 256)");
                 o->partition.seed = u;
                 break;
         case OPT_PARTSEED:
@@ -578,6 +590,15 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 if (parse_dbl(v, 0, 1, 0, &d) || d <= 0)
                         return BAD("a number in (0, 1]");
                 o->avg_weight = (float)d;
+                break;
+        case OPT_SHUFFLE:
+                if (parse_u32(v, 0, NODE_SHUFFLE_MAX_R, &o->shuffle_samples))
+                        return BAD("an integer in 0..256");
+                break;
+        case OPT_SHUFRES:
+                if (parse_u32(v, 1, NODE_SHUFFLE_RESERVOIR_MAX,
+                              &o->shuffle_reservoir))
+                        return BAD("an integer in 1..1000000");
                 break;
         case OPT_ROBUST:
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)

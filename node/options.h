@@ -142,6 +142,8 @@ struct node_options {
         float avg_weight;      /* the partner's share in an average */
         int robust;            /* robust merge (gossip/robust.h); default on */
         int adapt; /* slice codec and K from the link (gossip/adapt.h); on */
+        uint32_t shuffle_samples;   /* raw samples sent per step; 0: off */
+        uint32_t shuffle_reservoir; /* received samples kept, at most */
         /* logging */
         int log_level;
         const char *event_log;

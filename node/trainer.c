@@ -43,9 +43,12 @@
 #include "evlog.h"
 #include "gn_endian.h"
 #include "gn_errbuf.h"
+#include "gn_rng.h"
 #include "handoff.h"
 #include "plan.h"
+#include "reservoir.h"
 #include "robust.h"
+#include "shuffle.h"
 
 /* Tunables. */
 enum {
@@ -142,6 +145,13 @@ struct node_trainer {
         uint32_t rollbacks_run; /* rollbacks since the last healthy step */
         struct gossip_robust_stat losses;
 
+        /* --shuffle-samples (node/shuffle.h; NULL: off): staging for the
+         * reservoir samples of a batch and for our outgoing ones */
+        struct node_shuffle *shuf;
+        uint8_t *shuf_img, *shuf_lab, *shuf_out;
+        uint32_t *shuf_idx;
+        uint64_t shuf_rng;
+
         atomic_int stop_flag;
         pthread_t thread;
         int thread_started;
@@ -163,9 +173,9 @@ static double mono_s(void)
 const char *node_trainer_reason_name(int reason)
 {
         static const char *names[] = {"none",   "steps",  "epochs", "time",
-                                      "target", "signal", "error"};
+                                      "target", "signal", "error",  "cluster"};
 
-        if (reason < 0 || reason > NODE_STOP_ERROR)
+        if (reason < 0 || reason > NODE_STOP_CLUSTER)
                 return "none";
         return names[reason];
 }
@@ -797,6 +807,88 @@ static void health_rollback(struct node_trainer *t, int why, float loss)
 
 static int stop_due(struct node_trainer *t, int evaluated);
 
+/* ---- the sample shuffle (--shuffle-samples, node/shuffle.h) ------------- */
+
+/* Up to R reservoir samples (at most half the batch) staged for this
+ * step's batch; how many. */
+static int shuffle_draw(struct node_trainer *t)
+{
+        uint32_t k;
+
+        if (!t->shuf)
+                return 0;
+        k = node_shuffle_per_step(t->shuf);
+        if (k > t->o->batch / 2)
+                k = t->o->batch / 2;
+        return (int)node_shuffle_draw(t->shuf, k, t->shuf_img, t->shuf_lab);
+}
+
+/* The k staged samples into the batch after its n own ones; returns k. */
+static int shuffle_place(struct node_trainer *t, int n, int k)
+{
+        size_t ss;
+
+        if (k <= 0)
+                return 0;
+        ss = node_shuffle_sample_bytes(t->shuf);
+        nn_data_to_float(t->shuf_img, (size_t)k * ss, t->x + (size_t)n * ss);
+        memcpy(t->y + n, t->shuf_lab, (size_t)k);
+        return k;
+}
+
+/* R of our own samples, drawn at random from our part, for the loop to
+ * send to this step's partner. */
+static void shuffle_post(struct node_trainer *t)
+{
+        uint32_t r, ss;
+
+        if (!t->shuf)
+                return;
+        r = node_shuffle_per_step(t->shuf);
+        ss = node_shuffle_sample_bytes(t->shuf);
+        for (uint32_t i = 0; i < r; i++)
+                t->shuf_idx[i] =
+                    (uint32_t)(gn_splitmix64(&t->shuf_rng) % t->shard.n);
+        nn_samples_pack(t->shard.images, t->shard.labels, ss, t->shuf_idx, r,
+                        t->shuf_out);
+        node_shuffle_post(t->shuf, t->step, t->shuf_out,
+                          nn_samples_packed_len(r, ss));
+        node_handoff_wake_loop(t->box);
+}
+
+/* At attach: the shuffle's box, owned by the hand-off box. Without it
+ * (out of memory) the node trains without the shuffle, and says so. */
+static void shuffle_setup(struct node_trainer *t)
+{
+        const struct node_options *o = t->o;
+        uint32_t r = o->shuffle_samples,
+                 ss = (uint32_t)nn_dataset_sample_size(&t->shard);
+        struct node_shuffle *s = NULL;
+
+        if (!r || !t->box)
+                return;
+        t->shuf_img = malloc((size_t)r * ss);
+        t->shuf_lab = malloc(r);
+        t->shuf_out = malloc(nn_samples_packed_len(r, ss));
+        t->shuf_idx = malloc(r * sizeof(uint32_t));
+        t->shuf_rng = o->seed ^ (0x5348554646ull + o->shard_i);
+        if (!t->shuf_img || !t->shuf_lab || !t->shuf_out || !t->shuf_idx ||
+            node_shuffle_create(&s, r, o->shuffle_reservoir, ss,
+                                (uint32_t)nn_model_classes(t->model),
+                                t->shuf_rng) != 0) {
+                node_log(NODE_LOG_ERROR, "--shuffle-samples: out of memory; "
+                                         "training without the shuffle");
+                return;
+        }
+        node_handoff_set_shuffle(t->box, s);
+        t->shuf = s;
+        node_log(NODE_LOG_INFO,
+                 "sample shuffle: sending %u raw samples (%zu bytes) per "
+                 "step to the partner; reservoir of %u samples (%zu bytes)",
+                 r, nn_samples_packed_len(r, ss), o->shuffle_reservoir,
+                 nn_samples_packed_len(o->shuffle_reservoir, ss));
+}
+
 /* One optimizer step. 0 or a negative code. */
 static int train_step(struct node_trainer *t, struct window *pw,
                       struct window *ew, double *lr_out)
@@ -805,13 +897,15 @@ static int train_step(struct node_trainer *t, struct window *pw,
         size_t lo = 0, count = 0;
         uint64_t xn = 0, xcorrect = 0, xbatches = 0;
         double xloss = 0;
-        int n, correct = 0, rc;
+        int n, k, correct = 0, rc;
         double t0 = mono_s(), local;
 
         t->batch_epoch = (uint32_t)nn_batcher_epoch(&t->batcher) + 1;
-        n = nn_batcher_next(&t->batcher, t->x, t->y, (int)t->o->batch);
+        k = shuffle_draw(t);
+        n = nn_batcher_next(&t->batcher, t->x, t->y, (int)t->o->batch - k);
         if (n <= 0)
                 return n < 0 ? n : NN_EINVAL;
+        n += shuffle_place(t, n, k);
         rc = nn_model_train_batch(t->model, t->x, t->y, n, &loss, &correct);
         if (rc)
                 return rc;
@@ -843,6 +937,7 @@ static int train_step(struct node_trainer *t, struct window *pw,
         }
         local = mono_s() - t0;
         g = nn_model_grads(t->model);
+        shuffle_post(t);
         if (t->box) {
                 node_handoff_post_gradient(t->box, t->step, g, t->nparams);
                 exchange_admit(t, GOSSIP_PLAN_GRADIENT, 0);
@@ -887,6 +982,8 @@ static int stop_due(struct node_trainer *t, int evaluated)
 {
         const struct node_options *o = t->o;
 
+        if (t->box && node_handoff_stop_reason(t->box, NULL) == 2)
+                return NODE_STOP_CLUSTER; /* a peer reached the target */
         if (atomic_load(&t->stop_flag))
                 return NODE_STOP_SIGNAL;
         if (evaluated && o->target_acc > 0 && t->last_eval_acc >= o->target_acc)
@@ -1024,6 +1121,31 @@ static void thread_report(struct node_trainer *t)
                  ru.ru_nivcsw);
 }
 
+/* The cluster-wide stop (gossip/stop.h), at the end of a run: our own
+ * target reached becomes the reason our LEAVE carries; a peer's is
+ * reported in one line. */
+static void cluster_stop_note(struct node_trainer *t, int reason)
+{
+        struct gossip_stop s = {0};
+        char line[160];
+
+        if (!t->box)
+                return;
+        if (reason == NODE_STOP_TARGET) {
+                s.reason = GOSSIP_STOP_TARGET;
+                s.step = t->step;
+                s.acc_bp = gossip_stop_bp(t->last_eval_acc);
+                s.target_bp = gossip_stop_bp(t->o->target_acc);
+                if (t->o->name)
+                        snprintf(s.origin, sizeof(s.origin), "%s", t->o->name);
+                node_handoff_stop_own(t->box, &s);
+        } else if (reason == NODE_STOP_CLUSTER &&
+                   node_handoff_stop_reason(t->box, &s) == 2) {
+                gossip_stop_format(&s, line, sizeof(line));
+                node_log(NODE_LOG_INFO, "%s", line);
+        }
+}
+
 int node_trainer_run(struct node_trainer *t)
 {
         int reason = NODE_STOP_NONE, rc;
@@ -1061,6 +1183,7 @@ int node_trainer_run(struct node_trainer *t)
                          "(the reason is logged above)",
                          t->ckpt_path);
         }
+        cluster_stop_note(t, reason);
         node_log(NODE_LOG_INFO,
                  "done (%s) after %llu steps, epoch %u: test accuracy "
                  "%.2f%%",
@@ -1098,6 +1221,7 @@ int node_trainer_start(struct node_trainer *t)
 void node_trainer_attach(struct node_trainer *t, struct node_handoff *h)
 {
         t->box = h;
+        shuffle_setup(t);
 }
 
 void node_trainer_stop(struct node_trainer *t)
@@ -1132,6 +1256,10 @@ void node_trainer_free(struct node_trainer *t)
         free(t->gacc);
         free(t->good_params);
         free(t->good_opt);
+        free(t->shuf_img);
+        free(t->shuf_lab);
+        free(t->shuf_out);
+        free(t->shuf_idx);
         pthread_mutex_destroy(&t->stats_lock);
         free(t);
 }

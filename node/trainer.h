@@ -57,6 +57,7 @@ enum node_stop_reason {
         NODE_STOP_TARGET,
         NODE_STOP_SIGNAL,
         NODE_STOP_ERROR,
+        NODE_STOP_CLUSTER, /* a peer reached the target (gossip/stop.h) */
 };
 
 /* Observers (every one may be NULL); they run on the training thread and

@@ -152,6 +152,7 @@ static int wf_same(const struct gossip_msg *a, const struct gossip_msg *b)
                 return a->u.sync.reply == b->u.sync.reply;
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
+        case GOSSIP_MSG_SAMPLES:
                 return a->u.tensor.step == b->u.tensor.step &&
                        a->u.tensor.codec == b->u.tensor.codec &&
                        a->u.tensor.part_index == b->u.tensor.part_index &&
@@ -226,7 +227,7 @@ static void wf_check_frame(const uint8_t *b, size_t len, int channel,
         }
         GN_FUZZ_CHECK(st.accepted[m.kind] == 1);
         GN_FUZZ_CHECK(m.key_id == wf_id && m.n_updates <= m.updates_cap);
-        if (m.kind == GOSSIP_MSG_GRADIENT || m.kind == GOSSIP_MSG_PARAMS)
+        if (GOSSIP_WIRE_IS_TENSOR(m.kind))
                 GN_FUZZ_CHECK(wf_inside(m.u.tensor.payload,
                                         m.u.tensor.payload_len, b, len));
         if (m.kind == GOSSIP_MSG_STATE)
@@ -277,7 +278,7 @@ static void wf_seed_frames(int channel,
                 m.u.ping_req.addr = u[0].addr; /* PING_REQ's only */
                 if (kind == GOSSIP_MSG_PING_REQ || kind == GOSSIP_MSG_ACK)
                         m.u.ping_req.target = wf_id;
-                if (kind == GOSSIP_MSG_GRADIENT || kind == GOSSIP_MSG_PARAMS) {
+                if (GOSSIP_WIRE_IS_TENSOR(kind)) {
                         memset(&m.u, 0, sizeof(m.u));
                         m.u.tensor.part_count = 1;
                         m.u.tensor.n_elems = 4;
@@ -292,9 +293,8 @@ static void wf_seed_frames(int channel,
                 /* Bulk kinds on the stream: once signed, once MAC'd. */
                 for (int mac = 0; mac < 2; mac++) {
                         if (mac && (channel != GOSSIP_CH_STREAM ||
-                                    (kind != GOSSIP_MSG_GRADIENT &&
-                                     kind != GOSSIP_MSG_STATE &&
-                                     kind != GOSSIP_MSG_PARAMS)))
+                                    (!GOSSIP_WIRE_IS_TENSOR(kind) &&
+                                     kind != GOSSIP_MSG_STATE)))
                                 break;
                         m.mac_key = mac ? wf_mac : NULL;
                         m.seq = (uint64_t)kind + (uint64_t)mac * 100;

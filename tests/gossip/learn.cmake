@@ -38,3 +38,8 @@ if(TARGET gn::cmocka)
   gn_add_test(NAME gossip_link SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_link.c
               LIBS gn_gossip gn::cmocka LABELS unit)
 endif()
+# the cluster-wide stop decision (gossip/stop.c)
+if(TARGET gn::cmocka)
+  gn_add_test(NAME gossip_stop SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stop.c
+              LIBS gn_gossip gn::cmocka LABELS unit)
+endif()

@@ -163,6 +163,7 @@ static void make_msg(struct fx *f, int kind, struct gossip_msg *m,
                 break;
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
+        case GOSSIP_MSG_SAMPLES:
                 m->channel = GOSSIP_CH_STREAM;
                 m->u.tensor.step = m->step - 1;
                 m->u.tensor.codec = 3;
@@ -230,8 +231,16 @@ static void assert_msg_equal(const struct gossip_msg *a,
         case GOSSIP_MSG_SYNC:
                 assert_int_equal(a->u.sync.reply, b->u.sync.reply);
                 break;
+        case GOSSIP_MSG_LEAVE:
+                assert_int_equal(a->u.leave.reason, b->u.leave.reason);
+                assert_int_equal(a->u.leave.step, b->u.leave.step);
+                assert_int_equal(a->u.leave.acc_bp, b->u.leave.acc_bp);
+                assert_int_equal(a->u.leave.target_bp, b->u.leave.target_bp);
+                assert_string_equal(a->u.leave.origin, b->u.leave.origin);
+                break;
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
+        case GOSSIP_MSG_SAMPLES:
                 assert_int_equal(a->u.tensor.step, b->u.tensor.step);
                 assert_int_equal(a->u.tensor.codec, b->u.tensor.codec);
                 assert_int_equal(a->u.tensor.part_index,
@@ -888,6 +897,94 @@ static void test_update_origin_compat(void **state)
 }
 #undef B
 
+/* LEAVE's optional stop element (protocol.md 3.7): an old LEAVE (empty
+ * map) decodes with no reason; the element round-trips with and without
+ * an origin; elements past the fifth are ignored; bad types and
+ * accuracies above 100% are refused, and so is encoding one. */
+#define B(...)                                                                 \
+        sizeof((const uint8_t[]){__VA_ARGS__}), (const uint8_t[])              \
+        {                                                                      \
+                __VA_ARGS__                                                    \
+        }
+static void test_leave_stop(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg got,
+            m = {.kind = GOSSIP_MSG_LEAVE, .incarnation = 1, .seq = 200};
+        size_t len;
+        const struct {
+                const char *name;
+                size_t n;
+                const uint8_t *body;
+                int err;
+                uint8_t reason;
+                uint32_t acc;
+                const char *origin;
+        } cases[] = {
+            {"v1 LEAVE, empty map", B(0x80), 0, 0, 0, ""},
+            {"4 elements",
+             B(0x81, 0x0e, 0x94, 0x01, 0x2a, 0xcd, 0x22, 0x6c, 0xcd, 0x22,
+               0x60),
+             0, 1, 8812, ""},
+            {"5 elements, nil origin",
+             B(0x81, 0x0e, 0x95, 0x01, 0x2a, 0x05, 0x06, 0xc0), 0, 1, 5, ""},
+            {"6 elements, the last ignored",
+             B(0x81, 0x0e, 0x96, 0x01, 0x2a, 0x05, 0x06, 0xa1, 'a', 0xa1, 'z'),
+             0, 1, 5, "a"},
+            {"unknown reason 9 kept",
+             B(0x81, 0x0e, 0x94, 0x09, 0x00, 0x00, 0x00), 0, 9, 0, ""},
+            {"3 elements", B(0x81, 0x0e, 0x93, 0x01, 0x2a, 0x05),
+             GOSSIP_EDECODE, 0, 0, ""},
+            {"accuracy over 100%",
+             B(0x81, 0x0e, 0x94, 0x01, 0x2a, 0xcd, 0x27, 0x11, 0x00),
+             GOSSIP_EDECODE, 0, 0, ""},
+            {"reason over 255",
+             B(0x81, 0x0e, 0x94, 0xcd, 0x01, 0x00, 0x2a, 0x05, 0x06),
+             GOSSIP_EDECODE, 0, 0, ""},
+            {"not an array", B(0x81, 0x0e, 0x01), GOSSIP_EDECODE, 0, 0, ""},
+            {"origin not a str",
+             B(0x81, 0x0e, 0x95, 0x01, 0x2a, 0x05, 0x06, 0x07), GOSSIP_EDECODE,
+             0, 0, ""},
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                len = raw_frame(f->buf, GOSSIP_MSG_LEAVE, cases[i].body,
+                                cases[i].n, -1, 0);
+                memset(&got, 0, sizeof(got));
+                int rc = gossip_wire_decode(f->buf, len, GOSSIP_CH_DGRAM, NULL,
+                                            f->kr, NULL, &got, NULL);
+                if (rc != cases[i].err)
+                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
+                                 cases[i].err);
+                if (rc)
+                        continue;
+                assert_int_equal(got.u.leave.reason, cases[i].reason);
+                assert_int_equal(got.u.leave.acc_bp, cases[i].acc);
+                assert_string_equal(got.u.leave.origin, cases[i].origin);
+        }
+        /* encoder: no reason, no element (v1 bytes: an empty map) */
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(len, 44 + 1 + 64);
+        assert_int_equal(f->buf[44], 0x80);
+        m.u.leave.reason = GOSSIP_STOP_TARGET;
+        m.u.leave.step = 1432;
+        m.u.leave.acc_bp = 8812;
+        m.u.leave.target_bp = 8800;
+        for (int named = 0; named < 2; named++) {
+                strcpy(m.u.leave.origin, named ? "pi-kitchen" : "");
+                m.seq++;
+                len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+                assert_int_equal(f->buf[44 + 2], named ? 0x95 : 0x94);
+                assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got),
+                                 0);
+                assert_msg_equal(&m, &got, 0);
+        }
+        m.u.leave.acc_bp = 10001;
+        assert_int_equal(
+            gossip_wire_encode(&m, sk_a, f->buf, sizeof(f->buf), &len, NULL),
+            GOSSIP_EINVAL);
+}
+#undef B
 static void test_encode_rejects_bad_messages(void **state)
 {
         struct fx *f = *state;
@@ -1155,12 +1252,12 @@ static void test_mac_keys_many(void **state)
 static void test_mac_roundtrip(void **state)
 {
         static const int bulk[] = {GOSSIP_MSG_GRADIENT, GOSSIP_MSG_STATE,
-                                   GOSSIP_MSG_PARAMS};
+                                   GOSSIP_MSG_PARAMS, GOSSIP_MSG_SAMPLES};
         struct fx *f = *state;
         struct gossip_msg m, got;
         uint8_t copy[1024];
 
-        for (size_t i = 0; i < 3; i++) {
+        for (size_t i = 0; i < 4; i++) {
                 size_t len = encode_mac(f, bulk[i], &m, f->buf, sizeof(f->buf));
                 uint32_t body_len = gn_be32_get(f->buf + 40);
 
@@ -1196,8 +1293,7 @@ static void test_mac_key_ignored(void **state)
         assert_int_equal(f->buf[4], 0x01);
         assert_int_equal(decode(f, f->buf, len, GOSSIP_CH_DGRAM, &got), 0);
         for (int kind = 1; kind < GOSSIP_MSG_KIND_COUNT; kind++) {
-                if (kind == GOSSIP_MSG_GRADIENT || kind == GOSSIP_MSG_STATE ||
-                    kind == GOSSIP_MSG_PARAMS)
+                if (GOSSIP_WIRE_IS_TENSOR(kind) || kind == GOSSIP_MSG_STATE)
                         continue;
                 make_msg(f, kind, &m, 1);
                 m.channel = GOSSIP_CH_STREAM;
@@ -1284,8 +1380,13 @@ static int mac_flip_code(size_t bit, const uint8_t *frame)
                 return GOSSIP_EVERSION;
         if (byte == 3) {
                 unsigned k = frame[3] ^ (1u << (bit % 8));
-                return k == 0 || k >= GOSSIP_MSG_KIND_COUNT ? GOSSIP_EKIND
-                                                            : GOSSIP_EDECODE;
+                if (k == 0 || k >= GOSSIP_MSG_KIND_COUNT)
+                        return GOSSIP_EKIND;
+                /* another bulk kind may carry a MAC: the tag (over the
+                 * prefix) no longer matches; any other kind may not */
+                return GOSSIP_WIRE_IS_TENSOR(k) || k == GOSSIP_MSG_STATE
+                           ? GOSSIP_EBADSIG
+                           : GOSSIP_EDECODE;
         }
         if (byte == 4) /* MAC cleared: a 64-byte trailer that is not there;
                         * DIGEST set, STREAM cleared, unknown bits */
@@ -1306,13 +1407,13 @@ static int mac_flip_code(size_t bit, const uint8_t *frame)
 static void test_mac_truncations_and_bit_flips(void **state)
 {
         static const int bulk[] = {GOSSIP_MSG_GRADIENT, GOSSIP_MSG_STATE,
-                                   GOSSIP_MSG_PARAMS};
+                                   GOSSIP_MSG_PARAMS, GOSSIP_MSG_SAMPLES};
         struct fx *f = *state;
         struct gossip_msg m, got;
         uint8_t *copy = malloc(sizeof(f->buf));
 
         assert_non_null(copy);
-        for (size_t i = 0; i < 3; i++) {
+        for (size_t i = 0; i < 4; i++) {
                 size_t len = encode_mac(f, bulk[i], &m, f->buf, sizeof(f->buf));
 
                 for (size_t n = 0; n < len; n++) {
@@ -1405,6 +1506,17 @@ static void vector_msg(const char *name, struct gossip_msg *m,
                 m->u.tensor.n_elems = 4;
                 m->u.tensor.payload = payload;
                 m->u.tensor.payload_len = sizeof(payload);
+        } else if (!strcmp(name, "leave_stop")) {
+                *sk = sk_a;
+                m->kind = GOSSIP_MSG_LEAVE;
+                m->incarnation = 1;
+                m->seq = 13;
+                m->step = 1432;
+                m->u.leave.reason = GOSSIP_STOP_TARGET;
+                m->u.leave.step = 1432;
+                m->u.leave.acc_bp = 8812;
+                m->u.leave.target_bp = 8800;
+                strcpy(m->u.leave.origin, "pi-kitchen");
         } else {
                 *sk = sk_b;
                 m->kind = GOSSIP_MSG_STATE_REQ;
@@ -1485,9 +1597,9 @@ static void print_hex(const char *name, const uint8_t *b, size_t n)
 
 static void test_protocol_vectors(void **state)
 {
-        static const char *names[] = {"ping",       "ack",
-                                      "gradient",   "state_req",
-                                      "params_mac", "ping_suspect"};
+        static const char *names[] = {"ping",      "ack",        "gradient",
+                                      "state_req", "params_mac", "ping_suspect",
+                                      "leave_stop"};
         struct fx *f = *state;
         char *doc = read_file(GN_SOURCE_DIR "/docs/protocol.md");
         int print = getenv("GN_WIRE_PRINT_VECTORS") != NULL;
@@ -1545,6 +1657,7 @@ int main(void)
             T(test_replay_window_model),
             T(test_body_bounds),
             T(test_update_origin_compat),
+            T(test_leave_stop),
             T(test_encode_rejects_bad_messages),
             T(test_keyring),
             T(test_keyring_live_remove),

@@ -12,3 +12,7 @@ gn_add_test(NAME test_checkpoint
 gn_add_test(NAME test_partition
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_partition.c
             LIBS gn_nn gn::cmocka LABELS unit)
+# The bounded sample reservoir of --shuffle-samples (nn/reservoir.c).
+gn_add_test(NAME test_reservoir
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_reservoir.c
+            LIBS gn_nn gn::cmocka LABELS unit)

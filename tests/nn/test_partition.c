@@ -64,7 +64,11 @@ static void test_parse(void **state)
             "classes:2.5",
             "classes:-2",
             "classes:+2",
-            "shards:2",
+            "shards:",
+            "shards:0",
+            "shards:257",
+            "shards:2x",
+            "shard:2",
             "dirichlet:0.0001",
         };
         struct nn_partition p = {.kind = NN_PART_CLASSES, .k = 77};
@@ -89,6 +93,11 @@ static void test_parse(void **state)
         assert_int_equal(nn_partition_format(&p, buf, sizeof(buf)), 0);
         assert_string_equal(buf, "classes:2");
         assert_int_equal(nn_partition_format(&p, buf, 4), NN_EINVAL);
+        assert_int_equal(nn_partition_parse("shards:2", &p), 0);
+        assert_int_equal(p.kind, NN_PART_SHARDS);
+        assert_int_equal(p.k, 2);
+        assert_int_equal(nn_partition_format(&p, buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "shards:2");
 }
 
 /* owner[] of the whole split, checked against the per-node index lists:
@@ -134,7 +143,7 @@ static void assign(const struct nn_partition *p, int count, int32_t *owner)
 static void test_deterministic(void **state)
 {
         static const char *schemes[] = {"dirichlet:0.5", "dirichlet:0.1",
-                                        "classes:2", "classes:3"};
+                                        "classes:2", "classes:3", "shards:2"};
         static int32_t a[N], b[N], c[N];
 
         (void)state;
@@ -300,6 +309,73 @@ static double skew(const char *text, int draws)
         return sum / (draws * NODES);
 }
 
+/* shards:K: every sample held by exactly one node, each node holds K
+ * shards (n/(N K) samples each, so K n / (N K) +- K), its labels are
+ * few: a shard of L samples in label order holds whole only classes
+ * between its two ends, each of at least m (the smallest class) samples,
+ * so at most 2 + (L - 2) / m labels; and with 4 nodes and K = 2 all 10
+ * classes are held (where classes:2 uses 8). */
+static void test_shards(void **state)
+{
+        static int32_t owner[N];
+        uint32_t size[10], hist[10][C];
+        static const int cases[][2] = {{2, 4}, {1, 10}, {3, 4}, {5, 2}};
+        uint32_t whole[C] = {0}, m = N;
+
+        (void)state;
+        for (uint32_t i = 0; i < N; i++)
+                whole[g_labels[i]]++;
+        for (int c = 0; c < C; c++)
+                m = whole[c] < m ? whole[c] : m;
+        for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+                char text[32];
+                int k = cases[t][0], nodes = cases[t][1], covered = 0;
+                int len = (N + nodes * k - 1) / (nodes * k);
+                int most = k * (2 + (len - 2) / (int)m);
+                struct nn_partition p;
+
+                snprintf(text, sizeof(text), "shards:%d", k);
+                p = part(text, g_seed);
+                assign(&p, nodes, owner);
+                check_disjoint(&p, nodes, owner, size);
+                for (uint32_t i = 0; i < N; i++)
+                        if (owner[i] < 0 || owner[i] >= nodes)
+                                fail_msg("%s: sample %u held by %d", text, i,
+                                         owner[i]);
+                histograms(owner, nodes, hist);
+                for (int j = 0; j < nodes; j++) {
+                        int labels = 0;
+
+                        for (int c = 0; c < C; c++)
+                                labels += hist[j][c] > 0;
+                        if (labels < 1 || labels > most ||
+                            abs((int)size[j] - N / nodes) > k)
+                                fail_msg("%s, %d nodes, seed %" PRIu64
+                                         ": node %d has %d labels (<= %d), "
+                                         "%u samples",
+                                         text, nodes, g_seed, j, labels, most,
+                                         size[j]);
+                }
+                for (int c = 0; c < C; c++) {
+                        int held = 0;
+
+                        for (int j = 0; j < nodes; j++)
+                                held |= hist[j][c] > 0;
+                        covered += held;
+                }
+                assert_int_equal(covered, C);
+        }
+        /* more shards than samples: refused */
+        {
+                struct nn_partition p = part("shards:256", g_seed);
+                int32_t o[8];
+                uint8_t l[8] = {0};
+
+                assert_int_equal(nn_partition_assign(&p, l, 8, C, 4, o),
+                                 NN_EINVAL);
+        }
+}
+
 static void test_skew_falls_with_alpha(void **state)
 {
         double s01 = skew("dirichlet:0.1", 10), s05 = skew("dirichlet:0.5", 10),
@@ -392,6 +468,7 @@ int main(void)
             cmocka_unit_test(test_dirichlet_covers),
             cmocka_unit_test(test_dirichlet_redraws),
             cmocka_unit_test(test_classes_exact),
+            cmocka_unit_test(test_shards),
             cmocka_unit_test(test_skew_falls_with_alpha),
             cmocka_unit_test(test_dataset_partition),
             cmocka_unit_test(test_bad_args),

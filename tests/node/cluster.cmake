@@ -1,7 +1,7 @@
 # Multi-process cluster tests (label slow): real gossipnode processes on
 # 127.0.0.1 with ephemeral ports, one Fashion-MNIST shard each.
 if(TARGET gossipnode AND TARGET gossip-keygen)
-  foreach(s three churn join hup)
+  foreach(s three churn join hup stop shuffle)
     add_test(NAME test_cluster_${s}
              COMMAND /usr/bin/python3
                      ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py

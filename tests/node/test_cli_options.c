@@ -127,6 +127,26 @@ static void test_values(void **state)
 
 /* --partition and its seed: the scheme parsed exactly, the seed taken
  * from --seed unless given, in either order. */
+/* --shuffle-samples / --shuffle-reservoir: off and 2000 by default */
+static void test_shuffle(void **state)
+{
+        struct node_options o;
+        char err[256];
+
+        (void)state;
+        assert_int_equal(parse(&o, err, sizeof(err), NULL), 0);
+        assert_int_equal(o.shuffle_samples, 0);
+        assert_int_equal(o.shuffle_reservoir, 2000);
+        assert_int_equal(parse(&o, err, sizeof(err), "--shuffle-samples", "4",
+                               "--shuffle-reservoir", "500", NULL),
+                         0);
+        assert_int_equal(o.shuffle_samples, 4);
+        assert_int_equal(o.shuffle_reservoir, 500);
+        assert_int_equal(
+            parse(&o, err, sizeof(err), "--shuffle-samples", "256", NULL), 0);
+        assert_int_equal(o.shuffle_samples, 256);
+}
+
 static void test_partition(void **state)
 {
         struct node_options o;
@@ -160,8 +180,8 @@ static void test_partition(void **state)
         assert_int_equal(parse(&o, err, sizeof(err), "--partition", "4", NULL),
                          -EINVAL);
         assert_string_equal(err, "--partition: '4' is not iid, dirichlet:A "
-                                 "(0.001 <= A <= 1e6) or classes:K (1 <= K "
-                                 "<= 256)");
+                                 "(0.001 <= A <= 1e6), classes:K or shards:K "
+                                 "(1 <= K <= 256)");
 }
 
 /* Each bad value: -EINVAL, one line, naming the option. */
@@ -232,6 +252,10 @@ static void test_bad_values(void **state)
             {"--partition", "classes:two"},
             {"--partition-seed", "-1"},
             {"--partition-seed", "x"},
+            {"--shuffle-samples", "257"},
+            {"--shuffle-samples", "-1"},
+            {"--shuffle-reservoir", "0"},
+            {"--shuffle-reservoir", "1000001"},
         };
         struct node_options o;
         char err[256], want[64];
@@ -443,6 +467,7 @@ int main(void)
             cmocka_unit_test(test_defaults),
             cmocka_unit_test(test_values),
             cmocka_unit_test(test_partition),
+            cmocka_unit_test(test_shuffle),
             cmocka_unit_test(test_bad_values),
             cmocka_unit_test(test_structure_errors),
             cmocka_unit_test(test_help_complete),

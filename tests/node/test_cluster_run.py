@@ -14,6 +14,15 @@ Fashion-MNIST shard per node). Scenarios:
   join   two nodes train; a third starts late: it takes the model from a
          peer (a join event at a step > 0) and its first evaluation is near
          the cluster's accuracy, far above a fresh model's.
+  stop   the cluster-wide stop: all three have --target-acc, only n0
+         evaluates during the run; when n0 reaches the target it leaves
+         with the reason, and n1, n2 finish their step, write their
+         checkpoint, log "stopped: n0 reached target ..." and exit 0, long
+         before their --steps.
+  shuffle --shuffle-samples R on three nodes: each one's gossipctl stats
+         shows SAMPLES frames sent and received (authenticated: none
+         refused), bytes = samples x (1 + 784), a reservoir at its bound
+         and never over it, and reservoir samples trained on.
   hup    n0 and n1 trust only each other; n2 (trusting all) cannot get in;
          its key is added to their peers files and SIGHUP makes them
          accept it live; removing it again and SIGHUP drops it (dead).
@@ -23,6 +32,7 @@ Every node's log is printed on failure. GN_SEED sets the run's --seed.
 """
 import json
 import os
+import struct
 import random
 import shutil
 import signal
@@ -77,6 +87,7 @@ def free_port():
 class Cluster:
     def __init__(self, binary, keygen, n, tmp, seed):
         self.bin, self.n, self.tmp, self.seed = binary, n, tmp, seed
+        self.keygen = keygen
         self.procs = {}
         lines = []
         for i in range(n):
@@ -301,6 +312,96 @@ def scenario_join(c):
         assert rc == 0, "n%d exited %d" % (i, rc)
 
 
+STOP_TARGET = 75.0     # % - reached in ~100-200 steps with 3 nodes
+STOP_EXIT_WITHIN_S = 30.0
+STOP_STEPS_AFTER = 300 # the others stop within this many steps of n0's stop
+                       # (one LEAVE datagram on loopback, a step of ~5 ms,
+                       # n0's final checkpoint written before it leaves)
+
+
+def ckpt_step(path):
+    """The step field of a checkpoint (docs/formats.md: u64 LE at 16)."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:4] == b"GNCK", "%s is not a checkpoint" % path
+    return struct.unpack("<Q", head[16:24])[0]
+
+
+def scenario_stop(c):
+    total = 100000
+    for i in range(3):
+        ev = "20" if i == 0 else str(total)  # n1, n2 never evaluate
+        c.start(i, ["--steps", str(total), "--eval-every", ev,
+                    "--target-acc", "%.1f" % STOP_TARGET,
+                    "--checkpoint-dir", os.path.join(c.tmp, "ck%d" % i)])
+    rc = c.procs[0].wait(240)
+    assert rc == 0, "n0 exited %d" % rc
+    for i in (1, 2):  # a few steps, a final evaluation and a checkpoint
+        try:
+            rc = c.procs[i].wait(STOP_EXIT_WITHIN_S)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("n%d still running %.0f s after n0 left"
+                                 % (i, STOP_EXIT_WITHIN_S))
+        assert rc == 0, "n%d exited %d" % (i, rc)
+    stops = [c.events(i, "stop")[-1] for i in range(3)]
+    print("stops: %s" % stops)
+    s0 = stops[0]["step"]
+    assert stops[0]["reason"] == "target", stops[0]
+    assert stops[0]["test_acc"] >= STOP_TARGET, stops[0]
+    want = "stopped: n0 reached target %.1f%% at step %d" % (STOP_TARGET, s0)
+    for i in (1, 2):
+        assert stops[i]["reason"] == "cluster", stops[i]
+        assert stops[i]["step"] <= s0 + STOP_STEPS_AFTER, \
+            "n%d stopped at step %d, n0 at %d" % (i, stops[i]["step"], s0)
+        log = open(c.log_path(i)).read()
+        assert want in log, "n%d's log lacks '%s'" % (i, want)
+    for i in range(3):
+        got = ckpt_step(os.path.join(c.tmp, "ck%d" % i, "model.ckpt"))
+        assert got == stops[i]["step"], \
+            "n%d's checkpoint is of step %d, it stopped at %d" \
+            % (i, got, stops[i]["step"])
+    # each node saw n0 leave (the LEAVE, not a failure detection)
+    for i in (1, 2):
+        assert c.member_state(i, "n0", "left"), "n%d never saw n0 leave" % i
+
+
+SHUF_R = 8      # samples per step
+SHUF_CAP = 100  # reservoir bound, samples; filled after ~13 steps
+
+
+def scenario_shuffle(c):
+    ctl = os.path.join(os.path.dirname(c.keygen), "gossipctl")
+    socks = [os.path.join(c.tmp, "c%d.sock" % i) for i in range(3)]
+    for i in range(3):
+        c.start(i, ["--steps", "100000", "--eval-every", "100",
+                    "--shuffle-samples", str(SHUF_R), "--shuffle-reservoir",
+                    str(SHUF_CAP), "--control", socks[i]])
+    c.wait_for("all three at step 300",
+               lambda: all(c.step(i) >= 300 for i in range(3)), 120)
+    for i in range(3):
+        r = subprocess.run([ctl, "--socket", socks[i], "stats", "--json"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        sh = json.loads(r.stdout)["shuffle"]
+        print("n%d shuffle: %s" % (i, sh))
+        rec = 1 + 28 * 28
+        assert sh["per_step"] == SHUF_R, sh
+        assert sh["frames_sent"] >= 100, sh
+        assert sh["samples_sent"] == SHUF_R * sh["frames_sent"], sh
+        assert sh["bytes_sent"] == rec * sh["samples_sent"], sh
+        assert sh["frames_received"] >= 100, sh
+        assert sh["frames_refused"] == 0, sh
+        assert sh["bytes_received"] == rec * sh["samples_received"], sh
+        assert sh["samples_received"] > SHUF_CAP, sh
+        assert sh["reservoir_cap"] == SHUF_CAP, sh
+        assert sh["reservoir_samples"] == SHUF_CAP, sh  # full, not over
+        assert sh["reservoir_bytes"] == SHUF_CAP * rec, sh
+        assert sh["samples_kept"] < sh["samples_received"], sh
+        assert sh["samples_trained"] >= 100 * SHUF_R, sh
+    for i in range(3):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+
+
 def scenario_hup(c):
     run = ["--steps", "1000000", "--eval-every", "100"]
     p0 = c.write_peers(0, [0, 1])
@@ -347,13 +448,15 @@ def main():
         return 77
     seed = int(os.environ.get("GN_SEED", "1"))
     print("# GN_SEED=%d" % seed)
-    n = {"three": 3, "churn": 4, "join": 3, "hup": 3}[scenario]
+    n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
+         "shuffle": 3}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     ok = False
     try:
         {"three": scenario_three, "churn": scenario_churn,
-         "join": scenario_join, "hup": scenario_hup}[scenario](c)
+         "join": scenario_join, "hup": scenario_hup,
+         "stop": scenario_stop, "shuffle": scenario_shuffle}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)

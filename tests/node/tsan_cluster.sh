@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tsan_cluster.sh BUILD - a short 3-node cluster from a GN_TSAN=ON build
-# (tools/setup.sh test runs it): the nodes exchange model slices and fp16
-# gradients, so every hand-off path between the loop and the training
-# thread runs; any ThreadSanitizer report fails the run. Exit 0 when every node exited 0
+# (tools/setup.sh test runs it): the nodes exchange model slices, fp16
+# gradients and raw samples (--shuffle-samples), so every hand-off path
+# between the loop and the training thread runs; any ThreadSanitizer report fails the run. Exit 0 when every node exited 0
 # and no log holds a report.
 set -euo pipefail
 build=${1:?usage: tsan_cluster.sh BUILD}
@@ -13,6 +13,7 @@ export TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}"
 rc=0
 "$build/tools/gossip-cluster" --nodes 3 --build "$build" --workdir "$work" \
         --steps 150 -- --eval-every 50 --codec fp16 --seed 3 \
+        --shuffle-samples 4 \
         >"$work/cluster.out" 2>&1 || rc=$?
 if grep -l "ThreadSanitizer" "$work"/node*/node.log "$work/cluster.out" \
         >/dev/null 2>&1; then
@@ -31,4 +32,4 @@ fi
         echo "tsan_cluster: not every node finished its steps" >&2
         exit 1
 }
-echo "tsan_cluster: 3 nodes, 150 steps, fp16 gradients + model averaging: no ThreadSanitizer report"
+echo "tsan_cluster: 3 nodes, 150 steps, fp16 gradients + model averaging + sample shuffle: no ThreadSanitizer report"
