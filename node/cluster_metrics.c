@@ -131,41 +131,87 @@ static void member_metrics(struct node_metrics_buf *b,
         }
 }
 
-/* The per-peer series, one family at a time (Prometheus wants a family's
- * samples together). mi[0] is ourselves and is skipped. */
-/* The link estimate per peer (issue 12, gossip/link.h); NaN while the
- * transport has measured nothing toward the peer. */
-static void link_metrics(struct node_cluster *c, struct node_metrics_buf *b,
-                         const struct gossip_member_info *mi, size_t n)
+/* One value of a member for a per-peer family. */
+typedef double (*peer_value_fn)(struct node_cluster *c,
+                                const struct gossip_member_info *m);
+
+static double v_rtt(struct node_cluster *c, const struct gossip_member_info *m)
+{
+        (void)c;
+        return m->rtt_ms ? m->rtt_ms / 1000.0 : NAN;
+}
+
+/* The link estimate (issue 12, gossip/link.h); NaN while the transport has
+ * measured nothing toward the peer. */
+static double v_goodput(struct node_cluster *c,
+                        const struct gossip_member_info *m)
 {
         struct gossip_link_estimate e;
 
-        node_metrics_family(b, "peer_goodput_bytes_per_second",
-                            NODE_METRICS_GAUGE,
-                            "Smoothed goodput of stream frames to the peer "
-                            "(NaN: not measured yet)");
-        for (size_t i = 1; i < n; i++) {
-                struct node_metrics_label l = {
-                    "peer", node_cluster__member_name(&mi[i])};
-                int have = node_net_peer_link(c->net, &mi[i].addr, &e) == 0;
-
-                node_metrics_sample(b, "peer_goodput_bytes_per_second", &l, 1,
-                                    have && e.goodput_Bps > 0 ? e.goodput_Bps
-                                                              : NAN);
-        }
-        node_metrics_family(b, "peer_link_rtt_seconds", NODE_METRICS_GAUGE,
-                            "Smoothed TCP round trip to the peer (NaN: not "
-                            "measured yet)");
-        for (size_t i = 1; i < n; i++) {
-                struct node_metrics_label l = {
-                    "peer", node_cluster__member_name(&mi[i])};
-                int have = node_net_peer_link(c->net, &mi[i].addr, &e) == 0;
-
-                node_metrics_sample(b, "peer_link_rtt_seconds", &l, 1,
-                                    have && e.rtt_us ? e.rtt_us / 1e6 : NAN);
-        }
+        return node_net_peer_link(c->net, &m->addr, &e) == 0 &&
+                       e.goodput_Bps > 0
+                   ? e.goodput_Bps
+                   : NAN;
 }
 
+static double v_link_rtt(struct node_cluster *c,
+                         const struct gossip_member_info *m)
+{
+        struct gossip_link_estimate e;
+
+        return node_net_peer_link(c->net, &m->addr, &e) == 0 && e.rtt_us
+                   ? e.rtt_us / 1e6
+                   : NAN;
+}
+
+static double v_bytes_in(struct node_cluster *c,
+                         const struct gossip_member_info *m)
+{
+        (void)c;
+        return (double)m->bytes_in;
+}
+
+static double v_bytes_out(struct node_cluster *c,
+                          const struct gossip_member_info *m)
+{
+        (void)c;
+        return (double)m->bytes_out;
+}
+
+static double v_suspect(struct node_cluster *c,
+                        const struct gossip_member_info *m)
+{
+        struct gossip_robust_peer rp;
+
+        return node_handoff_robust_peer(c->h, m->key, &rp) == 0 &&
+               gossip_robust_peer_suspect(&rp);
+}
+
+static const struct {
+        const char *name;
+        enum node_metrics_type type;
+        const char *help;
+        peer_value_fn value;
+} peer_families[] = {
+    {"peer_rtt_seconds", NODE_METRICS_GAUGE,
+     "Smoothed probe round trip (NaN: not probed yet)", v_rtt},
+    {"peer_goodput_bytes_per_second", NODE_METRICS_GAUGE,
+     "Smoothed goodput of stream frames to the peer (NaN: not measured yet)",
+     v_goodput},
+    {"peer_link_rtt_seconds", NODE_METRICS_GAUGE,
+     "Smoothed TCP round trip to the peer (NaN: not measured yet)", v_link_rtt},
+    {"peer_bytes_in_total", NODE_METRICS_COUNTER,
+     "Bytes of verified messages from the peer", v_bytes_in},
+    {"peer_bytes_out_total", NODE_METRICS_COUNTER,
+     "Bytes of messages sent to the peer", v_bytes_out},
+    {"peer_suspect_model", NODE_METRICS_GAUGE,
+     "1 if more than half of the peer's last 20 contributions were clipped "
+     "or refused",
+     v_suspect},
+};
+
+/* The per-peer series, one family at a time (Prometheus wants a family's
+ * samples together). mi[0] is ourselves and is skipped. */
 static void peer_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                          const struct gossip_member_info *mi, size_t n)
 {
@@ -183,33 +229,18 @@ static void peer_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                         node_metrics_sample(b, "peer_state", l, 2,
                                             mi[i].state == s);
                 }
-        node_metrics_family(b, "peer_rtt_seconds", NODE_METRICS_GAUGE,
-                            "Smoothed probe round trip (NaN: not probed yet)");
-        for (size_t i = 1; i < n; i++) {
-                struct node_metrics_label l = {
-                    "peer", node_cluster__member_name(&mi[i])};
+        for (size_t f = 0; f < sizeof(peer_families) / sizeof(peer_families[0]);
+             f++) {
+                node_metrics_family(b, peer_families[f].name,
+                                    peer_families[f].type,
+                                    peer_families[f].help);
+                for (size_t i = 1; i < n; i++) {
+                        struct node_metrics_label l = {
+                            "peer", node_cluster__member_name(&mi[i])};
 
-                node_metrics_sample(b, "peer_rtt_seconds", &l, 1,
-                                    mi[i].rtt_ms ? mi[i].rtt_ms / 1000.0 : NAN);
-        }
-        link_metrics(c, b, mi, n);
-        node_metrics_family(b, "peer_bytes_in_total", NODE_METRICS_COUNTER,
-                            "Bytes of verified messages from the peer");
-        for (size_t i = 1; i < n; i++) {
-                struct node_metrics_label l = {
-                    "peer", node_cluster__member_name(&mi[i])};
-
-                node_metrics_sample(b, "peer_bytes_in_total", &l, 1,
-                                    (double)mi[i].bytes_in);
-        }
-        node_metrics_family(b, "peer_bytes_out_total", NODE_METRICS_COUNTER,
-                            "Bytes of messages sent to the peer");
-        for (size_t i = 1; i < n; i++) {
-                struct node_metrics_label l = {
-                    "peer", node_cluster__member_name(&mi[i])};
-
-                node_metrics_sample(b, "peer_bytes_out_total", &l, 1,
-                                    (double)mi[i].bytes_out);
+                        node_metrics_sample(b, peer_families[f].name, &l, 1,
+                                            peer_families[f].value(c, &mi[i]));
+                }
         }
         node_metrics_family(b, "peer_rejects_total", NODE_METRICS_COUNTER,
                             "Refused or clipped input that authenticated as "
@@ -220,17 +251,6 @@ static void peer_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                 sample_rejects(b, "peer_rejects_total",
                                node_cluster__member_name(&mi[i]), mi[i].rejects,
                                have ? rp.count : none);
-        }
-        node_metrics_family(b, "peer_suspect_model", NODE_METRICS_GAUGE,
-                            "1 if more than half of the peer's last 20 "
-                            "contributions were clipped or refused");
-        for (size_t i = 1; i < n; i++) {
-                struct node_metrics_label l = {
-                    "peer", node_cluster__member_name(&mi[i])};
-                int bad = node_handoff_robust_peer(c->h, mi[i].key, &rp) == 0 &&
-                          gossip_robust_peer_suspect(&rp);
-
-                node_metrics_sample(b, "peer_suspect_model", &l, 1, bad);
         }
 }
 
