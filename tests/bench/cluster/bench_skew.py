@@ -140,6 +140,7 @@ def plot(a, part, curves):
                     tmp, log], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     src = os.path.join(tmp, "acc_time.png")
+    os.makedirs(a.plots, exist_ok=True)
     if os.path.exists(src):
         safe = part.replace(":", "").replace(".", "")
         shutil.copy(src, os.path.join(a.plots, "acc_time_%s.png" % safe))
