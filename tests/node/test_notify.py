@@ -10,10 +10,15 @@ pings come at most 1.5 s apart while it steps (the final evaluation may
 pause them: it is not a step); STOPPING=1 comes before the exit; the exit
 status is 0; and every log line has a journald priority prefix. A second
 run with a config file whose line 2 is malformed exits 2 naming
-"FILE:2:". Skips (77) without Fashion-MNIST.
+"FILE:2:". A third run with --after-train serve: after its last step the
+node stays up, says "STATUS=training finished, serving", keeps pinging
+the watchdog (gaps < 1.5 s, at least 3 pings over 2.5 s of serving), and
+on SIGTERM sends STOPPING=1 and exits 0. Skips (77) without
+Fashion-MNIST.
 """
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +26,44 @@ import tempfile
 import time
 
 DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def serve_run(binary, srv, env):
+    """--after-train serve, alone: up after its last step, healthy, and
+    gone on SIGTERM."""
+    p = subprocess.Popen([binary, "--no-config", "--steps", "30",
+                          "--threads", "1", "--name", "svc",
+                          "--after-train", "serve"],
+                         stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=env)
+    msgs, serving_t, end = [], None, time.monotonic() + 120
+    while time.monotonic() < end and p.poll() is None:
+        try:
+            msgs.append((time.monotonic(), srv.recv(4096).decode()))
+        except socket.timeout:
+            continue
+        if serving_t is None and \
+                msgs[-1][1].startswith("STATUS=training finished, serving"):
+            serving_t = msgs[-1][0]
+            end = serving_t + 2.5
+    assert serving_t is not None, [m for _, m in msgs][-5:]
+    assert p.poll() is None, "exited %s while serving" % p.returncode
+    assert re.match(r"STATUS=training finished, serving: at step 30,",
+                    [m for t, m in msgs if t == serving_t][0]), msgs[-1]
+    pings = [t for t, m in msgs if t >= serving_t and "WATCHDOG=1" in m]
+    gaps = [b - a for a, b in zip([serving_t] + pings, pings)]
+    print("serving: %d watchdog pings in 2.5 s, largest gap %.2f s" %
+          (len(pings), max(gaps, default=99)))
+    assert len(pings) >= 3 and max(gaps) < 1.5, gaps
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(30)
+    try:
+        while True:
+            msgs.append((time.monotonic(), srv.recv(4096).decode()))
+    except socket.timeout:
+        pass
+    assert rc == 0, rc
+    assert any("STOPPING=1" in m for _, m in msgs), msgs[-3:]
 
 
 def main():
@@ -88,6 +131,7 @@ def main():
                        text=True)
     print("bad config: exit %d, %s" % (r.returncode, r.stderr.strip()))
     assert r.returncode == 2 and (conf + ":2: --batch:") in r.stderr, r
+    serve_run(binary, srv, env)
     for f in ("notify", "stderr", "g.conf"):
         os.unlink(os.path.join(tmp, f))
     os.rmdir(tmp)
