@@ -7,7 +7,9 @@
 # binfmt_misc (which is the host kernel's, not ours to register) the kernel
 # cannot run an aarch64 file, so in such a build each program's name is a
 # two-line shell wrapper that runs the real binary, NAME.<processor>, under
-# the emulator. Every path the tests know keeps working unchanged;
+# the emulator (every program a test starts by path: the tools, and the
+# test helpers hostile_peer, net_echo, swim_node, lab_delay). Every path
+# the tests know keeps working unchanged;
 # cmake/Install.cmake installs the real binary under the plain name.
 
 if(CMAKE_CROSSCOMPILING AND CMAKE_CROSSCOMPILING_EMULATOR)
@@ -25,13 +27,18 @@ function(gn_emulator_wrap)
   endif()
   list(JOIN CMAKE_CROSSCOMPILING_EMULATOR " " emu)
   set(cmds)
+  set(deps)
   foreach(t ${ARGN})
+    if(NOT TARGET ${t}) # optional programs (lab_delay needs libnetfilter_queue)
+      continue()
+    endif()
+    list(APPEND deps ${t})
     list(APPEND cmds COMMAND ${CMAKE_COMMAND} -DOUT=$<TARGET_FILE:${t}>
          -DSUFFIX=${CMAKE_SYSTEM_PROCESSOR} "-DEMU=${emu}"
          -P ${PROJECT_SOURCE_DIR}/cmake/EmulatorWrapper.cmake)
   endforeach()
-  add_custom_target(gn_emulator_wrappers ALL ${cmds} DEPENDS ${ARGN}
-                    COMMENT "emulator wrappers for ${ARGN}" VERBATIM)
+  add_custom_target(gn_emulator_wrappers ALL ${cmds} DEPENDS ${deps}
+                    COMMENT "emulator wrappers for ${deps}" VERBATIM)
 endfunction()
 
 

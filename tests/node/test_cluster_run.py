@@ -370,9 +370,13 @@ def scenario_serve(c):
             "n%d exited %s after training" % (i, c.procs[i].returncode)
         tr = ctl_json(c, i, "train")
         assert tr["running"] is False and tr["step"] == steps, tr
-        alive = sorted(m["name"] for m in ctl_json(c, i, "members")
-                       if m["state"] == "alive")
+        members = ctl_json(c, i, "members")
+        alive = sorted(m["name"] for m in members if m["state"] == "alive")
         assert alive == ["n0", "n1"], "n%d lists alive %s" % (i, alive)
+        # each member's version, ours told through membership (protocol.md
+        # 3.2, update element 6)
+        versions = {m["name"]: m.get("version") for m in members}
+        assert versions == {"n0": c.version, "n1": c.version}, versions
     print("finished nodes still members; final accuracies %s" % finals)
     c.start(2, ["--steps", str(steps + 40), "--eval-every", "10"])
     c.wait_for("n2's first evaluation",
@@ -419,6 +423,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     c.gossipctl = gossipctl
+    # "gossipnode X.Y.Z" on the first line of --version
+    c.version = subprocess.run([binary, "--version"], capture_output=True,
+                               text=True).stdout.split("\n")[0].split()[-1]
     ok = False
     try:
         {"three": scenario_three, "churn": scenario_churn,
