@@ -4,8 +4,9 @@
 #   cluster  a local multi-node cluster training on Fashion-MNIST (main job)
 #   test     the whole test suite (normal build, then ASan+UBSan unit tests,
 #            ThreadSanitizer node tests and cluster), the amd64 .deb
-#            installed and checked, the aarch64 cross-build with its unit
-#            and simulation tests under qemu-aarch64, and its .deb
+#            installed and checked, the aarch64 cross-build with its
+#            ctest under qemu-aarch64 (all but the training runs and
+#            test_linklab: see below), and its .deb
 #   build    just install + build
 #   bench    install + build, plus PyTorch (the benchmarks' peer, not
 #            needed by the tests): tests/bench/run_*_bench.sh
@@ -117,15 +118,23 @@ test)
         arm64_setup
         do_build "$build-arm64" \
                 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake
-        # test timeouts are scaled for the emulator (cmake/Emulator.cmake);
-        # the slow multi-process and training tests are left out of CI
-        # under emulation for time (20-40x slower than native). Two more
-        # are not run there yet (issue 13's note): test_kernel asserts a
-        # choice among x86 kernel sets, and test_import runs its tool
-        # directly instead of through the emulator's wrapper.
+        # The whole ctest under qemu-aarch64 (timeouts scaled and
+        # GN_TEST_SLOWDOWN set for the emulator, cmake/Emulator.cmake), but
+        # for the tests below, for these reasons:
+        # - the training runs (label slow): each asserts accuracy or
+        #   identical results after hundreds of real training steps and
+        #   evaluations over 10,000 test images; emulated, a step and an
+        #   evaluation take ~100x their native time (docs/benchmarks.md
+        #   6.6), so each would take 10-90 min, and fewer steps would not
+        #   reach the accuracies they assert. They run natively above.
+        # - test_linklab (netns): lab_delay's NFQUEUE netlink socket is not
+        #   emulated by qemu-user ("Protocol not supported"). The other
+        #   netns tests run emulated.
+        qemu_skip='^(test_train_(mnist|resume|determinism)|test_notify'
+        qemu_skip+='|test_cluster(_three|_churn|_join|_hup|_serve)?'
+        qemu_skip+='|test_hostile|test_model_export|test_linklab)$'
         SECONDS=0
-        (cd "$build-arm64" && ctest --output-on-failure -j 2 -L 'unit|sim' \
-                -E '^(test_kernel|test_import)$')
+        (cd "$build-arm64" && ctest --output-on-failure -j 2 -E "$qemu_skip")
         echo "setup: aarch64 ctest under qemu took ${SECONDS}s"
         package_check "$build-arm64"
         ;;
