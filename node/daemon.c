@@ -233,9 +233,12 @@ static void on_sd_timer(uv_timer_t *h)
                 d->sd_samples = st.samples;
                 d->sd_moved_ms = now;
         }
-        if (!d->sd_ready && st.samples > 0) {
+        /* serving without a step: resumed from a checkpoint already at
+         * its stop criterion (a finished service restarted) */
+        if (!d->sd_ready && (st.samples > 0 || d->serving)) {
                 d->sd_ready = 1;
-                node_sd_notify("READY=1\nSTATUS=training");
+                node_sd_notify(d->serving ? "READY=1\nSTATUS=serving"
+                                          : "READY=1\nSTATUS=training");
                 uv_timer_set_repeat(h, d->sd_period);
                 return;
         }

@@ -13,8 +13,9 @@ run with a config file whose line 2 is malformed exits 2 naming
 "FILE:2:". A third run with --after-train serve: after its last step the
 node stays up, says "STATUS=training finished, serving", keeps pinging
 the watchdog (gaps < 1.5 s, at least 3 pings over 2.5 s of serving), and
-on SIGTERM sends STOPPING=1 and exits 0. Skips (77) without
-Fashion-MNIST.
+on SIGTERM sends STOPPING=1 and exits 0; restarted on its checkpoint at
+the stop criterion it takes no step and still says READY=1 with
+STATUS=serving. Skips (77) without Fashion-MNIST.
 """
 import os
 import re
@@ -28,11 +29,12 @@ import time
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
-def serve_run(binary, srv, env):
+def serve_run(binary, srv, env, ckdir):
     """--after-train serve, alone: up after its last step, healthy, and
     gone on SIGTERM."""
     p = subprocess.Popen([binary, "--no-config", "--steps", "30",
                           "--threads", "1", "--name", "svc",
+                          "--checkpoint-dir", ckdir,
                           "--after-train", "serve"],
                          stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, env=env)
@@ -64,6 +66,30 @@ def serve_run(binary, srv, env):
         pass
     assert rc == 0, rc
     assert any("STOPPING=1" in m for _, m in msgs), msgs[-3:]
+
+
+def serve_resumed(binary, srv, env, ckdir):
+    """Restarted with its checkpoint at the stop criterion, the node takes
+    no step, yet must say READY=1 (or systemd would time the start out)."""
+    p = subprocess.Popen([binary, "--no-config", "--steps", "30",
+                          "--threads", "1", "--name", "svc",
+                          "--checkpoint-dir", ckdir,
+                          "--after-train", "serve"],
+                         stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=env)
+    texts, end = [], time.monotonic() + 60
+    while time.monotonic() < end and p.poll() is None:
+        try:
+            texts.append(srv.recv(4096).decode())
+        except socket.timeout:
+            continue
+        if texts[-1].startswith("READY=1"):
+            break
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(30)
+    print("resumed at its last step: %r" % texts[-1:])
+    assert texts and texts[-1] == "READY=1\nSTATUS=serving", texts[-3:]
+    assert rc == 0, rc
 
 
 def main():
@@ -131,7 +157,11 @@ def main():
                        text=True)
     print("bad config: exit %d, %s" % (r.returncode, r.stderr.strip()))
     assert r.returncode == 2 and (conf + ":2: --batch:") in r.stderr, r
-    serve_run(binary, srv, env)
+    ckdir = os.path.join(tmp, "ck")
+    serve_run(binary, srv, env, ckdir)
+    serve_resumed(binary, srv, env, ckdir)
+    os.unlink(os.path.join(ckdir, "model.ckpt"))
+    os.rmdir(ckdir)
     for f in ("notify", "stderr", "g.conf"):
         os.unlink(os.path.join(tmp, f))
     os.rmdir(tmp)
