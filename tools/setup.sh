@@ -130,9 +130,12 @@ test)
         # - test_linklab (netns): lab_delay's NFQUEUE netlink socket is not
         #   emulated by qemu-user ("Protocol not supported"). The other
         #   netns tests run emulated.
+        # - format_check: it checks the sources with the host's
+        #   clang-format, the same run as in the native ctest above.
         qemu_skip='^(test_train_(mnist|resume|determinism)|test_notify'
         qemu_skip+='|test_cluster(_three|_churn|_join|_hup|_serve)?'
-        qemu_skip+='|test_hostile|test_model_export|test_linklab)$'
+        qemu_skip+='|test_hostile|test_model_export|test_linklab'
+        qemu_skip+='|format_check)$'
         SECONDS=0
         (cd "$build-arm64" && ctest --output-on-failure -j 2 -E "$qemu_skip")
         echo "setup: aarch64 ctest under qemu took ${SECONDS}s"
