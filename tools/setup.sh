@@ -114,30 +114,31 @@ test)
         bash tests/node/tsan_cluster.sh "$build-tsan"
         echo "setup: the amd64 package, installed from scratch and checked"
         package_check "$build"
-        echo "setup: aarch64 cross-build, unit and sim tests under qemu-aarch64"
+        echo "setup: aarch64 cross-build, its ctest under qemu-aarch64"
         arm64_setup
         do_build "$build-arm64" \
                 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake
         # The whole ctest under qemu-aarch64 (timeouts scaled and
         # GN_TEST_SLOWDOWN set for the emulator, cmake/Emulator.cmake), but
-        # for the tests below, for these reasons:
-        # - the training runs (label slow): each asserts accuracy or
-        #   identical results after hundreds of real training steps and
-        #   evaluations over 10,000 test images; emulated, a step and an
-        #   evaluation take ~100x their native time (docs/benchmarks.md
-        #   6.6), so each would take 10-90 min, and fewer steps would not
-        #   reach the accuracies they assert. They run natively above.
+        # for these, for these reasons:
+        # - label slow, the training runs (cluster, resume, determinism,
+        #   notify, hostile, model health, export...): each asserts
+        #   accuracy or identical results after hundreds of real training
+        #   steps and evaluations over 10,000 test images; emulated, that
+        #   work takes ~100x its native time (docs/benchmarks.md 6.6), so
+        #   each would take from tens of minutes to hours, and fewer steps
+        #   would not reach the accuracies they assert. They run natively above. The one slow
+        #   test that does not train, test_data_fashion, runs emulated.
         # - test_linklab (netns): lab_delay's NFQUEUE netlink socket is not
         #   emulated by qemu-user ("Protocol not supported"). The other
         #   netns tests run emulated.
         # - format_check: it checks the sources with the host's
         #   clang-format, the same run as in the native ctest above.
-        qemu_skip='^(test_train_(mnist|resume|determinism)|test_notify'
-        qemu_skip+='|test_cluster(_three|_churn|_join|_hup|_serve)?'
-        qemu_skip+='|test_hostile|test_model_export|test_linklab'
-        qemu_skip+='|format_check)$'
         SECONDS=0
-        (cd "$build-arm64" && ctest --output-on-failure -j 2 -E "$qemu_skip")
+        (cd "$build-arm64" &&
+                ctest --output-on-failure -j 2 -LE slow \
+                        -E '^(test_linklab|format_check)$' &&
+                ctest --output-on-failure -R '^test_data_fashion$')
         echo "setup: aarch64 ctest under qemu took ${SECONDS}s"
         package_check "$build-arm64"
         ;;
