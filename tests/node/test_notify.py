@@ -5,8 +5,8 @@ A datagram socket stands in for $NOTIFY_SOCKET; stderr goes to a file
 named by $JOURNAL_STREAM; WATCHDOG_USEC is 1 s. The node trains alone for
 1000 steps (200 ran in ~1 s on the probed kernels: too few ticks for the
 watchdog assertions, a flaky max() of no gaps). Asserted: READY=1 with
-STATUS=training comes once the first step has run (before it only "STATUS=joining", no pings); STATUS= lines
-carry an increasing step and "-" for values not known yet; WATCHDOG=1
+STATUS=training comes once the first step has run (before it only
+"STATUS=joining", no pings); STATUS= lines carry an increasing step and "-" for values not known yet; WATCHDOG=1
 pings come at most 1.5 s apart while it steps (the final evaluation may
 pause them: it is not a step); STOPPING=1 comes before the exit; the exit
 status is 0; and every log line has a journald priority prefix. A second
