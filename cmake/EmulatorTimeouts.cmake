@@ -1,7 +1,8 @@
 # Run by ctest (TEST_INCLUDE_FILES, cmake/Emulator.cmake) at the top of a
 # directory's CTestTestfile.cmake, before its tests are declared; GN_SCALE
 # is the factor. It wraps set_tests_properties so that every TIMEOUT set
-# after it is multiplied (the original stays reachable with a leading _).
+# after it is multiplied (the original stays reachable with a leading _),
+# and each such test gets GN_TEST_SLOWDOWN=GN_SLOWDOWN in its environment.
 # Commands are global in ctest: wrap only once (a second wrap would make
 # _set_tests_properties the first wrapper, calling itself).
 if(COMMAND _gn_timeouts_wrapped)
@@ -18,6 +19,17 @@ macro(set_tests_properties)
     math(EXPR _gn_to "${_gn_to} * ${GN_SCALE}")
     list(REMOVE_AT _gn_args ${_gn_j})
     list(INSERT _gn_args ${_gn_j} ${_gn_to})
+    # and tell the test how much slower its programs run (GN_TEST_SLOWDOWN:
+    # probe budgets and step counts scale with it, see Emulator.cmake)
+    list(FIND _gn_args ENVIRONMENT _gn_e)
+    if(_gn_e GREATER -1)
+      math(EXPR _gn_e "${_gn_e} + 1")
+      list(GET _gn_args ${_gn_e} _gn_env)
+      list(REMOVE_AT _gn_args ${_gn_e})
+      list(INSERT _gn_args ${_gn_e} "${_gn_env}\;GN_TEST_SLOWDOWN=${GN_SLOWDOWN}")
+    else()
+      list(APPEND _gn_args ENVIRONMENT "GN_TEST_SLOWDOWN=${GN_SLOWDOWN}")
+    endif()
   endif()
   _set_tests_properties(${_gn_args})
 endmacro()

@@ -71,6 +71,20 @@ static void copy_name(char *dst, const char *src)
                 memcpy(dst, src, n);
 }
 
+/* Cut to fit like a name; text the wire would refuse is not told. */
+static void copy_version(char *dst, const char *src)
+{
+        size_t n = src ? strlen(src) : 0;
+
+        if (n >= GOSSIP_VERSION_MAX)
+                n = GOSSIP_VERSION_MAX - 1;
+        memset(dst, 0, GOSSIP_VERSION_MAX);
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char)src[i] < 0x20 || src[i] == 0x7f)
+                        return;
+        memcpy(dst, src, n);
+}
+
 int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
                   struct gossip **out)
 {
@@ -96,6 +110,7 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         memcpy(g->self.key, cfg->public_key, GOSSIP_KEY_BYTES);
         g->self.key_id = gossip_key_id(cfg->public_key);
         copy_name(g->self.name, cfg->name);
+        copy_version(g->self.version, cfg->version);
         g->self.addr = cfg->addr;
         g->self.inc = cfg->incarnation;
         g->self.state = GOSSIP_ALIVE;

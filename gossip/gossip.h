@@ -31,7 +31,8 @@
 #include "gossip_types.h"
 #include "stop.h"
 
-#define GOSSIP_NAME_MAX 32 /* bytes including the NUL; longer names are cut */
+#define GOSSIP_NAME_MAX    32 /* bytes including the NUL; longer names are cut */
+#define GOSSIP_VERSION_MAX 16 /* software version, NUL included; cut */
 /* Reject counters are indexed by -GOSSIP_E* code (slot 0 unused). */
 #define GOSSIP_REJECT_SLOTS 16
 /* Per-kind counters are indexed by wire message kind (wire.h; 0 unused). */
@@ -88,6 +89,8 @@ struct gossip_config {
         uint8_t secret_key[GOSSIP_SECRET_BYTES]; /* copied, wiped on destroy */
         struct gossip_addr addr;                 /* where others reach us */
         const char *name;                        /* may be NULL */
+        const char *version; /* our software version, told to members in
+                                our ALIVE updates; may be NULL */
         /* Boot incarnation. Must grow across restarts of the same key
          * (the daemon uses wall-clock seconds at start) so that others
          * accept the new life over the old one's "dead". */
@@ -111,6 +114,7 @@ struct gossip_config {
 struct gossip_member_info {
         uint8_t key[GOSSIP_KEY_BYTES];
         char name[GOSSIP_NAME_MAX];
+        char version[GOSSIP_VERSION_MAX]; /* "" = not told (older peer) */
         struct gossip_addr addr;
         int state; /* enum gossip_member_state */
         uint64_t incarnation;

@@ -29,6 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(GOSSIP_WIRE_VERSION_MAX == GOSSIP_VERSION_MAX,
+               "a version fits the member table and the wire alike");
+
 /*
  * Defaults: memberlist's LAN profile, which Lifeguard was evaluated with.
  *  probe period 1000 ms: one probe per member per second, constant load;
@@ -208,6 +211,7 @@ void gossip__member_info(const struct gossip *g, const struct swim_member *m,
         memset(o, 0, sizeof(*o));
         memcpy(o->key, m->key, GOSSIP_KEY_BYTES);
         memcpy(o->name, m->name, GOSSIP_NAME_MAX);
+        memcpy(o->version, m->version, GOSSIP_VERSION_MAX);
         o->addr = m->addr;
         o->state = m->state;
         o->incarnation = m->inc;
@@ -301,6 +305,8 @@ static void entry_of(const struct swim_member *m, struct gossip_update *u)
                 u->origin = m->origin;
         memcpy(u->name, m->name, GOSSIP_WIRE_NAME_MAX);
         u->name[GOSSIP_WIRE_NAME_MAX - 1] = 0;
+        if (m->state == GOSSIP_ALIVE)
+                memcpy(u->version, m->version, GOSSIP_WIRE_VERSION_MAX);
 }
 
 static int bq_cmp(const void *a, const void *b)
@@ -490,12 +496,19 @@ static void apply_self(struct gossip *g, const struct gossip_update *u,
 static void apply_alive(struct gossip *g, struct swim_member *m,
                         const struct gossip_update *u)
 {
+        /* a version belongs to a life (a restart raises the incarnation):
+         * take it also from news of the life we know, which may have come
+         * first without one (we marked it alive on hearing from it) */
+        if (u->version[0] && u->incarnation == m->inc)
+                memcpy(m->version, u->version, GOSSIP_VERSION_MAX);
         if (m->state != SWIM_UNKNOWN && u->incarnation <= m->inc)
                 return;
         if (u->addr.family)
                 m->addr = u->addr;
         if (u->name[0])
                 memcpy(m->name, u->name, GOSSIP_NAME_MAX);
+        if (u->version[0])
+                memcpy(m->version, u->version, GOSSIP_VERSION_MAX);
         set_state(g, m, GOSSIP_ALIVE, u->incarnation);
         bq_push(g, m);
 }

@@ -67,6 +67,7 @@ struct swim_member {
         uint64_t key_id;
         uint8_t key[GOSSIP_KEY_BYTES];
         char name[GOSSIP_NAME_MAX];
+        char version[GOSSIP_VERSION_MAX]; /* from its ALIVE updates */
         struct gossip_addr addr;
         int state; /* enum gossip_member_state or SWIM_UNKNOWN */
         uint64_t inc;

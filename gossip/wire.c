@@ -100,9 +100,9 @@ enum {
         ADDR4_BYTES = 6,  /* IPv4 address + port */
         ADDR6_BYTES = 18, /* IPv6 address + port */
         /* Largest encoding of one update: array hdr, 2 x uint64, state,
-         * bin8 IPv6 address, str8 name, uint64 origin. */
-        UPDATE_MAX_BYTES =
-            1 + 9 + 1 + 9 + 2 + ADDR6_BYTES + 2 + GOSSIP_WIRE_NAME_MAX + 9,
+         * bin8 IPv6 address, str8 name, uint64 origin, fixstr version. */
+        UPDATE_MAX_BYTES = 1 + 9 + 1 + 9 + 2 + ADDR6_BYTES + 2 +
+                           GOSSIP_WIRE_NAME_MAX + 9 + GOSSIP_WIRE_VERSION_MAX,
 };
 
 struct kind_info {
@@ -205,15 +205,15 @@ static int name_byte_ok(uint8_t c)
         return c >= 0x20 && c != 0x7f;
 }
 
-/* A printable name of at most 31 bytes (NUL within the buffer). */
-static int name_valid(const char *name)
+/* 1 if s is printable text shorter than max (its NUL inside). */
+static int text_valid(const char *s, size_t max)
 {
-        size_t n = strnlen(name, GOSSIP_WIRE_NAME_MAX);
+        size_t n = strnlen(s, max);
 
-        if (n == GOSSIP_WIRE_NAME_MAX)
+        if (n == max)
                 return 0;
         for (size_t i = 0; i < n; i++)
-                if (!name_byte_ok((uint8_t)name[i]))
+                if (!name_byte_ok((uint8_t)s[i]))
                         return 0;
         return 1;
 }
@@ -221,31 +221,37 @@ static int name_valid(const char *name)
 static int stop_valid(const struct gossip_stop *s)
 {
         return s->acc_bp <= 10000 && s->target_bp <= 10000 &&
-               name_valid(s->origin);
+               text_valid(s->origin, GOSSIP_WIRE_NAME_MAX);
 }
 
 static int update_valid(const struct gossip_update *u)
 {
         return u->key_id && u->state <= GOSSIP_WIRE_STATE_MAX &&
-               addr_valid(&u->addr, 1) && name_valid(u->name);
+               addr_valid(&u->addr, 1) &&
+               text_valid(u->name, GOSSIP_WIRE_NAME_MAX) &&
+               text_valid(u->version, GOSSIP_WIRE_VERSION_MAX);
 }
 
 static int pack_update(msgpack_packer *pk, const struct gossip_update *u)
 {
-        size_t n = strlen(u->name);
+        size_t n = strlen(u->name), v = strlen(u->version);
         int r;
 
-        r = msgpack_pack_array(pk, u->origin ? 6 : n ? 5 : 4);
+        /* the shortest array that holds what is set; elements before a
+         * set one are nil (name) or 0 (origin: "not given") */
+        r = msgpack_pack_array(pk, v ? 7 : u->origin ? 6 : n ? 5 : 4);
         r = r ? r : msgpack_pack_uint64(pk, u->key_id);
         r = r ? r : msgpack_pack_uint8(pk, u->state);
         r = r ? r : msgpack_pack_uint64(pk, u->incarnation);
         r = r ? r : pack_addr(pk, &u->addr);
         if (n)
                 r = r ? r : msgpack_pack_str_with_body(pk, u->name, n);
-        else if (u->origin)
+        else if (u->origin || v)
                 r = r ? r : msgpack_pack_nil(pk);
-        if (u->origin)
+        if (u->origin || v)
                 r = r ? r : msgpack_pack_uint64(pk, u->origin);
+        if (v)
+                r = r ? r : msgpack_pack_str_with_body(pk, u->version, v);
         return r;
 }
 
@@ -686,7 +692,8 @@ static int get_addr(const msgpack_object *o, struct gossip_addr *a,
         return 0;
 }
 
-static int get_name(const msgpack_object *o, char *name)
+/* A name or version: nil, or printable text shorter than max. */
+static int get_text(const msgpack_object *o, char *name, uint32_t max)
 {
         uint32_t n;
 
@@ -696,7 +703,7 @@ static int get_name(const msgpack_object *o, char *name)
         if (o->type != MSGPACK_OBJECT_STR)
                 return -1;
         n = o->via.str.size;
-        if (n >= GOSSIP_WIRE_NAME_MAX)
+        if (n >= max)
                 return -1;
         for (uint32_t i = 0; i < n; i++)
                 if (!name_byte_ok((uint8_t)o->via.str.ptr[i]))
@@ -722,13 +729,14 @@ static int get_stop(const msgpack_object *o, struct gossip_stop *s)
             s->target_bp > 10000)
                 return -1;
         s->reason = (uint8_t)reason;
-        if (o->via.array.size > 4 && get_name(&f[4], s->origin))
+        if (o->via.array.size > 4 &&
+            get_text(&f[4], s->origin, GOSSIP_WIRE_NAME_MAX))
                 return -1;
         return 0;
 }
 
 /* [key_id, state, incarnation, addr|nil, (name|nil), (origin),
- *  ...ignored] */
+ *  (version|nil), ...ignored] */
 static int get_update(const msgpack_object *o, struct gossip_update *u)
 {
         const msgpack_object *f;
@@ -744,9 +752,14 @@ static int get_update(const msgpack_object *o, struct gossip_update *u)
         u->state = (uint8_t)state;
         u->name[0] = 0;
         u->origin = 0;
-        if (o->via.array.size > 4 && get_name(&f[4], u->name))
+        u->version[0] = 0;
+        if (o->via.array.size > 4 &&
+            get_text(&f[4], u->name, GOSSIP_WIRE_NAME_MAX))
                 return -1;
         if (o->via.array.size > 5 && get_u64(&f[5], &u->origin))
+                return -1;
+        if (o->via.array.size > 6 &&
+            get_text(&f[6], u->version, GOSSIP_WIRE_VERSION_MAX))
                 return -1;
         return 0;
 }

@@ -80,6 +80,8 @@ enum {
         GOSSIP_WIRE_UPDATE_MIN_BYTES = 5,
         /* Name length limit including the NUL (same as gossip.h). */
         GOSSIP_WIRE_NAME_MAX = 32,
+        /* Software version length limit including the NUL (gossip.h). */
+        GOSSIP_WIRE_VERSION_MAX = 16,
         /* Replay window width per (sender, channel), in sequence numbers:
          * how far a datagram may be overtaken and still be accepted. */
         GOSSIP_WIRE_REPLAY_WINDOW = 128,
@@ -128,6 +130,9 @@ struct gossip_update {
          * suspicion (Lifeguard's confirmations count distinct origins);
          * 0 = not given (an older sender: count the frame's sender). */
         uint64_t origin;
+        /* ALIVE: the member's software version, "" = not given (element
+         * 6, optional: older senders omit it, older receivers skip it). */
+        char version[GOSSIP_WIRE_VERSION_MAX];
 };
 
 /* GRADIENT, PARAMS and SAMPLES (whose payload is opaque samples, see

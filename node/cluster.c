@@ -12,6 +12,7 @@
  * sets the timer again.
  */
 #include "cluster_private.h"
+#include "version.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -367,6 +368,7 @@ static int open_gossip(struct node_cluster *c, const uint8_t *sk, char *err,
         memcpy(gc.secret_key, sk, GOSSIP_SECRET_BYTES);
         gc.addr = c->listen;
         gc.name = c->name;
+        gc.version = node_version(); /* `gossipctl members` on every peer */
         gc.incarnation = node_cluster__unix_ms();
         gc.peers = gp;
         gc.n_peers = c->npeers;

@@ -95,6 +95,13 @@ int node_cluster_ctl(struct node_cluster *c, struct node_trainer *t,
                      const char *cmd, const msgpack_object *args,
                      msgpack_packer *pk, char *err, size_t errlen);
 
+/* Loop: training has finished and t's thread has been joined, so the model
+ * is no longer changing and the loop may read it: from now on STATE_REQs
+ * (and any still queued) are answered at once with t's final state, made
+ * here, instead of a snapshot asked of the training thread. The node stays
+ * a member until node_cluster_leave. */
+void node_cluster_serve(struct node_cluster *c, struct node_trainer *t);
+
 struct node_metrics_buf;
 /* Loop: append this node's metric families to b. */
 void node_cluster_metrics(struct node_cluster *c, struct node_trainer *t,

@@ -7,6 +7,9 @@
  * A STATE_REQ from a peer is queued (at most NODE_CLUSTER_STATE_PENDING)
  * and the box asks our trainer for a snapshot; when the snapshot is posted
  * the loop answers every queued request with it (node_cluster__on_async).
+ * Once training has finished (--after-train serve) there is no training
+ * thread to ask: node_cluster_serve hands the loop the finished trainer,
+ * and the loop encodes the final state itself, at once.
  *
  * Loop thread only.
  */
@@ -30,6 +33,24 @@ void node_cluster__send_state(struct node_cluster *c, const void *buf,
                                  gossip_strerror(rc));
         }
         c->npending = 0;
+}
+
+/* Answer every queued STATE_REQ with the finished trainer's state. */
+static void serve_pending(struct node_cluster *c)
+{
+        struct node_train_stats st;
+        void *buf = NULL;
+        size_t len = 0;
+        int rc = node_trainer_encode_state(c->served, &buf, &len);
+
+        if (rc) {
+                node_log(NODE_LOG_WARN, "state transfer: %s", nn_strerror(rc));
+                c->npending = 0;
+                return;
+        }
+        node_trainer_stats(c->served, &st);
+        node_cluster__send_state(c, buf, len, st.step);
+        free(buf);
 }
 
 void node_cluster__request_state(struct node_cluster *c, uint64_t local_step)
@@ -67,7 +88,17 @@ void node_cluster__on_state_req(struct node_cluster *c,
         memcpy(c->pending[c->npending++], from->key, GOSSIP_KEY_BYTES);
         node_log(NODE_LOG_INFO, "%s asks for the model",
                  node_cluster__member_name(from));
-        node_handoff_want_snapshot(c->h);
+        if (c->served)
+                serve_pending(c);
+        else
+                node_handoff_want_snapshot(c->h);
+}
+
+void node_cluster_serve(struct node_cluster *c, struct node_trainer *t)
+{
+        c->served = t;
+        if (c->npending)
+                serve_pending(c);
 }
 
 void node_cluster__on_state(struct node_cluster *c,

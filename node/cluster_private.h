@@ -79,6 +79,7 @@ struct node_cluster {
         uint8_t pending[NODE_CLUSTER_STATE_PENDING][GOSSIP_KEY_BYTES];
         size_t npending;
         uint64_t states_sent, states_received, state_reqs;
+        struct node_trainer *served; /* training over: answer from here */
 };
 
 /* cluster.c */

@@ -84,8 +84,9 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
 
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 12);
+        msgpack_pack_map(pk, 13);
         node_ctl_pack_kstr(pk, "name", m->name);
+        node_ctl_pack_kstr(pk, "version", m->version); /* "": not told */
         node_ctl_pack_kstr(pk, "addr", a);
         node_ctl_pack_kstr(pk, "key", k);
         node_ctl_pack_kbool(pk, "self", self);

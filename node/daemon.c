@@ -7,9 +7,13 @@
  * The run ends when the trainer has finished (a stop criterion, or a stop
  * asked by SIGTERM/SIGINT or the control command "leave") and, in a
  * cluster, the leave has been announced and has lingered long enough to
- * go out. Then every handle is closed, the loop runs dry and the trainer
- * thread is joined. The trainer writes its final checkpoint itself before
- * it reports done, so the order "leave, checkpoint, exit 0" holds.
+ * go out. With --after-train serve a stop criterion does not end the run:
+ * the training thread is joined, the node stays a member and answers state
+ * requests, gossipctl and metrics from the loop alone, and only a stop
+ * (SIGTERM/SIGINT, "leave") ends it. Then every handle is closed, the loop runs
+ * dry and the trainer thread is joined. The trainer writes its final checkpoint
+ * itself before it reports done, so the order "leave, checkpoint, exit 0"
+ * holds.
  */
 #define _GNU_SOURCE 1 /* SCHED_BATCH */
 #include "daemon.h"
@@ -49,6 +53,7 @@ struct daemon {
         struct node_metrics *metrics;
         struct node_evlog *ev;
         int stopping, trainer_done, left, closed;
+        int serving; /* training finished, thread joined (--after-train) */
         /* systemd (node/sdnotify.h): READY=1, STATUS= and, while healthy,
          * WATCHDOG=1, all from one loop timer */
         uv_timer_t sd_timer;
@@ -117,6 +122,28 @@ static void begin_stop(struct daemon *d, const char *why)
         node_trainer_stop(d->trainer);
         if (d->cluster)
                 node_cluster_leave(d->cluster, on_left, d);
+        maybe_close(d); /* serving alone: the trainer is long done */
+}
+
+/* A stop criterion was met and --after-train serve: join the training
+ * thread (it has written its final checkpoint and returns at once) and
+ * stay up; 0, or the trainer's error (then the run ends as usual). */
+static int start_serving(struct daemon *d)
+{
+        struct node_train_stats st;
+        int rc = node_trainer_join(d->trainer);
+
+        if (rc)
+                return rc;
+        d->serving = 1;
+        if (d->cluster)
+                node_cluster_serve(d->cluster, d->trainer);
+        node_trainer_stats(d->trainer, &st);
+        node_log(NODE_LOG_INFO,
+                 "training finished at step %llu: serving the model until "
+                 "SIGTERM (--after-train serve)",
+                 (unsigned long long)st.step);
+        return 0;
 }
 
 static void on_done_async(uv_async_t *a)
@@ -124,6 +151,9 @@ static void on_done_async(uv_async_t *a)
         struct daemon *d = a->data;
 
         d->trainer_done = 1;
+        if (!d->stopping && d->o->after_train == NODE_AFTER_SERVE &&
+            start_serving(d) == 0)
+                return;
         if (!d->stopping && !d->cluster)
                 node_sd_notify("STOPPING=1"); /* begin_stop does it else */
         if (d->cluster && !d->stopping)
@@ -203,16 +233,21 @@ static void on_sd_timer(uv_timer_t *h)
                 d->sd_samples = st.samples;
                 d->sd_moved_ms = now;
         }
-        if (!d->sd_ready && st.samples > 0) {
+        /* serving without a step: resumed from a checkpoint already at
+         * its stop criterion (a finished service restarted) */
+        if (!d->sd_ready && (st.samples > 0 || d->serving)) {
                 d->sd_ready = 1;
-                node_sd_notify("READY=1\nSTATUS=training");
+                node_sd_notify(d->serving ? "READY=1\nSTATUS=serving"
+                                          : "READY=1\nSTATUS=training");
                 uv_timer_set_repeat(h, d->sd_period);
                 return;
         }
         snprintf(
             msg, sizeof(msg), "STATUS=%s step %llu, loss %s, acc %s, test %s%s",
-            d->sd_ready ? "training" : "joining", (unsigned long long)st.step,
-            sd_val(c, sizeof(c), "%.3f", st.loss),
+            d->serving    ? "training finished, serving: at"
+            : d->sd_ready ? "training"
+                          : "joining",
+            (unsigned long long)st.step, sd_val(c, sizeof(c), "%.3f", st.loss),
             sd_val(a, sizeof(a), "%.1f%%", st.acc),
             sd_val(b, sizeof(b), "%.1f%%", st.test_acc),
             node_sd_healthy(d->sd_ready, st.running, now, d->sd_moved_ms,

@@ -344,10 +344,17 @@ static double probe_one(int id, const struct nn_gemm_shape *s, int n,
         close(fd[1]);
         if (pid > 0) {
                 struct pollfd p = {.fd = fd[0], .events = POLLIN};
-                double left = deadline - now_s();
+                double left;
+                int ready;
 
-                if (left > 0 && poll(&p, 1, (int)(left * 1e3) + 1) == 1 &&
-                    read(fd[0], &r, sizeof(r)) != sizeof(r))
+                /* a signal must not cut the wait short (poll is never
+                 * restarted after a handler) */
+                do {
+                        left = deadline - now_s();
+                        ready =
+                            left > 0 ? poll(&p, 1, (int)(left * 1e3) + 1) : 0;
+                } while (ready < 0 && errno == EINTR);
+                if (ready == 1 && read(fd[0], &r, sizeof(r)) != sizeof(r))
                         r = -1;
                 if (r < 0 || !isfinite(r))
                         kill(pid, SIGKILL);

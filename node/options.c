@@ -39,6 +39,7 @@ enum {
         OPT_TIME,
         OPT_TARGET,
         OPT_EVAL,
+        OPT_AFTER,
         OPT_CKDIR,
         OPT_CKEVERY,
         OPT_FRESH,
@@ -93,6 +94,7 @@ static const struct option long_opts[] = {
     {"time-budget", required_argument, NULL, OPT_TIME},
     {"target-acc", required_argument, NULL, OPT_TARGET},
     {"eval-every", required_argument, NULL, OPT_EVAL},
+    {"after-train", required_argument, NULL, OPT_AFTER},
     {"checkpoint-dir", required_argument, NULL, OPT_CKDIR},
     {"checkpoint-every", required_argument, NULL, OPT_CKEVERY},
     {"fresh", no_argument, NULL, OPT_FRESH},
@@ -174,6 +176,9 @@ static const char help_text[] =
     "  --time-budget SECONDS wall-clock budget\n"
     "  --target-acc PCT      stop when test accuracy reaches PCT (at evals)\n"
     "  --eval-every N        evaluate every N steps (default: each epoch)\n"
+    "  --after-train exit|serve   when a stop criterion is met: exit, or\n"
+    "                        stay a member serving the final model, gossipctl\n"
+    "                        and metrics until SIGTERM (default exit)\n"
     "\n"
     "Checkpoints:\n"
     "  --checkpoint-dir DIR  resume from DIR/model.ckpt, write it there\n"
@@ -242,6 +247,7 @@ static const char *optimizer_names[] = {"sgd", "adam"};
 static const char *sched_names[] = {"const", "cosine", "step"};
 static const char *codec_names[] = {"fp32", "fp16", "int8", "topk", "none"};
 static const char *level_names[] = {"error", "warn", "info", "debug"};
+static const char *after_names[] = {"exit", "serve"};
 
 #define NAME_OF(tab, v)                                                        \
         ((v) >= 0 && (size_t)(v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "?")
@@ -599,6 +605,11 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 if (parse_u32(v, 1, NODE_SHUFFLE_RESERVOIR_MAX,
                               &o->shuffle_reservoir))
                         return BAD("an integer in 1..1000000");
+                break;
+        case OPT_AFTER:
+                if ((e = parse_enum(v, after_names, 2)) < 0)
+                        return BAD("exit or serve");
+                o->after_train = e;
                 break;
         case OPT_ROBUST:
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)

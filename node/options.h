@@ -82,6 +82,14 @@ enum node_opt_sched {
         NODE_SCHED_COSINE = 1,
         NODE_SCHED_STEP = 2,
 };
+/* What a node does once training has finished (a stop criterion): exit
+ * (the command line's default: a run is a job), or stay a member and serve
+ * its final model, control socket and metrics until SIGTERM (the shipped
+ * unit: a service stays up for the joiners that come later). */
+enum node_opt_after {
+        NODE_AFTER_EXIT = 0,
+        NODE_AFTER_SERVE = 1,
+};
 enum node_opt_codec {
         NODE_CODEC_FP32 = 0,
         NODE_CODEC_FP16 = 1,
@@ -123,6 +131,7 @@ struct node_options {
         double time_budget_s;
         double target_acc;   /* percent */
         uint32_t eval_every; /* steps; 0: at each epoch end */
+        int after_train;     /* enum node_opt_after */
         /* checkpoints */
         const char *checkpoint_dir;
         uint32_t checkpoint_every; /* steps; 0: only at exit */

@@ -271,7 +271,7 @@ static const char *fmt_rate(const msgpack_object *o, char *buf, size_t len)
 static void member_row(struct table *t, const msgpack_object *m)
 {
         char name[64], addr[64], state[32], rtt[16], inc[24], step[24],
-            heard[16], rate[24];
+            heard[16], rate[24], version[24];
         const msgpack_object *self = ctlc_get(m, "self");
         const msgpack_object *liar = ctlc_get(m, "suspect_model");
         int ok;
@@ -280,6 +280,10 @@ static void member_row(struct table *t, const msgpack_object *m)
         ctlc_str(ctlc_get(m, "name"), name, sizeof(name));
         ctlc_str(ctlc_get(m, "addr"), addr, sizeof(addr));
         ctlc_str(ctlc_get(m, "state"), state, sizeof(state));
+        /* "" from a peer that does not tell it, absent from an older node */
+        ctlc_str(ctlc_get(m, "version"), version, sizeof(version));
+        if (!version[0])
+                snprintf(version, sizeof(version), "-");
         if (liar && liar->type == MSGPACK_OBJECT_BOOLEAN && liar->via.boolean)
                 strncat(state, ",suspect_model",
                         sizeof(state) - strlen(state) - 1);
@@ -293,7 +297,7 @@ static void member_row(struct table *t, const msgpack_object *m)
         if (self && self->type == MSGPACK_OBJECT_BOOLEAN && self->via.boolean)
                 snprintf(heard, sizeof(heard), "self");
         table_row(t, (const char *const[]){name, addr, state, rtt, rate, inc,
-                                           step, heard});
+                                           step, heard, version});
 }
 
 /* Does member m's state match re (NULL: everything matches)? */
@@ -328,11 +332,11 @@ static size_t print_members(const msgpack_object *arr, const regex_t *re,
                 fputs("]\n", f);
                 return shown;
         }
-        if (table_init(&t, 8, n) < 0)
+        if (table_init(&t, 9, n) < 0)
                 return 0;
         table_row(&t, (const char *const[]){"NAME", "ADDR", "STATE", "RTT",
                                             "GOODPUT", "INCARNATION", "STEP",
-                                            "LAST HEARD"});
+                                            "LAST HEARD", "VERSION"});
         for (size_t i = 0; i < n; i++) {
                 if (!state_matches(re, &arr->via.array.ptr[i]))
                         continue;

@@ -895,6 +895,92 @@ static void test_update_origin_compat(void **state)
         assert_int_equal(f->buf[44 + 3], 0x96);
         (void)len;
 }
+/* The update's version (element 6): an alive update with a version is 7
+ * elements (name nil, origin 0 before it); an older 6-element update
+ * decodes with no version; an 8th element is ignored; a version that is
+ * not text, too long or with a control byte is refused, and the encoder
+ * refuses to write one. */
+static void test_update_version_compat(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg got;
+        struct gossip_update upd[2];
+        size_t len;
+        const struct {
+                const char *name;
+                size_t n;
+                const uint8_t *body;
+                int err;
+                const char *version;
+        } cases[] = {
+            {"6 elements, no version",
+             B(0x81, 0x01, 0x91, 0x96, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00), 0,
+             ""},
+            {"7 elements, version 0.1",
+             B(0x81, 0x01, 0x91, 0x97, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xa3,
+               '0', '.', '1'),
+             0, "0.1"},
+            {"7 elements, version nil",
+             B(0x81, 0x01, 0x91, 0x97, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00,
+               0xc0),
+             0, ""},
+            {"8 elements, the last ignored",
+             B(0x81, 0x01, 0x91, 0x98, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xa1,
+               '2', 0x05),
+             0, "2"},
+            {"version not text",
+             B(0x81, 0x01, 0x91, 0x97, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00,
+               0x05),
+             GOSSIP_EDECODE, NULL},
+            {"version with a control byte",
+             B(0x81, 0x01, 0x91, 0x97, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xa2,
+               '1', 0x0a),
+             GOSSIP_EDECODE, NULL},
+            {"version of 16 bytes",
+             B(0x81, 0x01, 0x91, 0x97, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xb0,
+               '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c',
+               'd', 'e', 'f'),
+             GOSSIP_EDECODE, NULL},
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                len = raw_frame(f->buf, GOSSIP_MSG_PING, cases[i].body,
+                                cases[i].n, -1, 0);
+                memset(&got, 0, sizeof(got));
+                got.updates = upd;
+                got.updates_cap = 2;
+                int rc = gossip_wire_decode(f->buf, len, GOSSIP_CH_DGRAM, NULL,
+                                            f->kr, NULL, &got, NULL);
+                if (rc != cases[i].err)
+                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
+                                 cases[i].err);
+                if (rc)
+                        continue;
+                assert_int_equal(got.n_updates, 1);
+                assert_string_equal(upd[0].version, cases[i].version);
+                assert_int_equal(upd[0].origin, 0);
+        }
+        /* encoder: a version makes 7 elements, with nil name and origin 0 */
+        struct gossip_update u = {.key_id = 7, .state = 0, .incarnation = 3};
+        struct gossip_msg m = {.kind = GOSSIP_MSG_PING,
+                               .incarnation = 1,
+                               .seq = 200,
+                               .updates = &u,
+                               .n_updates = 1};
+        strcpy(u.version, "0.1");
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44 + 3], 0x97);
+        assert_memory_equal(f->buf + 44 + 4 + 3,
+                            "\xc0\xc0\x00\xa3"
+                            "0.1",
+                            7);
+        strcpy(u.version, "0.\x01");
+        m.seq = 201;
+        uint32_t sent = 0;
+        assert_int_equal(
+            gossip_wire_encode(&m, sk_a, f->buf, sizeof(f->buf), &len, &sent),
+            GOSSIP_EINVAL);
+}
 #undef B
 
 /* LEAVE's optional stop element (protocol.md 3.7): an old LEAVE (empty
@@ -1481,6 +1567,19 @@ static void vector_msg(const char *name, struct gossip_msg *m,
                 u->origin = id_a;
                 m->updates = u;
                 m->n_updates = 1;
+        } else if (!strcmp(name, "ping_version")) {
+                *sk = sk_a;
+                m->kind = GOSSIP_MSG_PING;
+                m->incarnation = 1;
+                m->seq = 14;
+                m->step = 42;
+                m->u.ping.target = id_b;
+                u->key_id = id_a; /* ourselves, alive, telling our version */
+                u->state = 0;
+                u->incarnation = 1;
+                strcpy(u->version, "0.1.0");
+                m->updates = u;
+                m->n_updates = 1;
         } else if (!strcmp(name, "ack")) {
                 *sk = sk_b;
                 m->kind = GOSSIP_MSG_ACK;
@@ -1597,9 +1696,9 @@ static void print_hex(const char *name, const uint8_t *b, size_t n)
 
 static void test_protocol_vectors(void **state)
 {
-        static const char *names[] = {"ping",      "ack",        "gradient",
-                                      "state_req", "params_mac", "ping_suspect",
-                                      "leave_stop"};
+        static const char *names[] = {
+            "ping",       "ack",          "gradient",   "state_req",
+            "params_mac", "ping_suspect", "leave_stop", "ping_version"};
         struct fx *f = *state;
         char *doc = read_file(GN_SOURCE_DIR "/docs/protocol.md");
         int print = getenv("GN_WIRE_PRINT_VECTORS") != NULL;
@@ -1658,6 +1757,7 @@ int main(void)
             T(test_body_bounds),
             T(test_update_origin_compat),
             T(test_leave_stop),
+            T(test_update_version_compat),
             T(test_encode_rejects_bad_messages),
             T(test_keyring),
             T(test_keyring_live_remove),

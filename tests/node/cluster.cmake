@@ -11,3 +11,13 @@ if(TARGET gossipnode AND TARGET gossip-keygen)
                          TIMEOUT 400 SKIP_RETURN_CODE 77 RUN_SERIAL ON)
   endforeach()
 endif()
+# A finished node stays a member with --after-train serve (needs gossipctl).
+if(TARGET gossipnode AND TARGET gossip-keygen AND TARGET gossipctl)
+  add_test(NAME test_cluster_serve
+           COMMAND /usr/bin/python3
+                   ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py
+                   $<TARGET_FILE:gossipnode> $<TARGET_FILE:gossip-keygen>
+                   serve $<TARGET_FILE:gossipctl>)
+  set_tests_properties(test_cluster_serve PROPERTIES LABELS slow
+                       TIMEOUT 400 SKIP_RETURN_CODE 77 RUN_SERIAL ON)
+endif()

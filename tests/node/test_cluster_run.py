@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_cluster_run.py GOSSIPNODE KEYGEN SCENARIO - real gossipnode processes
+"""test_cluster_run.py GOSSIPNODE KEYGEN SCENARIO [GOSSIPCTL] - real gossipnode processes
 training together on 127.0.0.1 (ephemeral ports, a temporary directory, one
 Fashion-MNIST shard per node). Scenarios:
 
@@ -26,6 +26,12 @@ Fashion-MNIST shard per node). Scenarios:
   hup    n0 and n1 trust only each other; n2 (trusting all) cannot get in;
          its key is added to their peers files and SIGHUP makes them
          accept it live; removing it again and SIGHUP drops it (dead).
+  serve  n0 and n1 train with --after-train serve: after their last step
+         they stay up (no exit within 3 s), list each other alive in
+         `gossipctl members`, report running false at the last step in
+         `gossipctl train`; n2 starts late, takes the model of the last
+         step from one of them and evaluates near their final accuracy;
+         all exit 0 (n0, n1 on SIGTERM). Needs GOSSIPCTL.
 
 Python 3 standard library only. Exit 0 pass, 1 fail, 77 skip (no data).
 Every node's log is printed on failure. GN_SEED sets the run's --seed.
@@ -112,6 +118,9 @@ class Cluster:
 
     def ev_path(self, i):
         return os.path.join(self.tmp, "ev%d.jsonl" % i)
+
+    def sock(self, i):
+        return os.path.join(self.tmp, "ctl%d.sock" % i)
 
     def log_path(self, i):
         return os.path.join(self.tmp, "log%d" % i)
@@ -435,11 +444,74 @@ def scenario_hup(c):
         assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
 
 
+def ctl_json(c, i, *cmd):
+    """`gossipctl --json CMD` against node i's control socket."""
+    r = subprocess.run([c.gossipctl, "--socket", c.sock(i), "--json"]
+                       + list(cmd), capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, "gossipctl %s at n%d: exit %d, %s" % (
+        cmd, i, r.returncode, r.stderr.strip())
+    return json.loads(r.stdout)
+
+
+def scenario_serve(c):
+    steps = 150
+    run = ["--steps", str(steps), "--eval-every", "50",
+           "--after-train", "serve"]
+    for i in (0, 1):
+        c.start(i, run + ["--control", c.sock(i)])
+    c.wait_for("n0 and n1 finish training",
+               lambda: c.events(0, "stop") and c.events(1, "stop"), 180)
+    finals = [final_acc(c, i) for i in (0, 1)]
+    # a finished node without --after-train serve exits within the leave
+    # linger (0.6 s); 3 s later both must still be up
+    time.sleep(3)
+    for i in (0, 1):
+        assert c.procs[i].poll() is None, \
+            "n%d exited %s after training" % (i, c.procs[i].returncode)
+        tr = ctl_json(c, i, "train")
+        assert tr["running"] is False and tr["step"] == steps, tr
+        members = ctl_json(c, i, "members")
+        alive = sorted(m["name"] for m in members if m["state"] == "alive")
+        assert alive == ["n0", "n1"], "n%d lists alive %s" % (i, alive)
+        # each member's version, ours told through membership (protocol.md
+        # 3.2, update element 6)
+        versions = {m["name"]: m.get("version") for m in members}
+        assert versions == {"n0": c.version, "n1": c.version}, versions
+    print("finished nodes still members; final accuracies %s" % finals)
+    c.start(2, ["--steps", str(steps + 40), "--eval-every", "10"])
+    c.wait_for("n2's first evaluation",
+               lambda: len(c.events(2, "eval")) >= 1, 90)
+    join = c.events(2, "join")
+    assert join, "n2 did not take a model"
+    assert join[0]["peer"] in ("n0", "n1") and join[0]["step"] == steps, \
+        join[0]
+    first = c.events(2, "eval")[0]
+    print("n2 took the model of %s at step %d; first eval %.2f%% at step "
+          "%d" % (join[0]["peer"], join[0]["step"], first["test_acc"],
+                  first["step"]))
+    # a fresh model after 10 steps is near 60-65%; the served one is at
+    # the finished nodes' accuracy, which 10 more steps move by < 3 points
+    assert first["test_acc"] >= min(finals) - 3.0, (first, finals)
+    rc = c.procs[2].wait(120)
+    assert rc == 0, "n2 exited %d" % rc
+    c.wait_for("n2 left at n0",
+               lambda: c.member_state(0, "n2", "left"), 30)
+    for i in (0, 1):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+    assert c.member_state(1, "n0", "left") or \
+        c.member_state(0, "n1", "left"), "no leave seen after SIGTERM"
+
+
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         print(__doc__)
         return 2
-    binary, keygen, scenario = sys.argv[1:]
+    binary, keygen, scenario = sys.argv[1:4]
+    gossipctl = sys.argv[4] if len(sys.argv) == 5 else None
+    if scenario == "serve" and not gossipctl:
+        print(__doc__)
+        return 2
     if not os.path.isdir(DATA):
         print("SKIP: no %s" % DATA)
         return 77
@@ -449,14 +521,19 @@ def main():
     seed = int(os.environ.get("GN_SEED", "1"))
     print("# GN_SEED=%d" % seed)
     n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
-         "shuffle": 3}[scenario]
+         "shuffle": 3, "serve": 3}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
+    c.gossipctl = gossipctl
+    # "gossipnode X.Y.Z" on the first line of --version
+    c.version = subprocess.run([binary, "--version"], capture_output=True,
+                               text=True).stdout.split("\n")[0].split()[-1]
     ok = False
     try:
         {"three": scenario_three, "churn": scenario_churn,
          "join": scenario_join, "hup": scenario_hup,
-         "stop": scenario_stop, "shuffle": scenario_shuffle}[scenario](c)
+         "stop": scenario_stop, "shuffle": scenario_shuffle,
+         "serve": scenario_serve}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)

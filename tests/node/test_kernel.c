@@ -7,7 +7,14 @@
  * name is ignored and kept; the --blis-arch and BLIS_ARCH_TYPE overrides;
  * and, last (BLIS reads its choice once per process), that BLIS really runs
  * the set chosen.  Files live in a fresh scratch directory.  The probe
- * runs with a 10 ms budget per candidate to keep the test short.
+ * runs with a 10 ms budget per candidate to keep the test short; under an
+ * emulator (GN_TEST_SLOWDOWN > 1, cmake/Emulator.cmake) 100 ms times the
+ * slowdown: there one repetition of the shapes (~10 ms natively) takes
+ * ~1 s, 4 s on a loaded host, and a child runs at least 3 before its
+ * deadline of 0.5 s + 3 x the budget (10 s a probe under qemu-aarch64: a
+ * child's deadline is then 30 s, and the test ~1-2 min). The candidates are the
+ * sets this BLIS and CPU can run, whatever the architecture (cortexa57 alone
+ * under qemu-aarch64's Debian BLIS).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -27,6 +34,15 @@
 static char g_dir[200];
 static char g_path[300];
 
+/* How many times slower than native we run (1 natively). */
+static int slowdown(void)
+{
+        const char *s = getenv("GN_TEST_SLOWDOWN");
+        int v = s ? atoi(s) : 1;
+
+        return v >= 1 ? v : 1;
+}
+
 static struct node_kernel_req req(const char *override)
 {
         struct node_kernel_req r = {
@@ -34,7 +50,7 @@ static struct node_kernel_req req(const char *override)
             .batch = 100,
             .override = override,
             .cache_path = g_path,
-            .budget_ms = 10,
+            .budget_ms = slowdown() > 1 ? 100 * slowdown() : 10,
         };
         return r;
 }
@@ -82,7 +98,7 @@ static void test_probe_caches_and_reuses(void **state)
         assert_int_equal(node_kernel_choose(&r, &k, err, sizeof(err)), 0);
         assert_string_equal(k.how, "probed");
         assert_true(k.ncand >= 1);
-        assert_true(k.probe_s > 0 && k.probe_s < 5);
+        assert_true(k.probe_s > 0 && k.probe_s < 5 * slowdown());
         assert_true(nn_blis_arch_usable(nn_blis_arch_id(k.arch)) > 0);
         assert_int_equal(atoi(getenv("BLIS_ARCH_TYPE")),
                          nn_blis_arch_id(k.arch));

@@ -195,6 +195,7 @@ struct scen {
         uint32_t slow; /* node 0's step time is this many times longer */
         enum xsim_preset link;
         size_t nparams;
+        uint32_t slice_scale; /* xsim_opts.slice_scale */
         uint32_t inbox;
         int kill;         /* node 1 dies ... */
         uint64_t kill_us; /* ... at this virtual time */
@@ -263,6 +264,7 @@ static struct xsim *scen_make(const struct scen *s, uint64_t seed,
         o.detect_us = 3 * SEC;
         o.detect_jitter_us = 1 * SEC;
         o.inbox_cap = s->inbox;
+        o.slice_scale = s->slice_scale;
         o.admit = s->admit;
         o.on_event = on_event;
         o.user = m;
@@ -939,12 +941,12 @@ static void known_slow_node_unheard(void **state)
  * Never degrade silently (issue 12). The node's defaults (K = 1, R = 3,
  * P = 4, S = 16, --wait-ms 2, 8 extra batches) and the MLP's size
  * (407,050 parameters: a slice is a quarter, 204 KB in fp16 as xsim sends
- * it), 10 ms steps. On a 10 Mbit/s, 40 ms link a slice takes ~163 ms to
- * send: each node sends one per step (a step with its extra batches and
- * wait takes ~32 ms), the queues grow without bound and what arrives is
- * older than the window ((R+1)K + S steps). Every node must say so (its verdict
- * turns degraded, once). On the LAN the same run stays healthy with no change
- * of verdict.
+ * it; modelled as 4,070 floats sent at 100x their size), 10 ms steps. On a 10
+ * Mbit/s, 40 ms link a slice takes ~163 ms to send: each node sends one per
+ * step (a step with its extra batches and wait takes ~32 ms), the queues grow
+ * without bound and what arrives is older than the window ((R+1)K + S steps).
+ * Every node must say so (its verdict turns degraded, once). On the LAN the
+ * same run stays healthy with no change of verdict.
  */
 static void test_degraded_is_said(void **state)
 {
@@ -965,7 +967,8 @@ static void test_degraded_is_said(void **state)
                 s.fill = 8;
                 s.slow = 1;
                 s.steps = 400;
-                s.nparams = 407050;
+                s.nparams = 4070; /* x 100 on the wire: the MLP's */
+                s.slice_scale = 100;
                 s.link = links[l];
                 x = scen_make(&s, seed, &m);
                 scen_run(x);

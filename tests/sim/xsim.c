@@ -323,7 +323,9 @@ static void post_slice(struct xsim *x, struct xnode *nd)
         ev.step = nd->t;
         ev.reach = nd->reach[ev.part];
         nd->st.slices_sent++;
-        link_send(x, &ev, ev.count * 2 + XSIM_FRAME_BYTES); /* fp16 */
+        link_send(x, &ev,
+                  ev.count * 2 * (x->o.slice_scale ? x->o.slice_scale : 1) +
+                      XSIM_FRAME_BYTES); /* fp16 */
 }
 
 /* b -> c. merge, fold the extra batches in, step, post, PARAMS phase. */

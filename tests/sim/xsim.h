@@ -106,8 +106,13 @@ struct xsim_opts {
         uint32_t detect_jitter_us;   /* + uniform [0, this] per observer */
         uint32_t inbox_cap;          /* 0: XSIM_INBOX_DEFAULT */
         uint32_t grad_bytes;         /* a gradient on the wire; 0: 4/param */
-        float avg_weight;            /* 0: 0.5 */
-        xsim_admit_fn admit;         /* NULL: gossip_plan_admit */
+        /* a slice on the wire: its floats x 2 (fp16) x this; 0: 1. A small
+         * model can stand for a large one on the link (a scale of 100 makes
+         * 4,070 floats travel as the MLP's 407,050) at a hundredth of the
+         * simulator's work */
+        uint32_t slice_scale;
+        float avg_weight;    /* 0: 0.5 */
+        xsim_admit_fn admit; /* NULL: gossip_plan_admit */
         /* called after every event (checks that must hold at all times) */
         void (*on_event)(struct xsim *x, void *user);
         /* called after every question to the plan, with its answer

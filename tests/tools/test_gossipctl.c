@@ -92,9 +92,9 @@ static void pk_kv_nil(msgpack_packer *pk, const char *k)
 
 static void pack_member(msgpack_packer *pk, const char *name, const char *addr,
                         int self, const char *state, uint64_t inc, double rtt,
-                        uint64_t step, double heard)
+                        uint64_t step, double heard, const char *version)
 {
-        msgpack_pack_map(pk, 9);
+        msgpack_pack_map(pk, version ? 10 : 9); /* NULL: an older daemon */
         pk_kv_str(pk, "name", name);
         pk_kv_str(pk, "addr", addr);
         pk_kv_str(pk, "key", self ? KEY_A : KEY_B);
@@ -111,19 +111,21 @@ static void pack_member(msgpack_packer *pk, const char *name, const char *addr,
                 pk_kv_nil(pk, "last_heard_ms");
         else
                 pk_kv_u(pk, "last_heard_ms", (uint64_t)heard);
+        if (version)
+                pk_kv_str(pk, "version", version);
 }
 
 static void pack_members(msgpack_packer *pk)
 {
         msgpack_pack_array(pk, 4);
         pack_member(pk, "pi-kitchen", "10.0.0.11:7946", 1, "alive", 7, -1, 120,
-                    -1);
+                    -1, "0.2.0");
         pack_member(pk, "pi-garage", "10.0.0.12:7946", 0, "alive", 3, 1.25, 121,
-                    200);
+                    200, "0.1.0");
         pack_member(pk, "pi-attic", "[fd00::13]:7946", 0, "suspect", 1, -1, 97,
-                    4800);
+                    4800, ""); /* a peer that did not tell its version */
         pack_member(pk, "pi-cellar", "10.0.0.14:7946", 0, "dead", 12, 40.5, 5,
-                    125000);
+                    125000, NULL);
 }
 
 static void pack_stats(msgpack_packer *pk)
@@ -378,15 +380,15 @@ static void test_members_text(void **state)
         assert_string_equal(r.err, "");
         assert_string_equal(
             r.out, "NAME        ADDR             STATE    RTT    GOODPUT  "
-                   "INCARNATION  STEP  LAST HEARD\n"
+                   "INCARNATION  STEP  LAST HEARD  VERSION\n"
                    "pi-kitchen  10.0.0.11:7946   alive    -      -        "
-                   "7            120   self\n"
+                   "7            120   self        0.2.0\n"
                    "pi-garage   10.0.0.12:7946   alive    1.2ms  -        "
-                   "3            121   200ms\n"
+                   "3            121   200ms       0.1.0\n"
                    "pi-attic    [fd00::13]:7946  suspect  -      -        "
-                   "1            97    4.8s\n"
+                   "1            97    4.8s        -\n"
                    "pi-cellar   10.0.0.14:7946   dead     40ms   -        "
-                   "12           5     2m\n");
+                   "12           5     2m          -\n");
 }
 
 static void test_members_json(void **state)
@@ -399,15 +401,15 @@ static void test_members_json(void **state)
             r.out, "[{\"name\":\"pi-kitchen\",\"addr\":\"10.0.0.11:7946\","
                    "\"key\":\"" KEY_A "\",\"self\":true,\"state\":\"alive\","
                    "\"incarnation\":7,\"rtt_ms\":null,\"step\":120,"
-                   "\"last_heard_ms\":null},"
+                   "\"last_heard_ms\":null,\"version\":\"0.2.0\"},"
                    "{\"name\":\"pi-garage\",\"addr\":\"10.0.0.12:7946\","
                    "\"key\":\"" KEY_B "\",\"self\":false,\"state\":\"alive\","
                    "\"incarnation\":3,\"rtt_ms\":1.25,\"step\":121,"
-                   "\"last_heard_ms\":200},"
+                   "\"last_heard_ms\":200,\"version\":\"0.1.0\"},"
                    "{\"name\":\"pi-attic\",\"addr\":\"[fd00::13]:7946\","
                    "\"key\":\"" KEY_B "\",\"self\":false,\"state\":\"suspect\","
                    "\"incarnation\":1,\"rtt_ms\":null,\"step\":97,"
-                   "\"last_heard_ms\":4800},"
+                   "\"last_heard_ms\":4800,\"version\":\"\"},"
                    "{\"name\":\"pi-cellar\",\"addr\":\"10.0.0.14:7946\","
                    "\"key\":\"" KEY_B "\",\"self\":false,\"state\":\"dead\","
                    "\"incarnation\":12,\"rtt_ms\":40.5,\"step\":5,"

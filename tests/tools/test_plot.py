@@ -7,9 +7,14 @@ node0 and node1, and node1 later sees node0 leave), plus malformed lines,
 then checks every PNG: signature, IHDR dimensions, CRCs, file size, and
 more than a handful of distinct colours. The membership plot must contain
 the exact fill colours of alive, suspect, dead and left bars, so a plot that
-lost the state data fails. Also: no events -> exit 1 and no files.
+lost the state data fails. Also: no events -> exit 1 and no files. And a
+restart is a gap (restart_checks): a node that crashed and came back has
+two lives, its lines break between them (a blank line in the data) and
+its own row and its beliefs about peers have nothing in the downtime.
 Usage: test_plot.py PATH-TO-gossip-plot. GN_SEED (printed) replays.
 """
+import importlib.machinery
+import importlib.util
 import json
 import os
 import random
@@ -69,6 +74,52 @@ def check_png(path, min_colours=8):
     return info
 
 
+def load_plot(path):
+    """gossip-plot as a module (it has no .py suffix)."""
+    loader = importlib.machinery.SourceFileLoader("gossip_plot", path)
+    spec = importlib.util.spec_from_loader("gossip_plot", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def restart_checks(plot, d):
+    """Node r: membership, then start at 0.2 s, steps until 5 s, crash (no
+    stop); back at 15 s (membership and a join before its start), steps,
+    stop at 20.5 s, serving on (a suspicion at 21 s)."""
+    gp = load_plot(plot)
+    t0 = 1_700_000_000_000
+
+    def ev(t, kind, **kw):
+        return {"t_ms": t0 + int(t * 1000), "node": "r", "ev": kind, **kw}
+
+    evs = [ev(0.1, "member", peer="p", state="alive"), ev(0.2, "start")]
+    evs += [ev(t, "step", step=10 * t, loss=1.0 / t) for t in (1, 3, 5)]
+    evs += [ev(15.0, "member", peer="p", state="alive"),
+            ev(15.1, "join", peer="p", step=60), ev(15.2, "start", step=60)]
+    evs += [ev(t, "step", step=60 + t, loss=0.5 / t) for t in (16, 18, 20)]
+    evs += [ev(20.5, "stop", reason="steps"),
+            ev(21.0, "member", peer="p", state="suspect")]
+    lives = gp.lives(evs)
+    assert [len(x) for x in lives] == [5, 8], [len(x) for x in lives]
+    assert lives[1][0]["ev"] == "member", lives[1][0]
+    pts = gp.series({"r": evs}, t0, "step", "loss", "time")["r"]
+    assert pts.count(None) == 1, pts
+    cut = pts.index(None)
+    assert pts[cut - 1][0] == 5.0 and pts[cut + 1][0] == 16.0, pts
+    path = gp.write_data(d, "r", pts)
+    assert "\n\n" in open(path).read(), "no line break in the data"
+    rows = dict(gp.intervals({"r": evs}, t0))
+    assert rows["r (self)"] == [(0.1, 5.0, "self"), (15.0, 21.0, "self")], \
+        rows["r (self)"]
+    assert rows["r: p"] == [(0.1, 5.0, "alive"), (15.0, 21.0, "alive"),
+                            (21.0, 21.0, "suspect")], rows["r: p"]
+    down = [s for spans in rows.values() for s in spans
+            if s[0] < 10.0 < s[1]]
+    assert not down, "a bar covers the downtime: %s" % down
+    print("restart: 2 lives, the line and the bars break at 5-15 s")
+
+
 def main():
     plot = sys.argv[1]
     seed = int(os.environ.get("GN_SEED", "7"))
@@ -107,6 +158,7 @@ def main():
         assert r.returncode == 1, r.returncode
         assert not os.path.exists(os.path.join(empty, "png")) or \
             os.listdir(os.path.join(empty, "png")) == []
+        restart_checks(plot, d)
     print("test_plot: ok")
 
 
