@@ -171,7 +171,11 @@ def check_members(t, sock, work):
     for row in text[1:]:
         name = row.split()[0]
         assert row[col:].startswith(peers[name][0]), (row, col)
-    assert text[1].endswith("self"), text[1]
+    heard, ver = text[0].index("LAST HEARD"), text[0].index("VERSION")
+    assert text[1][heard:ver].strip() == "self", text[1]
+    version = t.gjson(sock, "version")["version"]
+    for row in text[1:]:
+        assert row[ver:].strip() == version, (row, version)
     r = t.gctl(sock, "members", "--status", "dead", check=3)
     assert r.stdout == "", r.stdout
 
