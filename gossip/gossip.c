@@ -82,7 +82,8 @@ static void copy_version(char *dst, const char *src)
         for (size_t i = 0; i < n; i++)
                 if ((unsigned char)src[i] < 0x20 || src[i] == 0x7f)
                         return;
-        memcpy(dst, src, n);
+        if (n)
+                memcpy(dst, src, n);
 }
 
 int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,

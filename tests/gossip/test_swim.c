@@ -810,7 +810,8 @@ static void on_app(void *ctx, const struct gossip_member_info *from, int kind,
         g->kind = kind;
         g->step = step;
         g->len = len < sizeof(g->data) ? len : sizeof(g->data);
-        memcpy(g->data, p, g->len);
+        if (g->len) /* a STATE_REQ has no payload (p may be NULL) */
+                memcpy(g->data, p, g->len);
         memcpy(g->from, from->key, GOSSIP_KEY_BYTES);
         g->n++;
 }
