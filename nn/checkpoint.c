@@ -469,7 +469,6 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
                           path);
                 goto out;
         }
-        (void)nn_checkpoint_clean_tmp(path); /* best effort */
         made = 1;
         rc = write_tmp(tmp, buf, len, err, errlen);
         if (rc != 0)

@@ -84,8 +84,11 @@ int nn_checkpoint_save(const char *path, const struct nn_checkpoint *ck,
 /* Removes what earlier saves to path left behind when they died between
  * creating and renaming their temp file: path.tmp.<pid> for any pid that
  * is not ours and names no running process. Returns how many were removed
- * (0 or more), or NN_EIO if path's directory cannot be read. Called by
- * nn_checkpoint_save; a program should also call it at start. */
+ * (0 or more), or NN_EIO if path's directory cannot be read. A program
+ * calls it once at start, before other threads run (gossipnode's trainer
+ * setup); saves do not, so a training thread never scans the directory
+ * while the loop thread opens and closes sockets (a DIR's descriptor
+ * reusing a socket's number is what ThreadSanitizer reported). */
 int nn_checkpoint_clean_tmp(const char *path);
 
 /* Loads and verifies path into *out (see nn_checkpoint_decode). */
