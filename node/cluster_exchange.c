@@ -282,6 +282,21 @@ static uint64_t uplink_queued(struct node_cluster *c)
         return q;
 }
 
+/* Is the uplink a backlog this slice would wait behind? Once the
+ * adaptation has chosen something cheaper than the configured codec at K0,
+ * any queued byte is (the link is the constraint); before that, only a
+ * backlog of a whole slice (a fast link, loopback, clears one frame within
+ * a step, and skipping there cut a third of a LAN cluster's averaging). */
+static int link_busy(struct node_cluster *c, size_t count)
+{
+        const struct gossip_plan_cfg *p = node_handoff_plan(c->h);
+        uint64_t q = uplink_queued(c);
+
+        if (c->adapt.k > p->avg_every || c->adapt.codec != (int)c->penc.cfg.id)
+                return q > 0;
+        return q >= 2 * (uint64_t)count; /* a slice in fp16 */
+}
+
 /* Encode our slice of step's round from its ring slot (in the codec the
  * adaptation chose), give the slot back, and send the slice to the
  * round's partner - unless an earlier slice is still waiting for the
@@ -296,7 +311,7 @@ static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
         uint32_t part = node_handoff_slot_slice(c->h, slot, &lo, &count);
         int rc;
 
-        if (c->o->adapt && uplink_queued(c) > 0) {
+        if (c->o->adapt && link_busy(c, count)) {
                 node_handoff_slot_done(c->h, slot);
                 c->params_skipped_link++;
                 return;
