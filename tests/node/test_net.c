@@ -269,8 +269,14 @@ static void test_stream_large_both_ways(void **state)
          * we never sent to */
         struct gossip_link_estimate le;
         assert_int_equal(node_net_peer_link(a, &ab, &le), 0);
-        assert_true(le.rtt_samples >= 1 && le.rtt_us > 0);
-        assert_true(le.goodput_Bps > 0);
+        /* qemu-user does not emulate TCP_INFO: there the kernel's RTT and
+         * delivery rate never arrive (the CI's aarch64 run sets
+         * GN_TEST_SLOWDOWN); natively both must */
+        const char *slow = getenv("GN_TEST_SLOWDOWN");
+        if (!slow || atoi(slow) <= 1) {
+                assert_true(le.rtt_samples >= 1 && le.rtt_us > 0);
+                assert_true(le.goodput_Bps > 0);
+        }
         assert_true(ps[0].goodput_Bps == le.goodput_Bps);
         assert_int_equal(ps[0].link_rtt_us, le.rtt_us);
         assert_int_equal(node_net_peer_link(a, &aa, &le), -ENOENT);
