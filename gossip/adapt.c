@@ -35,6 +35,16 @@ size_t gossip_adapt_slice_bytes(const struct gossip_adapt_in *in, int codec)
         return body + GOSSIP_CODEC_HEADER_BYTES + GOSSIP_ADAPT_FRAME_BYTES;
 }
 
+int gossip_adapt_skip(const struct gossip_adapt_in *in,
+                      const struct gossip_adapt_choice *cur, uint64_t queued)
+{
+        uint32_t k0 = in->k0 ? in->k0 : 1;
+
+        if (cur->k > k0 || cur->codec != in->codec)
+                return queued > 0;
+        return queued > (uint64_t)gossip_adapt_slice_bytes(in, in->codec);
+}
+
 /* The smallest K = k0 * 2^j (capped) whose round carries codec's slice
  * within pct % of the goodput. */
 static uint32_t need_k(const struct gossip_adapt_in *in, int codec,

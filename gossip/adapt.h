@@ -77,6 +77,18 @@ int gossip_adapt_choose(const struct gossip_adapt_in *in,
                         const struct gossip_adapt_choice *cur,
                         struct gossip_adapt_choice *out);
 
+/* Skip a new slice rather than queue it behind the uplink? `queued` is
+ * the transport's backlog: bytes accepted and not yet completed, over
+ * every destination. Once the choice in force is cheaper than the
+ * configured codec at K0 the link is the constraint, and any queued byte
+ * is a backlog the slice would arrive too old behind. Before that, only
+ * more than one slice's frame is (gossip_adapt_slice_bytes, an upper
+ * bound): one frame of the richest codec still completing is normal on a
+ * fast link or loopback, and counting it as a backlog skipped 38 % of a
+ * loopback cluster's slices (benchmarks.md 3.2c). */
+int gossip_adapt_skip(const struct gossip_adapt_in *in,
+                      const struct gossip_adapt_choice *cur, uint64_t queued);
+
 /* "fp16 every 1 step" for logs; returns buf. */
 const char *gossip_adapt_say(const struct gossip_adapt_choice *c, char *buf,
                              size_t len);

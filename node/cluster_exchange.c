@@ -234,12 +234,9 @@ static double uplink_Bps(struct node_cluster *c)
         return best;
 }
 
-/* Every 250 ms at most: re-choose the slice codec and K from the link
- * (gossip/adapt.h); a new K goes to the box, which the trainer takes at a
- * round end both agree on. */
-static void adapt(struct node_cluster *c)
+/* The adaptation's view of our configuration (the link figures unset). */
+static struct gossip_adapt_in adapt_in(struct node_cluster *c)
 {
-        uint64_t now = node_net_now_ms(c->net);
         const struct gossip_plan_cfg *p = node_handoff_plan(c->h);
         struct gossip_adapt_in in = {
             .nparams = c->nparams,
@@ -247,6 +244,18 @@ static void adapt(struct node_cluster *c)
             .k0 = p->avg_every,
             .codec = c->penc.cfg.id,
         };
+
+        return in;
+}
+
+/* Every 250 ms at most: re-choose the slice codec and K from the link
+ * (gossip/adapt.h); a new K goes to the box, which the trainer takes at a
+ * round end both agree on. */
+static void adapt(struct node_cluster *c)
+{
+        uint64_t now = node_net_now_ms(c->net);
+        const struct gossip_plan_cfg *p = node_handoff_plan(c->h);
+        struct gossip_adapt_in in = adapt_in(c);
         struct gossip_adapt_choice next;
         char was[64], now_s[64];
 
@@ -282,19 +291,12 @@ static uint64_t uplink_queued(struct node_cluster *c)
         return q;
 }
 
-/* Is the uplink a backlog this slice would wait behind? Once the
- * adaptation has chosen something cheaper than the configured codec at K0,
- * any queued byte is (the link is the constraint); before that, only a
- * backlog of a whole slice (a fast link, loopback, clears one frame within
- * a step, and skipping there cut a third of a LAN cluster's averaging). */
-static int link_busy(struct node_cluster *c, size_t count)
+/* Is the uplink a backlog this slice would wait behind (gossip/adapt.h)? */
+static int link_busy(struct node_cluster *c)
 {
-        const struct gossip_plan_cfg *p = node_handoff_plan(c->h);
-        uint64_t q = uplink_queued(c);
+        struct gossip_adapt_in in = adapt_in(c);
 
-        if (c->adapt.k > p->avg_every || c->adapt.codec != (int)c->penc.cfg.id)
-                return q > 0;
-        return q >= 2 * (uint64_t)count; /* a slice in fp16 */
+        return gossip_adapt_skip(&in, &c->adapt, uplink_queued(c));
 }
 
 /* Encode our slice of step's round from its ring slot (in the codec the
@@ -311,7 +313,7 @@ static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
         uint32_t part = node_handoff_slot_slice(c->h, slot, &lo, &count);
         int rc;
 
-        if (c->o->adapt && link_busy(c, count)) {
+        if (c->o->adapt && link_busy(c)) {
                 node_handoff_slot_done(c->h, slot);
                 c->params_skipped_link++;
                 return;

@@ -78,7 +78,9 @@ struct node_handoff {
         int stop_from_peer;
         struct node_shuffle *shuffle; /* set before the threads run; owned */
         /* robust merge: running medians of accepted distances (slices,
-         * gradients) and every peer's record */
+         * gradients) and every peer's record; rs_params is touched only
+         * by the training thread (reset here under mu, used without it
+         * in node_handoff_average) */
         struct gossip_robust_stat rs_params, rs_grads;
         struct gossip_robust_peers peers;
         /* is the exchange working (gossip_plan_health)? */
@@ -92,6 +94,7 @@ struct node_handoff {
         uint64_t step_at_us, step_seen;
         /* training thread */
         float *t_grad;
+        float *t_in[NODE_HANDOFF_INBOX]; /* slices taken out of the inbox */
         /* loop thread */
         float *l_grad, *l_spare;
         int l_grad_valid; /* l_grad holds a gradient we sent */
@@ -140,8 +143,10 @@ static int alloc_buffers(struct node_handoff *h)
         ok = h->grad_buf && h->t_grad && h->l_grad && h->l_spare;
         for (int i = 0; i < GOSSIP_PLAN_RING; i++)
                 ok &= (h->ring[i].v = malloc(sc * sizeof(float))) != NULL;
-        for (int i = 0; i < NODE_HANDOFF_INBOX; i++)
+        for (int i = 0; i < NODE_HANDOFF_INBOX; i++) {
                 ok &= (h->inbox[i].v = malloc(sc * sizeof(float))) != NULL;
+                ok &= (h->t_in[i] = malloc(sc * sizeof(float))) != NULL;
+        }
         return ok ? 0 : -ENOMEM;
 }
 
@@ -193,8 +198,10 @@ void node_handoff_free(struct node_handoff *h)
         free(h->l_spare);
         for (int i = 0; i < GOSSIP_PLAN_RING; i++)
                 free(h->ring[i].v);
-        for (int i = 0; i < NODE_HANDOFF_INBOX; i++)
+        for (int i = 0; i < NODE_HANDOFF_INBOX; i++) {
                 free(h->inbox[i].v);
+                free(h->t_in[i]);
+        }
         free(h->snap);
         free(h->in_state);
         node_shuffle_free(h->shuffle);
@@ -497,33 +504,44 @@ static void robust_count(struct node_handoff *h, const uint8_t *key, int reason)
                 gossip_robust_peer_note(p, reason);
 }
 
-/* Robust merge of one slice against mine (our copy it is averaged with):
- * 0 to go on (theirs possibly clipped in place), -1 refused (mu held). */
+/* Robust merge of one slice against mine (our copy it is averaged with),
+ * on the training thread with mu released: rs_params is the trainer's.
+ * Returns the verdict; theirs is clipped in place when it says so. */
 static int robust_slice(struct node_handoff *h, struct in_slice *q,
-                        const float *mine)
+                        const float *mine, float *radius)
 {
         struct gossip_robust_verdict v;
         float ref = gossip_robust_rms(mine, NULL, q->count);
 
         gossip_robust_judge(&gossip_robust_params_cfg, &h->rs_params, q->v,
                             mine, ref, q->count, &v);
-        robust_count(h, q->from, v.reason);
-        if (v.reason == GOSSIP_ROBUST_FAR ||
-            v.reason == GOSSIP_ROBUST_NONFINITE)
-                return -1;
+        *radius = ref > 0 ? v.radius / ref : NAN;
         if (v.reason == GOSSIP_ROBUST_CLIPPED)
                 gossip_robust_clip(q->v, mine, q->count, v.scale);
         gossip_robust_note(&h->rs_params, &v);
-        h->st.radius_params = ref > 0 ? v.radius / ref : NAN;
-        return 0;
+        return v.reason;
 }
 
+/* Average the slices in the inbox into params. Three phases, so the loop
+ * is never kept waiting on mu for a pass over the floats (a training
+ * thread preempted while holding it stalled the loop's reads for a whole
+ * scheduler slice on a busy core): under mu the plan judges each slice
+ * and the usable ones move to the trainer's buffers; without mu the
+ * robust check and the merge run over them; under mu again the outcome
+ * is counted. The ring slot a delta is taken against is only ever written
+ * by this thread, so reading it without mu is safe. */
 void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                           size_t n)
 {
         struct gossip_plan_cfg plan = plan_now(h);
         const struct gossip_plan_cfg *c = &plan;
         float w = h->cfg.avg_weight;
+        struct in_slice work[NODE_HANDOFF_INBOX];
+        const float *against[NODE_HANDOFF_INBOX];
+        int use[NODE_HANDOFF_INBOX], reason[NODE_HANDOFF_INBOX],
+            rc[NODE_HANDOFF_INBOX];
+        float radius[NODE_HANDOFF_INBOX];
+        size_t nw = 0;
 
         pthread_mutex_lock(&h->mu);
         for (size_t i = 0; i < h->ninbox; i++) {
@@ -532,36 +550,63 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                 uint64_t held = s->state == SLOT_POSTED || s->state == SLOT_HELD
                                     ? s->step
                                     : UINT64_MAX;
-                int use = n == c->nparams
-                              ? gossip_plan_slice_use(c, step, q->step, q->lo,
-                                                      q->count, held)
-                              : GOSSIP_PLAN_STALE;
-                const float *mine =
-                    use == GOSSIP_PLAN_DELTA ? s->v : params + q->lo;
-                int rc = -1;
+                int u = n == c->nparams
+                            ? gossip_plan_slice_use(c, step, q->step, q->lo,
+                                                    q->count, held)
+                            : GOSSIP_PLAN_STALE;
 
-                if (use == GOSSIP_PLAN_STALE) {
+                if (u == GOSSIP_PLAN_STALE) {
                         h->st.params_stale++;
                         note_health(h, GOSSIP_PLAN_TOO_OLD);
                         if (h->cfg.robust)
                                 robust_count(h, q->from, GOSSIP_ROBUST_WINDOW);
                         continue;
                 }
-                if (h->cfg.robust && robust_slice(h, q, mine))
-                        continue;
-                if (use == GOSSIP_PLAN_DELTA) {
-                        rc = gossip_merge_average_delta(params + q->lo, s->v,
-                                                        q->v, q->count, w);
-                        h->st.params_delta += rc == 0;
-                } else {
-                        rc = gossip_merge_average_params(params + q->lo, q->v,
-                                                         q->count, w);
-                }
-                h->st.params_applied += rc == 0;
-                if (rc == 0)
-                        note_health(h, GOSSIP_PLAN_USED);
+                use[nw] = u;
+                against[nw] = u == GOSSIP_PLAN_DELTA ? s->v : params + q->lo;
+                work[nw] = *q;
+                q->v = h->t_in[nw]; /* the inbox keeps a buffer per entry */
+                h->t_in[nw] = work[nw].v;
+                nw++;
         }
         h->ninbox = 0;
+        pthread_mutex_unlock(&h->mu);
+
+        for (size_t j = 0; j < nw; j++) {
+                struct in_slice *q = &work[j];
+
+                rc[j] = -1;
+                radius[j] = NAN;
+                reason[j] = h->cfg.robust
+                                ? robust_slice(h, q, against[j], &radius[j])
+                                : GOSSIP_ROBUST_ACCEPTED;
+                if (reason[j] == GOSSIP_ROBUST_FAR ||
+                    reason[j] == GOSSIP_ROBUST_NONFINITE)
+                        continue;
+                if (use[j] == GOSSIP_PLAN_DELTA)
+                        rc[j] = gossip_merge_average_delta(
+                            params + q->lo, against[j], q->v, q->count, w);
+                else
+                        rc[j] = gossip_merge_average_params(params + q->lo,
+                                                            q->v, q->count, w);
+        }
+
+        if (nw == 0)
+                return;
+        pthread_mutex_lock(&h->mu);
+        for (size_t j = 0; j < nw; j++) {
+                if (h->cfg.robust) {
+                        robust_count(h, work[j].from, reason[j]);
+                        if (reason[j] != GOSSIP_ROBUST_FAR &&
+                            reason[j] != GOSSIP_ROBUST_NONFINITE)
+                                h->st.radius_params = radius[j];
+                }
+                if (use[j] == GOSSIP_PLAN_DELTA)
+                        h->st.params_delta += rc[j] == 0;
+                h->st.params_applied += rc[j] == 0;
+                if (rc[j] == 0)
+                        note_health(h, GOSSIP_PLAN_USED);
+        }
         pthread_mutex_unlock(&h->mu);
 }
 
