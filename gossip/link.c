@@ -44,6 +44,16 @@ void gossip_link_rate_sample(struct gossip_link *l, uint64_t now_us,
         l->updated_us = now_us;
 }
 
+void gossip_link_app_sample(struct gossip_link *l, uint64_t now_us,
+                            double rate_Bps, uint64_t span_us,
+                            uint64_t frame_bytes)
+{
+        if (frame_bytes < GOSSIP_LINK_APP_FRAME_MIN)
+                return;
+        gossip_link_rate_sample(l, now_us, rate_Bps * (double)span_us / 1e6,
+                                span_us, 1);
+}
+
 void gossip_link_rtt_sample(struct gossip_link *l, uint64_t now_us,
                             uint32_t rtt_us)
 {

@@ -71,6 +71,13 @@ enum {
          * and over several frames, so one odd completion (a loop stall,
          * a burst of ACKs) cannot make an estimate confident alone. */
         GOSSIP_LINK_CONFIDENT = 4,
+        /* The kernel's delivery rate after a frame under 32 KB is no
+         * sample: such a frame is a few segments, paced by ACK clocks and
+         * slow start, and its rate says little of the link. The join's
+         * 1 KB frames gave 0.3 Mbit/s on a 10 Mbit/s lab link; as the
+         * first estimate, that made two nodes choose int8 every 64 steps
+         * (test_slowlink, once in CI). Slices are 100-800 KB. */
+        GOSSIP_LINK_APP_FRAME_MIN = 32 << 10,
 };
 
 struct gossip_link_estimate {
@@ -102,6 +109,14 @@ void gossip_link_init(struct gossip_link *l);
  * A span of 0 is ignored. */
 void gossip_link_rate_sample(struct gossip_link *l, uint64_t now_us,
                              double bytes, uint64_t span_us, int app_limited);
+
+/* The kernel's delivery rate (bytes/s over span_us ending at now_us)
+ * after a stream frame of frame_bytes completed with nothing of ours
+ * queued behind it: an app-limited sample, a lower bound. Frames under
+ * GOSSIP_LINK_APP_FRAME_MIN are ignored. */
+void gossip_link_app_sample(struct gossip_link *l, uint64_t now_us,
+                            double rate_Bps, uint64_t span_us,
+                            uint64_t frame_bytes);
 
 /* A round-trip time sample (0 is ignored). */
 void gossip_link_rtt_sample(struct gossip_link *l, uint64_t now_us,

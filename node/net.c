@@ -482,10 +482,9 @@ static void dest__link_done(struct dest *d, struct conn *c, size_t bytes)
                 if (span > GOSSIP_LINK_TAU_US)
                         span = GOSSIP_LINK_TAU_US;
                 if (d->queued == 0 && ti.has_delivery && ti.delivery_rate)
-                        gossip_link_rate_sample(&d->link, now,
-                                                (double)ti.delivery_rate *
-                                                    (double)span / 1e6,
-                                                span, 1);
+                        gossip_link_app_sample(&d->link, now,
+                                               (double)ti.delivery_rate, span,
+                                               bytes);
                 d->kern_us = now;
         }
         gossip_link_get(&d->link, &e);

@@ -122,6 +122,33 @@ static void idle_frames_are_no_samples(void **state)
         assert_true(e.goodput_Bps == 0);
 }
 
+/* The kernel's rate after a small frame is no sample; after a slice it is
+ * a lower bound like any other. */
+static void app_samples_need_a_large_frame(void **state)
+{
+        struct gossip_link l;
+        struct gossip_link_estimate e;
+        (void)state;
+        gossip_link_init(&l);
+        /* the join's 1 KB frames: 0.3 Mbit/s on a 10 Mbit/s link */
+        gossip_link_app_sample(&l, 100 * MS, 0.3e6 / 8, 40 * MS, 1024);
+        gossip_link_app_sample(&l, 200 * MS, 0.3e6 / 8, 40 * MS,
+                               GOSSIP_LINK_APP_FRAME_MIN - 1);
+        gossip_link_get(&l, &e);
+        assert_true(e.goodput_Bps == 0);
+        assert_int_equal(e.raised, 0);
+        /* a 204 KB slice: its rate is the estimate */
+        gossip_link_app_sample(&l, 400 * MS, 9.5e6 / 8, 160 * MS, 203629);
+        gossip_link_get(&l, &e);
+        assert_int_equal(e.raised, 1);
+        assert_true(e.goodput_Bps > 0.999 * 9.5e6 / 8 &&
+                    e.goodput_Bps < 1.001 * 9.5e6 / 8);
+        gossip_link_app_sample(&l, 500 * MS, 9.5e6 / 8, 160 * MS,
+                               GOSSIP_LINK_APP_FRAME_MIN);
+        gossip_link_get(&l, &e);
+        assert_int_equal(e.raised, 1); /* not above: ignored, as before */
+}
+
 static void app_limited_only_raises(void **state)
 {
         struct gossip_link l;
@@ -220,6 +247,7 @@ int main(void)
             cmocka_unit_test(short_frames_aggregate),
             cmocka_unit_test(idle_frames_are_no_samples),
             cmocka_unit_test(app_limited_only_raises),
+            cmocka_unit_test(app_samples_need_a_large_frame),
             cmocka_unit_test(rate_step_followed_within_tau),
             cmocka_unit_test(rtt_smoothing),
         };
