@@ -268,18 +268,18 @@ static void deliver_app(struct gossip *g, struct swim_member *from,
                         const struct gossip_msg *m)
 {
         struct gossip_member_info mi;
-        const void *p = NULL;
-        size_t len = 0;
-        uint64_t step = m->step;
+        struct gossip_app a = {app_kind(m->kind), m->step, 0, NULL, 0};
 
         if (GOSSIP_WIRE_IS_TENSOR(m->kind)) {
-                p = m->u.tensor.payload;
-                len = m->u.tensor.payload_len;
-                step = m->u.tensor.step;
+                a.payload = m->u.tensor.payload;
+                a.len = m->u.tensor.payload_len;
+                a.step = m->u.tensor.step;
+                if (m->kind == GOSSIP_MSG_PARAMS)
+                        a.period = m->u.tensor.period;
         } else if (m->kind == GOSSIP_MSG_STATE) {
-                p = m->u.state.data;
-                len = m->u.state.len;
-                step = m->u.state.step;
+                a.payload = m->u.state.data;
+                a.len = m->u.state.len;
+                a.step = m->u.state.step;
         }
         if (m->kind == GOSSIP_MSG_STATE_REQ)
                 from->state_req_seq = m->seq;
@@ -287,7 +287,7 @@ static void deliver_app(struct gossip *g, struct swim_member *from,
         if (!g->on_app)
                 return;
         gossip__member_info(g, from, &mi);
-        g->on_app(g->cb_ctx, &mi, app_kind(m->kind), step, p, len);
+        g->on_app(g->cb_ctx, &mi, &a);
 }
 
 /* A refused frame counts node-wide; it is charged to a member only when it
@@ -563,8 +563,9 @@ void gossip_stats_get(const struct gossip *g, struct gossip_stats *out)
         out->incarnation = g->self.inc;
 }
 
-int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
-                    int kind, uint64_t step, const void *payload, size_t len)
+static int send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
+                    int kind, uint64_t step, uint32_t period,
+                    const void *payload, size_t len)
 {
         struct gossip_msg m = {0};
         struct swim_member *to;
@@ -589,6 +590,8 @@ int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
                     kind == GOSSIP_APP_SAMPLES ? len : len / sizeof(float);
                 m.u.tensor.payload = payload;
                 m.u.tensor.payload_len = len;
+                if (kind == GOSSIP_APP_PARAMS)
+                        m.u.tensor.period = period;
                 break;
         case GOSSIP_APP_STATE_REQ:
                 m.kind = GOSSIP_MSG_STATE_REQ;
@@ -610,4 +613,17 @@ int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
         m.mac_key = gossip_keyring_mac_key(g->kr, to->key_id);
         g->st.app_out++;
         return gossip__send(g, to, &to->addr, &m);
+}
+
+int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
+                    int kind, uint64_t step, const void *payload, size_t len)
+{
+        return send_app(g, key, kind, step, 0, payload, len);
+}
+
+int gossip_send_params(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
+                       uint64_t step, uint32_t period, const void *payload,
+                       size_t len)
+{
+        return send_app(g, key, GOSSIP_APP_PARAMS, step, period, payload, len);
 }

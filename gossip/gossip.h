@@ -57,6 +57,18 @@ enum gossip_app_kind {
         GOSSIP_APP_SAMPLES = 5,
 };
 
+/* One verified application message, as on_app receives it. */
+struct gossip_app {
+        int kind;      /* enum gossip_app_kind */
+        uint64_t step; /* the step it belongs to */
+        /* PARAMS: the averaging period K the sender's round of this slice
+         * was made under (docs/protocol.md 3.1, key 15); 0 = not told (an
+         * older sender) and for every other kind */
+        uint32_t period;
+        const void *payload; /* borrowed for the duration of the call */
+        size_t len;
+};
+
 /* One line of the peers file: who may speak, and where to find them. */
 struct gossip_peer {
         uint8_t key[GOSSIP_KEY_BYTES];
@@ -101,8 +113,7 @@ struct gossip_config {
         /* A verified application message arrived from member `from`. The
          * payload is only borrowed for the duration of the call. */
         void (*on_app)(void *ctx, const struct gossip_member_info *from,
-                       int kind, uint64_t step, const void *payload,
-                       size_t len);
+                       const struct gossip_app *msg);
         /* Member m changed state (m->state is the new one). old_state is -1
          * when the member was not known before. */
         void (*on_member)(void *ctx, const struct gossip_member_info *m,
@@ -238,6 +249,12 @@ void gossip_stats_get(const struct gossip *g, struct gossip_stats *out);
  * is unknown, dead or left; GOSSIP_ETOOBIG over the wire's bound. */
 int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
                     int kind, uint64_t step, const void *payload, size_t len);
+
+/* gossip_send_app() of a PARAMS slice that also tells the receiver the
+ * averaging period it was made under (period >= 1; 0: not told). */
+int gossip_send_params(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
+                       uint64_t step, uint32_t period, const void *payload,
+                       size_t len);
 
 /* "alive", "suspect", "dead", "left" (or "?"). */
 const char *gossip_state_name(int state);

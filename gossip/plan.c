@@ -24,10 +24,17 @@ void gossip_plan_wait_begin(struct gossip_plan_wait *w)
 }
 
 /* Does the phase's bound apply at all, and is it satisfied? */
+/* The larger of our K and a sender's period (0: not told). */
+static uint64_t period_max(const struct gossip_plan_cfg *c, uint32_t period)
+{
+        return period > c->avg_every ? period : c->avg_every;
+}
+
 static int bound_applies(const struct gossip_plan_cfg *c,
                          const struct gossip_plan_view *v, uint64_t *want)
 {
-        uint64_t lag_steps = (uint64_t)c->avg_lag * c->avg_every;
+        uint64_t lag_steps =
+            (uint64_t)c->avg_lag * period_max(c, v->last_in_period);
 
         *want = 0;
         if (!c->wait_ms || v->alive <= 1)
@@ -111,9 +118,10 @@ uint32_t gossip_plan_slice(const struct gossip_plan_cfg *c, uint64_t t,
         return part;
 }
 
-uint64_t gossip_plan_window(const struct gossip_plan_cfg *c)
+uint64_t gossip_plan_window(const struct gossip_plan_cfg *c, uint32_t period)
 {
-        return ((uint64_t)c->avg_lag + 1) * c->avg_every + c->staleness;
+        return ((uint64_t)c->avg_lag + 1) * period_max(c, period) +
+               c->staleness;
 }
 
 size_t gossip_plan_slice_cap(const struct gossip_plan_cfg *c)
@@ -123,9 +131,9 @@ size_t gossip_plan_slice_cap(const struct gossip_plan_cfg *c)
 
 int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
                           uint64_t s, size_t lo, size_t count,
-                          uint64_t held_step)
+                          uint64_t held_step, uint32_t period)
 {
-        uint64_t window = gossip_plan_window(c);
+        uint64_t window = gossip_plan_window(c, period);
         size_t mlo, mcount;
 
         if (s + window < t || lo > c->nparams || count > c->nparams - lo)

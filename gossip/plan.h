@@ -25,7 +25,9 @@
  *   PARAMS phase (after the update that made step t):
  *     bound = t ends a round (K > 0, t mod K = 0), >1 member alive,
  *     --wait-ms > 0, t > R*K;
- *     satisfied when a slice of step >= t - R*K has arrived.
+ *     satisfied when a slice of step >= t - R*K' has arrived, K' the
+ *     larger of K and the period the newest slice was sent under (a
+ *     partner that averages every K' steps cannot feed us more often).
  *   satisfied, bound off or stopping  -> READY
  *   PARAMS phase, extra < --fill-batches, not the last step
  *                                      -> TRAIN_MORE (one extra batch)
@@ -81,16 +83,18 @@ struct gossip_plan_cfg {
 /* What the training thread knows when it asks (a consistent copy taken
  * under the hand-off lock). */
 struct gossip_plan_view {
-        int phase;              /* enum gossip_plan_phase */
-        uint64_t step;          /* t */
-        size_t alive;           /* live members, ourselves included */
-        uint64_t last_in_step;  /* newest parameter slice that arrived */
-        uint64_t min_peer_step; /* slowest live peer; UINT64_MAX: unknown */
-        size_t grads_pending;   /* peer gradients waiting to be merged */
-        uint64_t now_us;        /* any monotonic clock, in microseconds */
-        int stopping;           /* the run is ending: never hold it up */
-        int last_step;          /* no step follows: extra batches could
-                                   not be folded into one (a wait may) */
+        int phase;               /* enum gossip_plan_phase */
+        uint64_t step;           /* t */
+        size_t alive;            /* live members, ourselves included */
+        uint64_t last_in_step;   /* newest parameter slice that arrived */
+        uint32_t last_in_period; /* ... the period it was sent under (0:
+                                    not told, taken as our K) */
+        uint64_t min_peer_step;  /* slowest live peer; UINT64_MAX: unknown */
+        size_t grads_pending;    /* peer gradients waiting to be merged */
+        uint64_t now_us;         /* any monotonic clock, in microseconds */
+        int stopping;            /* the run is ending: never hold it up */
+        int last_step;           /* no step follows: extra batches could
+                                    not be folded into one (a wait may) */
 };
 
 /* One wait, owned by its asker: start it with gossip_plan_wait_begin()
@@ -138,20 +142,25 @@ uint32_t gossip_plan_slice(const struct gossip_plan_cfg *c, uint64_t t,
 size_t gossip_plan_slice_cap(const struct gossip_plan_cfg *c);
 
 /* How old (in steps) a peer's slice may be and still be averaged:
- * (R + 1) * K + S. The lag bound lets a node run up to (R + 1) * K steps
- * ahead of the peer that fed it, so a slice that old is still the
- * exchange working as planned, not a stale one; S on top. */
-uint64_t gossip_plan_window(const struct gossip_plan_cfg *c);
+ * (R + 1) * K' + S, K' the larger of our K and the period the sender made
+ * the slice under (`period`, from its PARAMS frame; 0: not told, ours).
+ * The lag bound lets a node run up to (R + 1) * K' steps ahead of the
+ * peer that fed it, so a slice that old is still the exchange working as
+ * planned, not a stale one; S on top. Periods differ when two nodes
+ * measure their links differently (gossip/adapt.h): with our K alone, a
+ * node at K = 16 refused most slices of a partner at K = 64. */
+uint64_t gossip_plan_window(const struct gossip_plan_cfg *c, uint32_t period);
 
-/* What a peer's slice of step s covering [lo, lo + count) is worth at our
- * step t, given the step of our own copy in that round's slot (held_step,
- * UINT64_MAX if the slot holds none): refused when older than the window
+/* What a peer's slice of step s covering [lo, lo + count), made under
+ * averaging period `period` (0: not told), is worth at our step t, given
+ * the step of our own copy in that round's slot (held_step, UINT64_MAX if
+ * the slot holds none): refused when older than the window
  * (gossip_plan_window) or outside the model; DELTA when we hold our copy
- * of the same step and
- * slice; PLAIN otherwise (a round ahead of us pulls us forward). */
+ * of the same step and slice; PLAIN otherwise (a round ahead of us pulls
+ * us forward, a slice of another period or part is averaged plainly). */
 int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
                           uint64_t s, size_t lo, size_t count,
-                          uint64_t held_step);
+                          uint64_t held_step, uint32_t period);
 
 /* ---- is the exchange working? ---------------------------------------
  *

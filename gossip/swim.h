@@ -117,8 +117,8 @@ struct gossip {
         struct swim_member self;
         uint64_t seq, step;
         uint64_t rng;
-        void (*on_app)(void *, const struct gossip_member_info *, int, uint64_t,
-                       const void *, size_t);
+        void (*on_app)(void *, const struct gossip_member_info *,
+                       const struct gossip_app *);
         void (*on_member)(void *, const struct gossip_member_info *, int);
         void *cb_ctx;
 

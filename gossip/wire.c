@@ -84,7 +84,8 @@ enum {
         K_N_ELEMS = 11,
         K_PAYLOAD = 12,
         K_REQ_SEQ = 13,
-        K_STOP = 14, /* LEAVE: why (gossip/stop.h), optional */
+        K_STOP = 14,   /* LEAVE: why (gossip/stop.h), optional */
+        K_PERIOD = 15, /* PARAMS: the sender's averaging period, optional */
         K_COUNT
 };
 #define BIT(k) (1u << (k))
@@ -130,7 +131,8 @@ static const struct kind_info kinds[GOSSIP_MSG_KIND_COUNT] = {
     [GOSSIP_MSG_STATE_REQ] = {0, 0, 0, 0},
     [GOSSIP_MSG_STATE] = {BIT(K_STEP) | BIT(K_REQ_SEQ) | BIT(K_PAYLOAD),
                           BIT(K_STEP) | BIT(K_PAYLOAD), 3, 1},
-    [GOSSIP_MSG_PARAMS] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
+    /* period: written if set */
+    [GOSSIP_MSG_PARAMS] = {TENSOR_KEYS | BIT(K_PERIOD), TENSOR_KEYS, 6, 1},
     [GOSSIP_MSG_SAMPLES] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
 };
 
@@ -330,6 +332,8 @@ static uint32_t fields_count(const struct gossip_msg *m)
 {
         if (m->kind == GOSSIP_MSG_LEAVE)
                 return m->u.leave.reason != 0;
+        if (m->kind == GOSSIP_MSG_PARAMS && m->u.tensor.period)
+                return kinds[m->kind].n_fields + 1;
         return kinds[m->kind].n_fields;
 }
 
@@ -351,8 +355,12 @@ static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
                 return r ? r : pack_kv_bool(pk, K_NACK, m->u.ack.nack);
         case GOSSIP_MSG_SYNC:
                 return pack_kv_bool(pk, K_REPLY, m->u.sync.reply);
-        case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
+                r = pack_tensor(pk, &m->u.tensor);
+                if (!r && m->u.tensor.period)
+                        r = pack_kv_u64(pk, K_PERIOD, m->u.tensor.period);
+                return r;
+        case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_SAMPLES:
                 return pack_tensor(pk, &m->u.tensor);
         case GOSSIP_MSG_LEAVE:
@@ -820,6 +828,8 @@ static int get_field(int key, const msgpack_object *v, struct gossip_msg *m)
                 return get_u64(v, &m->u.state.req_seq);
         case K_STOP:
                 return get_stop(v, &m->u.leave);
+        case K_PERIOD:
+                return get_u32(v, &t->period) || t->period == 0 ? -1 : 0;
         }
         return -1;
 }

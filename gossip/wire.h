@@ -145,6 +145,10 @@ struct gossip_tensor {
         uint64_t n_elems;       /* elements in this partition */
         const uint8_t *payload; /* decode: points into the input buffer */
         size_t payload_len;
+        /* PARAMS only (key 15, optional): the averaging period K the
+         * sender's round of this slice was made under, >= 1; 0 = not
+         * told (an older sender). Other kinds never write or read it. */
+        uint32_t period;
 };
 
 /* STATE. */

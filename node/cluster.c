@@ -178,17 +178,21 @@ int node_cluster__scheduled_sender(struct node_cluster *c, uint64_t step,
 
 /* ---- protocol callbacks ------------------------------------------------- */
 
-static void on_app(void *ctx, const struct gossip_member_info *from, int kind,
-                   uint64_t step, const void *payload, size_t len)
+static void on_app(void *ctx, const struct gossip_member_info *from,
+                   const struct gossip_app *msg)
 {
         struct node_cluster *c = ctx;
+        const void *payload = msg->payload;
+        uint64_t step = msg->step;
+        size_t len = msg->len;
 
-        switch (kind) {
+        switch (msg->kind) {
         case GOSSIP_APP_GRADIENT:
                 node_cluster__on_gradient(c, from, step, payload, len);
                 break;
         case GOSSIP_APP_PARAMS:
-                node_cluster__on_params(c, from, step, payload, len);
+                node_cluster__on_params(c, from, step, msg->period, payload,
+                                        len);
                 break;
         case GOSSIP_APP_STATE_REQ:
                 node_cluster__on_state_req(c, from);

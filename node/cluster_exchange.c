@@ -310,7 +310,7 @@ static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
             c->adapt.codec == GOSSIP_CODEC_INT8 ? &c->penc8 : &c->penc;
         uint8_t key[GOSSIP_KEY_BYTES];
         size_t lo, count, len = 0;
-        uint32_t part = node_handoff_slot_slice(c->h, slot, &lo, &count);
+        uint32_t k, part = node_handoff_slot_slice(c->h, slot, &lo, &count, &k);
         int rc;
 
         if (c->o->adapt && link_busy(c)) {
@@ -325,8 +325,7 @@ static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
         if (rc == 0)
                 rc = node_cluster__partner(c, step, key);
         if (rc == 0)
-                rc = gossip_send_app(c->g, key, GOSSIP_APP_PARAMS, step,
-                                     c->params_buf, len);
+                rc = gossip_send_params(c->g, key, step, k, c->params_buf, len);
         if (rc == 0)
                 c->params_sent++;
         node_log(NODE_LOG_DEBUG, "parameters of step %llu sent: %s",
@@ -458,7 +457,8 @@ void node_cluster__on_gradient(struct node_cluster *c,
 
 void node_cluster__on_params(struct node_cluster *c,
                              const struct gossip_member_info *from,
-                             uint64_t step, const void *p, size_t len)
+                             uint64_t step, uint32_t period, const void *p,
+                             size_t len)
 {
         struct gossip_codec_info info = {0};
         size_t cap = node_handoff_slice_cap(c->h);
@@ -487,5 +487,6 @@ void node_cluster__on_params(struct node_cluster *c,
         }
         node_log(NODE_LOG_DEBUG, "parameters of step %llu arrived",
                  (unsigned long long)step);
-        node_handoff_deliver_params(c->h, from->key, step, info.lo, info.count);
+        node_handoff_deliver_params(c->h, from->key, step, period, info.lo,
+                                    info.count);
 }

@@ -110,9 +110,11 @@ void node_cluster__on_async(uv_async_t *a);
 void node_cluster__on_gradient(struct node_cluster *c,
                                const struct gossip_member_info *from,
                                uint64_t step, const void *p, size_t len);
+/* period: the K the sender made the slice under (0: not told) */
 void node_cluster__on_params(struct node_cluster *c,
                              const struct gossip_member_info *from,
-                             uint64_t step, const void *p, size_t len);
+                             uint64_t step, uint32_t period, const void *p,
+                             size_t len);
 /* --shuffle-samples: a SAMPLES payload into the reservoir (refused and
  * counted when we have no shuffle or it does not fit our data). */
 void node_cluster__on_samples(struct node_cluster *c,

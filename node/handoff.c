@@ -15,6 +15,7 @@
  *            overwrite it for a later round
  */
 #include "handoff.h"
+#include "adapt.h"
 #include "shuffle.h"
 
 #include <errno.h>
@@ -31,14 +32,16 @@ struct slot {
         float *v;      /* slice_cap floats */
         uint64_t step; /* the step of the copy (POSTED, HELD) */
         int state;
-        size_t lo, count; /* the slice it holds, and its part (POSTED, */
-        uint32_t part;    /* HELD): K may change between rounds */
+        size_t lo, count; /* the slice it holds, its part and the K it  */
+        uint32_t part, k; /* was made under (POSTED, HELD): K may change
+                             between rounds */
 };
 
 struct in_slice {
         float *v; /* slice_cap floats */
         size_t lo, count;
         uint64_t step;
+        uint32_t period;                /* the sender's K (0: not told) */
         uint8_t from[GOSSIP_KEY_BYTES]; /* the sender */
 };
 
@@ -58,7 +61,8 @@ struct node_handoff {
         int nposted;
         struct in_slice inbox[NODE_HANDOFF_INBOX]; /* oldest first */
         size_t ninbox;
-        uint64_t last_in_step; /* newest slice delivered */
+        uint64_t last_in_step;   /* newest slice delivered, */
+        uint32_t last_in_period; /* ... and its sender's K (0: not told) */
         struct gossip_merge merge;
         size_t alive;
         uint64_t min_peer_step;
@@ -260,12 +264,13 @@ double node_handoff_step_us(struct node_handoff *h)
 }
 
 uint32_t node_handoff_slot_slice(struct node_handoff *h, unsigned slot,
-                                 size_t *lo, size_t *count)
+                                 size_t *lo, size_t *count, uint32_t *k)
 {
         const struct slot *s = &h->ring[slot % GOSSIP_PLAN_RING];
 
         *lo = s->lo;
         *count = s->count;
+        *k = s->k;
         return s->part;
 }
 
@@ -368,6 +373,7 @@ int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
         v.step = step;
         v.alive = h->alive;
         v.last_in_step = h->last_in_step;
+        v.last_in_period = h->last_in_period;
         v.min_peer_step = h->min_peer_step;
         v.grads_pending = h->merge.npending;
         v.now_us = mono_us();
@@ -473,6 +479,7 @@ void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                 s->lo = lo;
                 s->count = count;
                 s->part = part;
+                s->k = c->avg_every;
                 s->state = post ? SLOT_POSTED : SLOT_HELD;
         }
         if (post) {
@@ -552,7 +559,7 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                                     : UINT64_MAX;
                 int u = n == c->nparams
                             ? gossip_plan_slice_use(c, step, q->step, q->lo,
-                                                    q->count, held)
+                                                    q->count, held, q->period)
                             : GOSSIP_PLAN_STALE;
 
                 if (u == GOSSIP_PLAN_STALE) {
@@ -806,18 +813,28 @@ float *node_handoff_inbox_spare(struct node_handoff *h)
         return h->l_spare;
 }
 
-/* The plan's slice window with the K in force (mu held). */
-static uint64_t w_now(const struct node_handoff *h)
+/* The largest sender's period believed (fixed: K0 is the configured K). */
+static uint32_t period_cap(const struct node_handoff *h)
+{
+        uint32_t k0 = h->cfg.plan.avg_every ? h->cfg.plan.avg_every : 1;
+
+        return k0 * (uint32_t)GOSSIP_ADAPT_K_FACTOR_MAX;
+}
+
+/* The plan's window for a slice made under `period`, with the K in force
+ * (mu held). */
+static uint64_t w_now(const struct node_handoff *h, uint32_t period)
 {
         struct gossip_plan_cfg c = plan_now(h);
 
-        return gossip_plan_window(&c);
+        return gossip_plan_window(&c, period);
 }
 
 /* Robust merge: is step inside the window around our step (mu held)? */
-static int in_window(const struct node_handoff *h, uint64_t step)
+static int in_window(const struct node_handoff *h, uint64_t step,
+                     uint32_t period)
 {
-        uint64_t w = w_now(h);
+        uint64_t w = w_now(h, period);
 
         return step + w >= h->local_step &&
                step <= h->local_step + (uint64_t)GOSSIP_PLAN_RING * w;
@@ -825,17 +842,23 @@ static int in_window(const struct node_handoff *h, uint64_t step)
 
 int node_handoff_deliver_params(struct node_handoff *h,
                                 const uint8_t from[GOSSIP_KEY_BYTES],
-                                uint64_t step, size_t lo, size_t count)
+                                uint64_t step, uint32_t period, size_t lo,
+                                size_t count)
 {
         struct in_slice *q, old;
         float *tmp;
 
+        /* a sender's period counts up to the largest an honest node
+         * chooses (K0 * GOSSIP_ADAPT_K_FACTOR_MAX): a claim of 2^32 - 1
+         * must not open the window to any old slice */
+        if (period > period_cap(h))
+                period = period_cap(h);
         pthread_mutex_lock(&h->mu);
         h->st.params_received++;
-        if (h->cfg.robust && !in_window(h, step)) {
+        if (h->cfg.robust && !in_window(h, step, period)) {
                 /* never let a step of 10^9 satisfy the plan's bound */
                 h->st.params_stale++;
-                if (step + w_now(h) < h->local_step)
+                if (step + w_now(h, period) < h->local_step)
                         note_health(h, GOSSIP_PLAN_TOO_OLD);
                 robust_count(h, from, GOSSIP_ROBUST_WINDOW);
                 pthread_mutex_unlock(&h->mu);
@@ -856,9 +879,12 @@ int node_handoff_deliver_params(struct node_handoff *h,
         q->lo = lo;
         q->count = count;
         q->step = step;
+        q->period = period;
         memcpy(q->from, from, GOSSIP_KEY_BYTES);
-        if (step > h->last_in_step)
+        if (step > h->last_in_step) {
                 h->last_in_step = step;
+                h->last_in_period = period;
+        }
         changed(h);
         pthread_mutex_unlock(&h->mu);
         return GOSSIP_ROBUST_ACCEPTED;

@@ -191,10 +191,11 @@ void node_handoff_take(struct node_handoff *h, struct node_handoff_work *w);
 
 /* The floats of a posted slot, and giving it back once encoded. */
 const float *node_handoff_slot(struct node_handoff *h, unsigned slot);
-/* The slice a posted slot holds: its part, *lo and *count (fixed when it
- * was posted; the K in force may have changed since). */
+/* The slice a posted slot holds: its part, *lo, *count and the period
+ * *k it was made under (fixed when it was posted; the K in force may have
+ * changed since). */
 uint32_t node_handoff_slot_slice(struct node_handoff *h, unsigned slot,
-                                 size_t *lo, size_t *count);
+                                 size_t *lo, size_t *count, uint32_t *k);
 /* Ask for averaging period k (gossip/adapt.h): the trainer takes it at the
  * next step that ends a round under both the current and the new K. */
 void node_handoff_set_k(struct node_handoff *h, uint32_t k);
@@ -215,13 +216,17 @@ int node_handoff_offer_gradient(struct node_handoff *h,
  * slice into it, then deliver it (the spare is swapped into the inbox). */
 float *node_handoff_inbox_spare(struct node_handoff *h);
 size_t node_handoff_slice_cap(const struct node_handoff *h);
-/* from: the sender's key (the verdict is charged to it). Returns
- * GOSSIP_ROBUST_ACCEPTED, or GOSSIP_ROBUST_WINDOW when robust merge is on
- * and step is outside [our step - (K + S), our step + RING x (K + S)]
- * (then nothing is delivered and the plan does not count it as arrived). */
+/* from: the sender's key (the verdict is charged to it); period: the K
+ * the sender made the slice under (0: not told; believed up to K0 times
+ * GOSSIP_ADAPT_K_FACTOR_MAX). Returns GOSSIP_ROBUST_ACCEPTED, or
+ * GOSSIP_ROBUST_WINDOW when robust merge is on and step is outside
+ * [our step - W, our step + RING x W], W = gossip_plan_window() for that
+ * period (then nothing is delivered and the plan does not count it as
+ * arrived). */
 int node_handoff_deliver_params(struct node_handoff *h,
                                 const uint8_t from[GOSSIP_KEY_BYTES],
-                                uint64_t step, size_t lo, size_t count);
+                                uint64_t step, uint32_t period, size_t lo,
+                                size_t count);
 
 /* Robust merge, loop side: count a refusal made before the box (not our
  * scheduled sender, NaN/Inf or a shape not ours at decode). */

@@ -13,7 +13,9 @@
  * consecutive rounds tile the model exactly (also n not divisible by P and
  * n < P), slice_cap is the largest. slice_use: the stale window edge +-1,
  * DELTA only with our copy of the same step and range, PLAIN otherwise,
- * out-of-model ranges refused. Deterministic (no randomness needed).
+ * out-of-model ranges refused; a sender's larger period widens its
+ * slice's window and the bound its newest slice answers. Deterministic (no
+ * randomness needed).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -453,58 +455,135 @@ static void test_slice_use(void **state)
         c.parts = 3;
         gossip_plan_slice(&c, t - win, &lo, &count);
         /* window edge: t - win - 1 refused, t - win and t - win + 1 used */
+        assert_int_equal(gossip_plan_slice_use(&c, t, t - win - 1, lo, count,
+                                               t - win - 1, 0),
+                         GOSSIP_PLAN_STALE);
         assert_int_equal(
-            gossip_plan_slice_use(&c, t, t - win - 1, lo, count, t - win - 1),
-            GOSSIP_PLAN_STALE);
-        assert_int_equal(
-            gossip_plan_slice_use(&c, t, t - win, lo, count, t - win),
+            gossip_plan_slice_use(&c, t, t - win, lo, count, t - win, 0),
             GOSSIP_PLAN_DELTA);
         assert_int_equal(
-            gossip_plan_slice_use(&c, t, t - win, lo, count, UINT64_MAX),
+            gossip_plan_slice_use(&c, t, t - win, lo, count, UINT64_MAX, 0),
             GOSSIP_PLAN_PLAIN);
         gossip_plan_slice(&c, t - win + 1, &lo2, &count2);
-        assert_int_equal(
-            gossip_plan_slice_use(&c, t, t - win + 1, lo2, count2, t - win + 1),
-            GOSSIP_PLAN_DELTA);
+        assert_int_equal(gossip_plan_slice_use(&c, t, t - win + 1, lo2, count2,
+                                               t - win + 1, 0),
+                         GOSSIP_PLAN_DELTA);
         /* DELTA needs our copy of the same step ... */
         gossip_plan_slice(&c, 36, &lo, &count);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 36),
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 36, 0),
                          GOSSIP_PLAN_DELTA);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 37),
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 37, 0),
                          GOSSIP_PLAN_PLAIN);
         assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count,
-                                               36 + 4 * GOSSIP_PLAN_RING),
+                                               36 + 4 * GOSSIP_PLAN_RING, 0),
                          GOSSIP_PLAN_PLAIN); /* slot reused */
         assert_int_equal(
-            gossip_plan_slice_use(&c, t, 36, lo, count, UINT64_MAX),
+            gossip_plan_slice_use(&c, t, 36, lo, count, UINT64_MAX, 0),
             GOSSIP_PLAN_PLAIN);
         /* ... and the same range */
         assert_int_equal(
-            gossip_plan_slice_use(&c, t, 36, lo + 1, count - 1, 36),
+            gossip_plan_slice_use(&c, t, 36, lo + 1, count - 1, 36, 0),
             GOSSIP_PLAN_PLAIN);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count - 1, 36),
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count - 1, 36, 0),
                          GOSSIP_PLAN_PLAIN);
         /* a round ahead of us pulls us forward: plainly */
         gossip_plan_slice(&c, 44, &lo, &count);
         assert_int_equal(
-            gossip_plan_slice_use(&c, t, 44, lo, count, UINT64_MAX),
+            gossip_plan_slice_use(&c, t, 44, lo, count, UINT64_MAX, 0),
             GOSSIP_PLAN_PLAIN);
         /* K = 0: no ring, so never DELTA */
         c.avg_every = 0;
         gossip_plan_slice(&c, 38, &lo, &count);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 38, lo, count, 38),
+        assert_int_equal(gossip_plan_slice_use(&c, t, 38, lo, count, 38, 0),
                          GOSSIP_PLAN_PLAIN);
         c.avg_every = 4;
         /* outside the model: refused however fresh */
-        assert_int_equal(gossip_plan_slice_use(&c, t, t, c.nparams + 1, 0, t),
-                         GOSSIP_PLAN_STALE);
-        assert_int_equal(gossip_plan_slice_use(&c, t, t, c.nparams - 10, 11, t),
-                         GOSSIP_PLAN_STALE);
-        assert_int_equal(gossip_plan_slice_use(&c, t, t, 1, SIZE_MAX, t),
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, t, c.nparams + 1, 0, t, 0),
+            GOSSIP_PLAN_STALE);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, t, c.nparams - 10, 11, t, 0),
+            GOSSIP_PLAN_STALE);
+        assert_int_equal(gossip_plan_slice_use(&c, t, t, 1, SIZE_MAX, t, 0),
                          GOSSIP_PLAN_STALE);
         assert_int_equal(
-            gossip_plan_slice_use(&c, t, t, c.nparams - 10, 10, UINT64_MAX),
+            gossip_plan_slice_use(&c, t, t, c.nparams - 10, 10, UINT64_MAX, 0),
             GOSSIP_PLAN_PLAIN);
+}
+
+/* Partners at other periods (gossip/adapt.h: each node chooses its K from
+ * its own link): a slice made under a sender's larger period is judged
+ * with that period's window, (R + 1) * 16 + S = 51 steps here instead of
+ * 15, and the PARAMS bound waits R periods of the newest arrival's
+ * sender, not ours. A period smaller than ours (or 0: not told) changes
+ * nothing: ours is the floor. */
+static void test_other_period(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+        const uint64_t t = 128;
+        size_t lo, count;
+        struct gossip_plan_view v = {.phase = P_,
+                                     .step = t,
+                                     .alive = 2,
+                                     .min_peer_step = NONE,
+                                     .now_us = 100 * MS};
+        struct gossip_plan_wait w;
+        struct gossip_plan_decision d;
+
+        (void)state;
+        c.avg_every = 4;
+        c.staleness = 3;
+        assert_int_equal(gossip_plan_window(&c, 0), 15);
+        assert_int_equal(gossip_plan_window(&c, 2), 15);
+        assert_int_equal(gossip_plan_window(&c, 4), 15);
+        assert_int_equal(gossip_plan_window(&c, 16), 51);
+        /* a K = 16 partner's slice of step 80, 48 steps old: refused under
+         * our window alone, used under its own */
+        gossip_plan_slice(&c, 80, &lo, &count);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 80, lo, count, 80, 0),
+                         GOSSIP_PLAN_STALE);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 80, lo, count, 80, 2),
+                         GOSSIP_PLAN_STALE);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 80, lo, count, 80, 16),
+                         GOSSIP_PLAN_DELTA);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 80, lo, count, UINT64_MAX, 16),
+            GOSSIP_PLAN_PLAIN);
+        /* the edge: t - 51 used, t - 52 refused */
+        gossip_plan_slice(&c, t - 51, &lo, &count);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, t - 51, lo, count, UINT64_MAX, 16),
+            GOSSIP_PLAN_PLAIN);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, t - 52, lo, count, UINT64_MAX, 16),
+            GOSSIP_PLAN_STALE);
+
+        /* the bound: R = 2 rounds of K = 4 want step 120; a K = 16
+         * sender's newest slice (step 96) satisfies R = 2 of its rounds */
+        c.fill_batches = 0;
+        v.last_in_step = 96;
+        v.last_in_period = 0;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.want_step, 120);
+        assert_int_equal(d.action, WAIT);
+        v.last_in_period = 16;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.want_step, 96);
+        assert_int_equal(d.action, READY);
+        assert_int_equal(d.timed_out, 0);
+        v.last_in_step = 95;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.action, WAIT);
+        /* a smaller period than ours: our K */
+        v.last_in_step = 119;
+        v.last_in_period = 2;
+        gossip_plan_wait_begin(&w);
+        gossip_plan_admit(&c, &v, &w, &d);
+        assert_int_equal(d.want_step, 120);
+        assert_int_equal(d.action, WAIT);
 }
 
 /* Note `count` outcomes; the number of verdict changes they made. */
@@ -608,6 +687,7 @@ int main(void)
             cmocka_unit_test(test_due_round_slot),
             cmocka_unit_test(test_slices_tile),
             cmocka_unit_test(test_slice_use),
+            cmocka_unit_test(test_other_period),
             cmocka_unit_test(test_health_too_old),
             cmocka_unit_test(test_health_starved),
         };

@@ -796,22 +796,24 @@ static uint64_t cap_now(void *ctx)
 struct got {
         int kind;
         uint64_t step;
+        uint32_t period;
         uint8_t data[64];
         size_t len;
         uint8_t from[GOSSIP_KEY_BYTES];
         unsigned n;
 };
 
-static void on_app(void *ctx, const struct gossip_member_info *from, int kind,
-                   uint64_t step, const void *p, size_t len)
+static void on_app(void *ctx, const struct gossip_member_info *from,
+                   const struct gossip_app *msg)
 {
         struct got *g = ctx;
 
-        g->kind = kind;
-        g->step = step;
-        g->len = len < sizeof(g->data) ? len : sizeof(g->data);
-        if (g->len) /* a STATE_REQ has no payload (p may be NULL) */
-                memcpy(g->data, p, g->len);
+        g->kind = msg->kind;
+        g->step = msg->step;
+        g->period = msg->period;
+        g->len = msg->len < sizeof(g->data) ? msg->len : sizeof(g->data);
+        if (g->len) /* a STATE_REQ has no payload (may be NULL) */
+                memcpy(g->data, msg->payload, g->len);
         memcpy(g->from, from->key, GOSSIP_KEY_BYTES);
         g->n++;
 }
@@ -1065,6 +1067,7 @@ static void test_facade_app_and_rejects(void **state)
         assert_memory_equal(got.from, pk[0], GOSSIP_KEY_BYTES);
         assert_int_equal(gossip_member_get(b, pk[0], &mi), 0);
         assert_int_equal(mi.step, 41);
+        assert_int_equal(got.period, 0);
 
         /* The same frame again is a replay; a flipped byte a bad signature;
          * c's frames come from an unknown key. Each is counted. */
@@ -1096,6 +1099,26 @@ static void test_facade_app_and_rejects(void **state)
         assert_int_equal(
             gossip_send_app(a, pk[2], GOSSIP_APP_GRADIENT, 1, payload, 4),
             GOSSIP_ENOPEER);
+
+        /* PARAMS tell the averaging period they were made under; the
+         * other kinds never carry one */
+        assert_int_equal(
+            gossip_send_params(a, pk[1], 48, 16, payload, sizeof(payload)), 0);
+        assert_int_equal(gossip_on_message(b, &peers[0].addr, xa.buf, xa.len,
+                                           GOSSIP_CH_STREAM),
+                         0);
+        assert_int_equal(got.n, 2);
+        assert_int_equal(got.kind, GOSSIP_APP_PARAMS);
+        assert_int_equal(got.step, 48);
+        assert_int_equal(got.period, 16);
+        assert_memory_equal(got.data, payload, sizeof(payload));
+        assert_int_equal(
+            gossip_send_app(a, pk[1], GOSSIP_APP_PARAMS, 64, payload, 4), 0);
+        assert_int_equal(gossip_on_message(b, &peers[0].addr, xa.buf, xa.len,
+                                           GOSSIP_CH_STREAM),
+                         0);
+        assert_int_equal(got.n, 3);
+        assert_int_equal(got.period, 0);
 
         /* STATE names the STATE_REQ it answers (req_seq = its seq). */
         assert_int_equal(

@@ -248,6 +248,9 @@ static void assert_msg_equal(const struct gossip_msg *a,
                 assert_int_equal(a->u.tensor.part_count,
                                  b->u.tensor.part_count);
                 assert_int_equal(a->u.tensor.n_elems, b->u.tensor.n_elems);
+                assert_int_equal(
+                    a->kind == GOSSIP_MSG_PARAMS ? a->u.tensor.period : 0,
+                    b->u.tensor.period);
                 assert_int_equal(a->u.tensor.payload_len,
                                  b->u.tensor.payload_len);
                 assert_memory_equal(a->u.tensor.payload, b->u.tensor.payload,
@@ -1070,6 +1073,84 @@ static void test_leave_stop(void **state)
             gossip_wire_encode(&m, sk_a, f->buf, sizeof(f->buf), &len, NULL),
             GOSSIP_EINVAL);
 }
+
+/* PARAMS' optional period (protocol.md 3.1, key 15): written only when
+ * set and only for PARAMS (a v1 PARAMS without it keeps its bytes);
+ * round-trips; decodes as 0 when absent; 0, a negative, a string or a
+ * value over 2^32-1 are refused; other kinds ignore the key. */
+static void test_params_period(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+        size_t len, plain;
+        const struct {
+                const char *name;
+                int kind;
+                size_t n;
+                const uint8_t *body;
+                int err;
+                uint32_t period;
+        } cases[] = {
+#define TENSOR6                                                                \
+        0x07, 0x2a, 0x08, 0x00, 0x09, 0x00, 0x0a, 0x01, 0x0b, 0x01, 0x0c,      \
+            0xc4, 0x04, 0x01, 0x02, 0x03, 0x04
+            {"v1 PARAMS, no period", GOSSIP_MSG_PARAMS, B(0x86, TENSOR6), 0, 0},
+            {"period 64", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x0f, 0x40), 0,
+             64},
+            {"period 2^32-1", GOSSIP_MSG_PARAMS,
+             B(0x87, TENSOR6, 0x0f, 0xce, 0xff, 0xff, 0xff, 0xff), 0,
+             UINT32_MAX},
+            {"period 0", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x0f, 0x00),
+             GOSSIP_EDECODE, 0},
+            {"period 2^32", GOSSIP_MSG_PARAMS,
+             B(0x87, TENSOR6, 0x0f, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0),
+             GOSSIP_EDECODE, 0},
+            {"period -1", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x0f, 0xff),
+             GOSSIP_EDECODE, 0},
+            {"period a string", GOSSIP_MSG_PARAMS,
+             B(0x87, TENSOR6, 0x0f, 0xa1, '8'), GOSSIP_EDECODE, 0},
+            {"period twice", GOSSIP_MSG_PARAMS,
+             B(0x88, TENSOR6, 0x0f, 0x08, 0x0f, 0x08), GOSSIP_EDECODE, 0},
+            {"GRADIENT ignores it", GOSSIP_MSG_GRADIENT,
+             B(0x87, TENSOR6, 0x0f, 0x00), 0, 0},
+#undef TENSOR6
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                len = raw_frame(f->buf, cases[i].kind, cases[i].body,
+                                cases[i].n, -1, 1);
+                int rc = decode(f, f->buf, len, GOSSIP_CH_STREAM, &got);
+                if (rc != cases[i].err)
+                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
+                                 cases[i].err);
+                if (rc == 0 && got.u.tensor.period != cases[i].period)
+                        fail_msg("%s: period %u, want %u", cases[i].name,
+                                 got.u.tensor.period, cases[i].period);
+        }
+        /* the encoder: no period, v1's six fields; with one, seven, and
+         * the value round-trips */
+        make_msg(f, GOSSIP_MSG_PARAMS, &m, 0);
+        plain = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44], 0x86);
+        assert_int_equal(decode(f, f->buf, plain, m.channel, &got), 0);
+        assert_int_equal(got.u.tensor.period, 0);
+        m.u.tensor.period = 4096;
+        m.seq++;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44], 0x87);
+        assert_int_equal(len, plain + 4); /* 0x0f, 0xcd, 0x10, 0x00 */
+        assert_int_equal(decode(f, f->buf, len, m.channel, &got), 0);
+        assert_int_equal(got.u.tensor.period, 4096);
+        assert_msg_equal(&m, &got, 0);
+        /* a GRADIENT never writes it */
+        make_msg(f, GOSSIP_MSG_GRADIENT, &m, 0);
+        m.u.tensor.period = 4096;
+        m.seq += 2;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44], 0x86);
+        assert_int_equal(decode(f, f->buf, len, m.channel, &got), 0);
+        assert_int_equal(got.u.tensor.period, 0);
+}
 #undef B
 static void test_encode_rejects_bad_messages(void **state)
 {
@@ -1588,9 +1669,11 @@ static void vector_msg(const char *name, struct gossip_msg *m,
                 m->step = 41;
                 m->u.ack.ack_seq = 7;
                 m->u.ack.target = id_b;
-        } else if (!strcmp(name, "params_mac") || !strcmp(name, "gradient")) {
-                /* params_mac: the caller sets mac_key = K(A, B) */
-                int params = !strcmp(name, "params_mac");
+        } else if (!strcmp(name, "params_mac") || !strcmp(name, "gradient") ||
+                   !strcmp(name, "params_period")) {
+                /* params_*: the caller sets mac_key = K(A, B) */
+                int period = !strcmp(name, "params_period");
+                int params = period || !strcmp(name, "params_mac");
 
                 *sk = sk_a;
                 m->kind = params ? GOSSIP_MSG_PARAMS : GOSSIP_MSG_GRADIENT;
@@ -1605,6 +1688,12 @@ static void vector_msg(const char *name, struct gossip_msg *m,
                 m->u.tensor.n_elems = 4;
                 m->u.tensor.payload = payload;
                 m->u.tensor.payload_len = sizeof(payload);
+                if (period) {
+                        m->seq = 15;
+                        m->step = 65;
+                        m->u.tensor.step = 64;
+                        m->u.tensor.period = 64;
+                }
         } else if (!strcmp(name, "leave_stop")) {
                 *sk = sk_a;
                 m->kind = GOSSIP_MSG_LEAVE;
@@ -1697,8 +1786,9 @@ static void print_hex(const char *name, const uint8_t *b, size_t n)
 static void test_protocol_vectors(void **state)
 {
         static const char *names[] = {
-            "ping",       "ack",          "gradient",   "state_req",
-            "params_mac", "ping_suspect", "leave_stop", "ping_version"};
+            "ping",       "ack",          "gradient",
+            "state_req",  "params_mac",   "ping_suspect",
+            "leave_stop", "ping_version", "params_period"};
         struct fx *f = *state;
         char *doc = read_file(GN_SOURCE_DIR "/docs/protocol.md");
         int print = getenv("GN_WIRE_PRINT_VECTORS") != NULL;
@@ -1725,7 +1815,7 @@ static void test_protocol_vectors(void **state)
                 size_t len, n;
 
                 vector_msg(names[i], &m, &u, &sk);
-                if (!strcmp(names[i], "params_mac"))
+                if (!strncmp(names[i], "params_", 7))
                         m.mac_key = kab;
                 len = encode(&m, sk, f->buf, sizeof(f->buf));
                 if (print) {
@@ -1757,6 +1847,7 @@ int main(void)
             T(test_body_bounds),
             T(test_update_origin_compat),
             T(test_leave_stop),
+            T(test_params_period),
             T(test_update_version_compat),
             T(test_encode_rejects_bad_messages),
             T(test_keyring),

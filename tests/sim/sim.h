@@ -43,8 +43,7 @@ struct sim_opts {
         void (*on_member)(void *ctx, const struct gossip_member_info *m,
                           int old_state);
         void (*on_app)(void *ctx, const struct gossip_member_info *from,
-                       int kind, uint64_t step, const void *payload,
-                       size_t len);
+                       const struct gossip_app *msg);
         void *user; /* for the callbacks: sim_user() */
 };
 

@@ -360,7 +360,7 @@ static void apply_inbox(struct xsim *x, struct xnode *nd)
                 unsigned slot = gossip_plan_slot(&x->cfg, q->step);
                 uint64_t held = nd->ring_step[slot];
                 int use = gossip_plan_slice_use(&x->cfg, nd->t, q->step, q->lo,
-                                                q->count, held);
+                                                q->count, held, 0);
                 int rc = 0;
 
                 if (use == GOSSIP_PLAN_DELTA)
