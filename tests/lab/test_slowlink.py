@@ -4,7 +4,7 @@ link lab (tests/lab/linklab: one network namespace per node, tbf at
 10 Mbit/s each way, 40 ms RTT added at each receiver by lab_delay) train
 STEPS steps with the defaults, and the exchange must keep working:
 
-  - at least MIN_SHARE (85 %) of all received parameter slices are
+  - at least MIN_SHARE (60 %) of all received parameter slices are
     averaged, not refused as too old (before the adaptation: 1.3 %,
     benchmarks.md 5);
   - every node adapted to the link: its log says "adapting to the link:
@@ -33,12 +33,14 @@ import bench_lab as bl  # noqa: E402
 # 1000 steps. Measured share averaged with the adaptation: 95.2 %, 93.9 %,
 # 88.8 % and, once in CI, 71.8 %; with --adapt off 2.6-3.8 %. With the
 # probed kernels a step takes 4-7 ms, so K grows to 32-64 and a node
-# receives only 24-36 slices: each one refused weighs ~3 %. The refusals
-# are slices from a partner whose K differs from ours (robust merge:
-# not_partner, out_of_window), which issue 12's missing cluster-wide
-# agreement on K leaves possible. The bar is 60 %: far above what
-# --adapt off gets, below that spread; the issue's >= 90 % is the
-# benchmark's, over 1500 steps (benchmarks.md 5.3).
+# receives only 24-36 slices: each one refused weighs ~3 %. The 71.8 %
+# run's refusals were slices of a partner whose K differed from the
+# receiver's (out_of_window); since PARAMS carry their period and are
+# judged by the larger K (gossip_plan_window), 96.6 % and 86.7 %
+# (seeds 1, 2), the rest not_partner at the start and a few out of
+# every window. The bar is 60 %: far above what --adapt off gets, below
+# that spread; the issue's >= 90 % is the benchmark's, over 1500 steps
+# (benchmarks.md 5.5: 93.6-99.1 % on every link).
 STEPS = 1000
 MIN_SHARE = 0.60
 
