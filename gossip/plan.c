@@ -124,6 +124,27 @@ uint64_t gossip_plan_window(const struct gossip_plan_cfg *c, uint32_t period)
                c->staleness;
 }
 
+int gossip_plan_part_of(const struct gossip_plan_cfg *c, size_t lo,
+                        size_t count, uint32_t *part)
+{
+        size_t plo, pcount;
+        uint64_t p;
+
+        if (!c->nparams || !c->parts || lo >= c->nparams)
+                return 0;
+        /* partition p starts at floor(n p / P): the first p with a start
+         * at or past lo is ceil(lo P / n) */
+        p = ((uint64_t)lo * c->parts + c->nparams - 1) / c->nparams;
+        if (p >= c->parts)
+                return 0;
+        gossip_codec_partition(c->nparams, (uint32_t)p, c->parts, &plo,
+                               &pcount);
+        if (plo != lo || pcount != count)
+                return 0;
+        *part = (uint32_t)p;
+        return 1;
+}
+
 size_t gossip_plan_slice_cap(const struct gossip_plan_cfg *c)
 {
         return (c->nparams + c->parts - 1) / c->parts;
@@ -131,7 +152,8 @@ size_t gossip_plan_slice_cap(const struct gossip_plan_cfg *c)
 
 int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
                           uint64_t s, size_t lo, size_t count,
-                          uint64_t held_step, uint32_t period)
+                          uint64_t held_step, uint32_t period,
+                          uint64_t answered_step)
 {
         uint64_t window = gossip_plan_window(c, period);
         size_t mlo, mcount;
@@ -141,8 +163,15 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
         if (!c->avg_every || held_step != s)
                 return GOSSIP_PLAN_PLAIN;
         gossip_plan_slice(c, s, &mlo, &mcount);
-        return mlo == lo && mcount == count ? GOSSIP_PLAN_DELTA
-                                            : GOSSIP_PLAN_PLAIN;
+        if (mlo != lo || mcount != count)
+                return GOSSIP_PLAN_PLAIN;
+        /* only where the plan makes it routine: the lag bound admits
+         * slices up to (R + 1) K old, later than the part's next round
+         * P K when R >= P */
+        return c->avg_lag >= c->parts && answered_step != UINT64_MAX &&
+                       answered_step >= s
+                   ? GOSSIP_PLAN_ANSWERED
+                   : GOSSIP_PLAN_DELTA;
 }
 
 /* ---- is the exchange working? ---- */

@@ -433,7 +433,8 @@ void node_cluster__log_summary(struct node_cluster *c)
             "sent %llu (%llu skipped busy, %llu skipped: uplink still busy), "
             "averaged %llu (%llu against "
             "our copy of the same step) of %llu received (%llu too old, "
-            "%llu replaced by a newer one); %llu states sent",
+            "%llu answered already, %llu replaced by a newer one); %llu "
+            "states sent",
             (unsigned long long)c->grads_sent,
             (unsigned long long)c->grads_no_partner,
             (unsigned long long)c->grads_send_fail,
@@ -449,6 +450,7 @@ void node_cluster__log_summary(struct node_cluster *c)
             (unsigned long long)hs.params_delta,
             (unsigned long long)hs.params_received,
             (unsigned long long)hs.params_stale,
+            (unsigned long long)hs.params_answered,
             (unsigned long long)hs.params_replaced,
             (unsigned long long)c->states_sent);
 }

@@ -99,6 +99,9 @@ struct node_handoff {
         /* training thread */
         float *t_grad;
         float *t_in[NODE_HANDOFF_INBOX]; /* slices taken out of the inbox */
+        /* per part of our P: our step when we last averaged a slice into
+         * it (UINT64_MAX: never), for gossip_plan_slice_use's ANSWERED */
+        uint64_t *t_answered;
         /* loop thread */
         float *l_grad, *l_spare;
         int l_grad_valid; /* l_grad holds a gradient we sent */
@@ -151,6 +154,10 @@ static int alloc_buffers(struct node_handoff *h)
                 ok &= (h->inbox[i].v = malloc(sc * sizeof(float))) != NULL;
                 ok &= (h->t_in[i] = malloc(sc * sizeof(float))) != NULL;
         }
+        h->t_answered = malloc(h->cfg.plan.parts * sizeof(uint64_t));
+        ok &= h->t_answered != NULL;
+        for (uint32_t p = 0; ok && p < h->cfg.plan.parts; p++)
+                h->t_answered[p] = UINT64_MAX;
         return ok ? 0 : -ENOMEM;
 }
 
@@ -206,6 +213,7 @@ void node_handoff_free(struct node_handoff *h)
                 free(h->inbox[i].v);
                 free(h->t_in[i]);
         }
+        free(h->t_answered);
         free(h->snap);
         free(h->in_state);
         node_shuffle_free(h->shuffle);
@@ -551,15 +559,23 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
         size_t nw = 0;
 
         pthread_mutex_lock(&h->mu);
-        for (size_t i = 0; i < h->ninbox; i++) {
+        /* newest first: of two slices of one part, the fresher answers
+         * and the older is ANSWERED by it */
+        for (size_t i = h->ninbox; i-- > 0;) {
                 struct in_slice *q = &h->inbox[i];
                 const struct slot *s = &h->ring[gossip_plan_slot(c, q->step)];
                 uint64_t held = s->state == SLOT_POSTED || s->state == SLOT_HELD
                                     ? s->step
                                     : UINT64_MAX;
+                uint32_t part;
+                uint64_t *answered =
+                    gossip_plan_part_of(c, q->lo, q->count, &part)
+                        ? &h->t_answered[part]
+                        : NULL;
                 int u = n == c->nparams
-                            ? gossip_plan_slice_use(c, step, q->step, q->lo,
-                                                    q->count, held, q->period)
+                            ? gossip_plan_slice_use(
+                                  c, step, q->step, q->lo, q->count, held,
+                                  q->period, answered ? *answered : UINT64_MAX)
                             : GOSSIP_PLAN_STALE;
 
                 if (u == GOSSIP_PLAN_STALE) {
@@ -569,6 +585,14 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                                 robust_count(h, q->from, GOSSIP_ROBUST_WINDOW);
                         continue;
                 }
+                if (u == GOSSIP_PLAN_ANSWERED) {
+                        h->st.params_answered++;
+                        continue;
+                }
+                /* answered now (also if the robust check then refuses
+                 * it: rare, and an older slice is then skipped) */
+                if (answered)
+                        *answered = step;
                 use[nw] = u;
                 against[nw] = u == GOSSIP_PLAN_DELTA ? s->v : params + q->lo;
                 work[nw] = *q;

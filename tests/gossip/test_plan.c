@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "codec.h"
 #include "plan.h"
 
 enum { P_ = GOSSIP_PLAN_PARAMS, G_ = GOSSIP_PLAN_GRADIENT };
@@ -456,59 +457,65 @@ static void test_slice_use(void **state)
         gossip_plan_slice(&c, t - win, &lo, &count);
         /* window edge: t - win - 1 refused, t - win and t - win + 1 used */
         assert_int_equal(gossip_plan_slice_use(&c, t, t - win - 1, lo, count,
-                                               t - win - 1, 0),
+                                               t - win - 1, 0, UINT64_MAX),
                          GOSSIP_PLAN_STALE);
-        assert_int_equal(
-            gossip_plan_slice_use(&c, t, t - win, lo, count, t - win, 0),
-            GOSSIP_PLAN_DELTA);
-        assert_int_equal(
-            gossip_plan_slice_use(&c, t, t - win, lo, count, UINT64_MAX, 0),
-            GOSSIP_PLAN_PLAIN);
+        assert_int_equal(gossip_plan_slice_use(&c, t, t - win, lo, count,
+                                               t - win, 0, UINT64_MAX),
+                         GOSSIP_PLAN_DELTA);
+        assert_int_equal(gossip_plan_slice_use(&c, t, t - win, lo, count,
+                                               UINT64_MAX, 0, UINT64_MAX),
+                         GOSSIP_PLAN_PLAIN);
         gossip_plan_slice(&c, t - win + 1, &lo2, &count2);
         assert_int_equal(gossip_plan_slice_use(&c, t, t - win + 1, lo2, count2,
-                                               t - win + 1, 0),
+                                               t - win + 1, 0, UINT64_MAX),
                          GOSSIP_PLAN_DELTA);
         /* DELTA needs our copy of the same step ... */
         gossip_plan_slice(&c, 36, &lo, &count);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 36, 0),
-                         GOSSIP_PLAN_DELTA);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 37, 0),
-                         GOSSIP_PLAN_PLAIN);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 36, lo, count, 36, 0, UINT64_MAX),
+            GOSSIP_PLAN_DELTA);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 36, lo, count, 37, 0, UINT64_MAX),
+            GOSSIP_PLAN_PLAIN);
         assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count,
-                                               36 + 4 * GOSSIP_PLAN_RING, 0),
+                                               36 + 4 * GOSSIP_PLAN_RING, 0,
+                                               UINT64_MAX),
                          GOSSIP_PLAN_PLAIN); /* slot reused */
-        assert_int_equal(
-            gossip_plan_slice_use(&c, t, 36, lo, count, UINT64_MAX, 0),
-            GOSSIP_PLAN_PLAIN);
-        /* ... and the same range */
-        assert_int_equal(
-            gossip_plan_slice_use(&c, t, 36, lo + 1, count - 1, 36, 0),
-            GOSSIP_PLAN_PLAIN);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count - 1, 36, 0),
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, UINT64_MAX,
+                                               0, UINT64_MAX),
                          GOSSIP_PLAN_PLAIN);
+        /* ... and the same range */
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo + 1, count - 1, 36,
+                                               0, UINT64_MAX),
+                         GOSSIP_PLAN_PLAIN);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 36, lo, count - 1, 36, 0, UINT64_MAX),
+            GOSSIP_PLAN_PLAIN);
         /* a round ahead of us pulls us forward: plainly */
         gossip_plan_slice(&c, 44, &lo, &count);
-        assert_int_equal(
-            gossip_plan_slice_use(&c, t, 44, lo, count, UINT64_MAX, 0),
-            GOSSIP_PLAN_PLAIN);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 44, lo, count, UINT64_MAX,
+                                               0, UINT64_MAX),
+                         GOSSIP_PLAN_PLAIN);
         /* K = 0: no ring, so never DELTA */
         c.avg_every = 0;
         gossip_plan_slice(&c, 38, &lo, &count);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 38, lo, count, 38, 0),
-                         GOSSIP_PLAN_PLAIN);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 38, lo, count, 38, 0, UINT64_MAX),
+            GOSSIP_PLAN_PLAIN);
         c.avg_every = 4;
         /* outside the model: refused however fresh */
         assert_int_equal(
-            gossip_plan_slice_use(&c, t, t, c.nparams + 1, 0, t, 0),
+            gossip_plan_slice_use(&c, t, t, c.nparams + 1, 0, t, 0, UINT64_MAX),
             GOSSIP_PLAN_STALE);
-        assert_int_equal(
-            gossip_plan_slice_use(&c, t, t, c.nparams - 10, 11, t, 0),
-            GOSSIP_PLAN_STALE);
-        assert_int_equal(gossip_plan_slice_use(&c, t, t, 1, SIZE_MAX, t, 0),
+        assert_int_equal(gossip_plan_slice_use(&c, t, t, c.nparams - 10, 11, t,
+                                               0, UINT64_MAX),
                          GOSSIP_PLAN_STALE);
         assert_int_equal(
-            gossip_plan_slice_use(&c, t, t, c.nparams - 10, 10, UINT64_MAX, 0),
-            GOSSIP_PLAN_PLAIN);
+            gossip_plan_slice_use(&c, t, t, 1, SIZE_MAX, t, 0, UINT64_MAX),
+            GOSSIP_PLAN_STALE);
+        assert_int_equal(gossip_plan_slice_use(&c, t, t, c.nparams - 10, 10,
+                                               UINT64_MAX, 0, UINT64_MAX),
+                         GOSSIP_PLAN_PLAIN);
 }
 
 /* Partners at other periods (gossip/adapt.h: each node chooses its K from
@@ -540,23 +547,26 @@ static void test_other_period(void **state)
         /* a K = 16 partner's slice of step 80, 48 steps old: refused under
          * our window alone, used under its own */
         gossip_plan_slice(&c, 80, &lo, &count);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 80, lo, count, 80, 0),
-                         GOSSIP_PLAN_STALE);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 80, lo, count, 80, 2),
-                         GOSSIP_PLAN_STALE);
-        assert_int_equal(gossip_plan_slice_use(&c, t, 80, lo, count, 80, 16),
-                         GOSSIP_PLAN_DELTA);
         assert_int_equal(
-            gossip_plan_slice_use(&c, t, 80, lo, count, UINT64_MAX, 16),
-            GOSSIP_PLAN_PLAIN);
+            gossip_plan_slice_use(&c, t, 80, lo, count, 80, 0, UINT64_MAX),
+            GOSSIP_PLAN_STALE);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 80, lo, count, 80, 2, UINT64_MAX),
+            GOSSIP_PLAN_STALE);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 80, lo, count, 80, 16, UINT64_MAX),
+            GOSSIP_PLAN_DELTA);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 80, lo, count, UINT64_MAX,
+                                               16, UINT64_MAX),
+                         GOSSIP_PLAN_PLAIN);
         /* the edge: t - 51 used, t - 52 refused */
         gossip_plan_slice(&c, t - 51, &lo, &count);
-        assert_int_equal(
-            gossip_plan_slice_use(&c, t, t - 51, lo, count, UINT64_MAX, 16),
-            GOSSIP_PLAN_PLAIN);
-        assert_int_equal(
-            gossip_plan_slice_use(&c, t, t - 52, lo, count, UINT64_MAX, 16),
-            GOSSIP_PLAN_STALE);
+        assert_int_equal(gossip_plan_slice_use(&c, t, t - 51, lo, count,
+                                               UINT64_MAX, 16, UINT64_MAX),
+                         GOSSIP_PLAN_PLAIN);
+        assert_int_equal(gossip_plan_slice_use(&c, t, t - 52, lo, count,
+                                               UINT64_MAX, 16, UINT64_MAX),
+                         GOSSIP_PLAN_STALE);
 
         /* the bound: R = 2 rounds of K = 4 want step 120; a K = 16
          * sender's newest slice (step 96) satisfies R = 2 of its rounds */
@@ -584,6 +594,65 @@ static void test_other_period(void **state)
         gossip_plan_admit(&c, &v, &w, &d);
         assert_int_equal(d.want_step, 120);
         assert_int_equal(d.action, WAIT);
+}
+
+/* A difference answered already: K = 4, P = 3, R = 3 (R >= P: the lag
+ * bound admits slices older than a part's period); our copy of step 36
+ * held. A DELTA of 36 is used while our last average of that slice was
+ * before step 36, and ANSWERED once one was applied at step 36 or later
+ * (our copy of 36 is taken before step 36's averaging). With R < P the
+ * rule is off. PLAIN slices are never ANSWERED; never averaged
+ * (UINT64_MAX) never is. And gossip_plan_part_of names exactly the slices
+ * of our P. */
+static void test_answered(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+        const uint64_t t = 40;
+        size_t lo, count, lo2, count2;
+        uint32_t part, got;
+
+        (void)state;
+        c.avg_every = 4;
+        c.staleness = 3;
+        c.parts = 3;
+        c.avg_lag = 3;
+        part = gossip_plan_slice(&c, 36, &lo, &count);
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 36, lo, count, 36, 0, UINT64_MAX),
+            GOSSIP_PLAN_DELTA);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 36, 0, 35),
+                         GOSSIP_PLAN_DELTA);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 36, 0, 36),
+                         GOSSIP_PLAN_ANSWERED);
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 36, 0, 40),
+                         GOSSIP_PLAN_ANSWERED);
+        c.avg_lag = 2; /* R < P: off */
+        assert_int_equal(gossip_plan_slice_use(&c, t, 36, lo, count, 36, 0, 40),
+                         GOSSIP_PLAN_DELTA);
+        c.avg_lag = 3;
+        /* not held: PLAIN whatever was answered */
+        assert_int_equal(
+            gossip_plan_slice_use(&c, t, 36, lo, count, UINT64_MAX, 0, 40),
+            GOSSIP_PLAN_PLAIN);
+        /* too old stays too old */
+        assert_int_equal(gossip_plan_slice_use(&c, t, 20, lo, count, 20, 0, 40),
+                         GOSSIP_PLAN_STALE);
+
+        assert_int_equal(gossip_plan_part_of(&c, lo, count, &got), 1);
+        assert_int_equal(got, part);
+        for (uint32_t p = 0; p < c.parts; p++) {
+                gossip_codec_partition(c.nparams, p, c.parts, &lo2, &count2);
+                assert_int_equal(gossip_plan_part_of(&c, lo2, count2, &got), 1);
+                assert_int_equal(got, p);
+                assert_int_equal(gossip_plan_part_of(&c, lo2, count2 - 1, &got),
+                                 0);
+                assert_int_equal(
+                    gossip_plan_part_of(&c, lo2 + 1, count2 - 1, &got), 0);
+        }
+        assert_int_equal(gossip_plan_part_of(&c, c.nparams, 0, &got), 0);
+        /* a slice of P = 2 is none of our P = 3 */
+        gossip_codec_partition(c.nparams, 1, 2, &lo2, &count2);
+        assert_int_equal(gossip_plan_part_of(&c, lo2, count2, &got), 0);
 }
 
 /* Note `count` outcomes; the number of verdict changes they made. */
@@ -688,6 +757,7 @@ int main(void)
             cmocka_unit_test(test_slices_tile),
             cmocka_unit_test(test_slice_use),
             cmocka_unit_test(test_other_period),
+            cmocka_unit_test(test_answered),
             cmocka_unit_test(test_health_too_old),
             cmocka_unit_test(test_health_starved),
         };

@@ -77,7 +77,8 @@ struct xnode {
         uint8_t (*vkeys)[GOSSIP_KEY_BYTES];
         struct gossip_sched sched;
         uint64_t *known_step;
-        uint64_t *reach; /* per part */
+        uint64_t *reach;    /* per part */
+        uint64_t *answered; /* per part: our step of its last average */
         struct xsim_stats st;
 };
 
@@ -355,13 +356,27 @@ static void apply_inbox(struct xsim *x, struct xnode *nd)
 {
         float w = x->o.avg_weight;
 
-        for (size_t i = 0; i < nd->in_n; i++) {
+        /* newest first, as node/handoff.c */
+        for (size_t i = nd->in_n; i-- > 0;) {
                 struct inslice *q = &nd->in[i];
                 unsigned slot = gossip_plan_slot(&x->cfg, q->step);
                 uint64_t held = nd->ring_step[slot];
-                int use = gossip_plan_slice_use(&x->cfg, nd->t, q->step, q->lo,
-                                                q->count, held, 0);
+                uint32_t part;
+                uint64_t *ans =
+                    gossip_plan_part_of(&x->cfg, q->lo, q->count, &part)
+                        ? &nd->answered[part]
+                        : NULL;
+                int use = gossip_plan_slice_use(
+                    &x->cfg, nd->t, q->step, q->lo, q->count, held, 0,
+                    ans && !x->o.answer_twice ? *ans : UINT64_MAX);
                 int rc = 0;
+
+                if (use == GOSSIP_PLAN_ANSWERED) {
+                        nd->st.slices_answered++;
+                        continue;
+                }
+                if (use != GOSSIP_PLAN_STALE && ans)
+                        *ans = nd->t;
 
                 if (use == GOSSIP_PLAN_DELTA)
                         rc = gossip_merge_average_delta(
@@ -605,6 +620,11 @@ static int node_init(struct xsim *x, struct xnode *nd, size_t i)
         nd->vkeys = calloc(n, GOSSIP_KEY_BYTES);
         nd->known_step = calloc(n, sizeof(uint64_t));
         nd->reach = calloc(parts, sizeof(uint64_t));
+        nd->answered = malloc(parts * sizeof(uint64_t));
+        if (!nd->answered)
+                return -ENOMEM;
+        for (size_t p = 0; p < parts; p++)
+                nd->answered[p] = UINT64_MAX;
         if (!nd->x || !nd->ring || !nd->in || !nd->gone || !nd->view ||
             !nd->vkeys || !nd->known_step || !nd->reach)
                 return -ENOMEM;
@@ -703,6 +723,7 @@ void xsim_destroy(struct xsim *x)
                 free(nd->vkeys);
                 free(nd->known_step);
                 free(nd->reach);
+                free(nd->answered);
                 gossip_merge_free(&nd->merge);
         }
         free(x->nodes);

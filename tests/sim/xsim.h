@@ -36,7 +36,8 @@
  *      slice into the ring slot of t + 1 and send it to the partner of t + 1;
  *   d. PARAMS phase: ask the plan until READY; TRAIN_MORE runs one extra
  *      batch, folded into the next step;
- *   e. average in every slice received, as gossip_plan_slice_use says.
+ *   e. average in every slice received, newest first, as
+ *      gossip_plan_slice_use says.
  *
  * Virtual time is in microseconds, as the plan's clock.
  * A run is a pure function of its options and seed.
@@ -111,7 +112,10 @@ struct xsim_opts {
          * 4,070 floats travel as the MLP's 407,050) at a hundredth of the
          * simulator's work */
         uint32_t slice_scale;
-        float avg_weight;    /* 0: 0.5 */
+        float avg_weight; /* 0: 0.5 */
+        /* 1: never judge a slice ANSWERED (gossip_plan_slice_use), as
+         * before that rule: every DELTA is applied */
+        int answer_twice;
         xsim_admit_fn admit; /* NULL: gossip_plan_admit */
         /* called after every event (checks that must hold at all times) */
         void (*on_event)(struct xsim *x, void *user);
@@ -136,7 +140,7 @@ const struct gossip_plan_health *xsim_health(const struct xsim *x, size_t i,
                                              int *changes);
 
 /* Per-node counters. Every received slice ends in exactly one of delta,
- * plain, stale, replaced, or is still held (xsim_inbox_len). */
+ * plain, stale, answered, replaced, or is still held (xsim_inbox_len). */
 struct xsim_stats {
         uint64_t steps;
         uint64_t extra_trained; /* TRAIN_MORE batches computed */
@@ -148,6 +152,7 @@ struct xsim_stats {
         uint64_t more_in_gradient; /* TRAIN_MORE in the GRADIENT phase */
         uint64_t slices_sent, slices_received;
         uint64_t slices_delta, slices_plain, slices_stale, slices_replaced;
+        uint64_t slices_answered; /* not used: ANSWERED already */
         /* received slices of a round whose copy we still held when we
          * averaged them in, and what they were used for */
         uint64_t held_delta, held_plain, held_stale;

@@ -30,8 +30,14 @@ time) through tools/gossip-plot. A cluster in which a node exits with an
 error is reported (exit status, and the model-health rollbacks counted
 in the nodes' logs), not fatal.
 
+--system LABEL:ARGS defines one more system (gossipnode arguments) for
+--systems to name; --build-variant LABEL:DIR runs every gossip system
+also with the binaries of build directory DIR (e.g. the code before a
+change), interleaved, reported as "system[LABEL]".
+
 Usage: /usr/bin/python3 tests/bench/cluster/bench_skew.py --build build
        [--partitions P,...] [--systems S,...] [--shuffle R] [--repeat R]
+       [--system LABEL:ARGS ...] [--build-variant LABEL:DIR ...]
        [--plots DIR]
 """
 import argparse
@@ -69,10 +75,11 @@ def first_at(evals, target):
     return next((t for _, t, a in evals if a >= target), None)
 
 
-def run_gossip(a, part, extra):
+def run_gossip(a, part, extra, build=None):
+    build = build or a.build
     work = tempfile.mkdtemp(prefix="gn-skew-")
-    cmd = [os.path.join(a.build, "tools", "gossip-cluster"), "--nodes", "4",
-           "--build", a.build, "--workdir", work, "--quiet", "--steps", "1500",
+    cmd = [os.path.join(build, "tools", "gossip-cluster"), "--nodes", "4",
+           "--build", build, "--workdir", work, "--quiet", "--steps", "1500",
            "--seed", str(a.seed), "--", "--eval-every", "50", "--lr", "0.1",
            "--partition", part] + extra
     rc = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode
@@ -166,10 +173,24 @@ def main():
     ap.add_argument("--torch-timeout", type=float, default=300)
     ap.add_argument("--plots", default=".")
     ap.add_argument("--save", help="write every eval curve here (JSON)")
+    ap.add_argument("--system", action="append", default=[],
+                    metavar="LABEL:ARGS",
+                    help="one more system: gossipnode arguments")
+    ap.add_argument("--build-variant", action="append", default=[],
+                    metavar="LABEL:DIR",
+                    help="also run every gossip system with the binaries "
+                         "of build directory DIR, interleaved")
     a = ap.parse_args()
     SYSTEMS["shuffle"] = ["--shuffle-samples", str(a.shuffle)]
+    for v in a.system:
+        label, _, args = v.partition(":")
+        SYSTEMS[label] = args.split()
     parts = a.partitions.split(",")
-    systems = a.systems.split(",")
+    builds = [("", None)] + [tuple(v.split(":", 1)) for v in a.build_variant]
+    systems = [s + ("[%s]" % b if b else "")
+               for s in a.systems.split(",") for b, _ in builds]
+    build_of = {s + ("[%s]" % b if b else ""): (s, d)
+                for s in a.systems.split(",") for b, d in builds}
     rows = {}
     ddp = []
     for rep in range(a.repeat):
@@ -181,7 +202,8 @@ def main():
                                   **summary(r)}), file=sys.stderr, flush=True)
         for part in parts:
             for s in systems:
-                r = run_gossip(a, part, SYSTEMS[s])
+                base, build = build_of[s]
+                r = run_gossip(a, part, SYSTEMS[base], build)
                 rows.setdefault((part, s), []).append(r)
                 print(json.dumps({"partition": part, "system": s, "rep": rep,
                                   "rc": r["rc"], "rollbacks": r["rollbacks"],
