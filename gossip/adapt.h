@@ -28,8 +28,10 @@
  *
  * Disagreement between partners is tolerated, not prevented: slices are
  * self-describing (codec and part in the header), a slice of another codec
- * is decoded, and one whose step our ring does not hold is averaged
- * plainly instead of against our copy (gossip_plan_slice_use).
+ * is decoded, one whose step our ring does not hold is averaged plainly
+ * instead of against our copy, and a slice made under a larger period
+ * (its PARAMS frame says which) is judged by that period's window and lag
+ * bound (gossip_plan_slice_use, gossip_plan_window).
  */
 #ifndef GOSSIP_ADAPT_H
 #define GOSSIP_ADAPT_H
