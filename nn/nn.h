@@ -241,9 +241,18 @@ enum nn_optim_kind {
 
 struct nn_optim_config {
         enum nn_optim_kind kind;
-        float lr;           /* base rate; nn_optim_step takes the actual one */
-        float momentum;     /* SGD: 0 = plain SGD (typ. 0.9) */
-        int nesterov;       /* SGD: non-zero = Nesterov momentum */
+        float lr;         /* base rate; nn_optim_step takes the actual one */
+        float momentum;   /* SGD: 0 = plain SGD (typ. 0.9) */
+        int nesterov;     /* SGD: non-zero = Nesterov momentum */
+        int quasi_global; /* SGD with momentum: non-zero = quasi-global
+                             momentum (QG-DSGDm): the buffer follows the
+                             model's own movement between steps, which
+                             includes what averaging with peers moved,
+                             instead of the local gradients */
+        float quasi_global_bound; /* > 0: what the caller moved between two
+                                     updates (nn_optim_moved) feeds the
+                                     buffer at most this x the last local
+                                     step, per unit rate; 0: unbounded */
         float weight_decay; /* SGD: L2 added to the gradient (PyTorch SGD);
                                Adam: decoupled, p -= lr*wd*p (AdamW) */
         float beta1;        /* Adam (typ. 0.9) */
@@ -263,11 +272,24 @@ void nn_optim_free(struct nn_optim *o);
 
 /* Applies one update to params with grads (both nparams long) at rate lr,
  * and counts the step.  SGD (PyTorch semantics): g' = g + wd*p;
- * v = mu*v + g'; p -= lr*(nesterov ? g' + mu*v : v).  Adam: t = steps+1;
- * m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
+ * v = mu*v + g'; p -= lr*(nesterov ? g' + mu*v : v).  Quasi-global SGD
+ * (Lin et al., ICML 2021), the paper's movement term in two parts:
+ * m += (1-mu)*lambda*(post - p)/lr_prev, the caller's change since the
+ * last update per unit rate (none at step 0; lr_prev = lr on the first
+ * update after nn_optim_set_steps; lambda from quasi_global_bound, else
+ * 1); v = g' + mu*m; u = nesterov ? g' + mu*v : v; p -= lr*u;
+ * m = mu*m + (1-mu)*u, the local step's share; post = p.
+ * Adam: t = steps+1; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
  * p -= lr*(m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + lr*wd*p. */
 void nn_optim_step(struct nn_optim *o, float *params, const float *grads,
                    float lr);
+
+/* Reports that the caller changed the parameters since the last update
+ * (e.g. averaged them with a peer's) by a vector of squared L2 norm
+ * sumsq; calls add up until the next step.  Quasi-global momentum uses it
+ * to bound that change's weight (quasi_global_bound); the others ignore
+ * it. */
+void nn_optim_moved(struct nn_optim *o, double sumsq);
 
 /* nn_optim_step, and copies the updated params [lo, lo + count) to copy
  * (count floats) as the pass writes them: one pass over the model where
@@ -277,13 +299,37 @@ void nn_optim_step(struct nn_optim *o, float *params, const float *grads,
 void nn_optim_step_copy(struct nn_optim *o, float *params, const float *grads,
                         float lr, size_t lo, size_t count, float *copy);
 
-/* The optimizer state, nn_optim_state_len floats (SGD: velocity; Adam: m
+/* The optimizer state, nn_optim_state_len floats (SGD: velocity;
+ * quasi-global SGD: m then post, the parameters the last update left;
+ * Adam: m
  * then v; each nparams long; plain SGD without momentum: empty, may be
  * NULL).  Writable, so a checkpoint or a peer's state can be loaded. */
 float *nn_optim_state(struct nn_optim *o);
 
 /* Length of nn_optim_state in floats. */
 size_t nn_optim_state_len(const struct nn_optim *o);
+
+/* What an optimizer state holds (its layout); a saved state says which,
+ * since two kinds can have the same length. */
+enum nn_optim_state_kind {
+        NN_OPTIM_STATE_NONE = 0,         /* plain SGD: no state */
+        NN_OPTIM_STATE_VELOCITY = 1,     /* SGD, local momentum: v */
+        NN_OPTIM_STATE_QUASI_GLOBAL = 2, /* SGD: m, then last parameters */
+        NN_OPTIM_STATE_ADAM = 3,         /* Adam: m, then v */
+};
+
+/* The kind of o's state. */
+enum nn_optim_state_kind nn_optim_state_kind(const struct nn_optim *o);
+
+/* Loads a saved state of `kind` and len floats (a checkpoint's or a
+ * peer's) into o: its own kind, or the other SGD momentum kind, so that a
+ * checkpoint or a peer with local momentum serves a quasi-global optimizer
+ * and the other way round: a velocity becomes m (both are the step per
+ * unit rate) and the last update's parameters are params; m becomes the
+ * velocity.  Returns 0, or NN_EMISMATCH (another kind, or len is not that
+ * kind's length) and o is unchanged. */
+int nn_optim_load_state(struct nn_optim *o, enum nn_optim_state_kind kind,
+                        const float *state, size_t len, const float *params);
 
 /* Number of steps taken (Adam's bias correction uses it). */
 uint64_t nn_optim_steps(const struct nn_optim *o);

@@ -1,13 +1,16 @@
 /*
  * optim.c - optimizers (SGD with momentum/Nesterov and L2 weight decay;
- * Adam with decoupled weight decay) and learning-rate schedules.
+ * quasi-global momentum for decentralized training on skewed data; Adam
+ * with decoupled weight decay) and learning-rate schedules.
  *
  * The state is one allocation laid out like the parameters (SGD: velocity;
- * Adam: m then v), so an update is one flat loop over nparams and the state
- * can be saved, loaded or shipped to a peer as one array.  The step counter
+ * quasi-global SGD: m then the parameters the last update left; Adam: m
+ * then v), so an update is one flat loop over nparams and the state can be
+ * saved, loaded or shipped to a peer as one array.  The step counter
  * travels with it (Adam's bias correction depends on it).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +27,13 @@ struct nn_optim {
         size_t n;       /* parameters */
         size_t len;     /* state floats */
         uint64_t steps; /* updates applied */
+        /* quasi-global momentum (sgd_quasi_global) */
+        float last_lr;      /* rate of the last update in this process (0:
+                               none yet, use the current) */
+        float ext;          /* this step's weight of the caller's change */
+        double usq;         /* |u|^2 of the last update's local step */
+        double usq_next;    /* ... being summed by this step's passes */
+        double moved_sumsq; /* |change|^2 reported since (nn_optim_moved) */
         float *state;
 };
 
@@ -54,8 +64,10 @@ int nn_optim_create(const struct nn_optim_config *cfg, size_t nparams,
                 return NN_EINVAL;
         if (cfg->kind == NN_OPTIM_ADAM)
                 k = 2;
+        else if (cfg->momentum > 0.0f)
+                k = cfg->quasi_global ? 2 : 1;
         else
-                k = cfg->momentum > 0.0f ? 1 : 0;
+                k = 0;
         o = calloc(1, sizeof(*o));
         if (!o)
                 return NN_ENOMEM;
@@ -114,6 +126,62 @@ NN_HOT static void sgd_momentum(float *restrict p, const float *restrict g,
         }
 }
 
+/* Quasi-global momentum (Lin et al., ICML 2021, QG-DSGDm): the buffer m
+ * is a moving average of the model's movement between two updates, per
+ * unit rate, so what averaging with the peers moved counts as well as the
+ * local step; under skewed data the local gradients alone steer each
+ * replica towards its own labels.  The movement has two parts, taken in
+ * two passes: the local step u, folded in by the pass that makes it, and
+ * the change the caller made since (post - p, post being the parameters
+ * that pass left), folded in by the next pass at weight ext (lambda /
+ * lr_prev; 0 on the first step).  Same arithmetic as the paper's one
+ * movement term, with the caller's part boundable (nn_optim_moved).
+ * Returns the sum of u^2. */
+static inline __attribute__((always_inline)) double
+qg_pass(float *restrict p, const float *restrict g, float *restrict m,
+        float *restrict post, size_t n, float lr, float ext, float mu, float wd,
+        const int nesterov)
+{
+        /* QG_LANES sums of u^2, so the loop vectorizes without reordering
+         * a single sum (which ISO C forbids the compiler to do) */
+        enum { QG_LANES = 8 };
+        float keep = 1.0f - mu, lane[QG_LANES] = {0};
+        double usq = 0.0;
+        size_t i = 0;
+
+#define QG_ELEMENT(j, sum)                                                     \
+        do {                                                                   \
+                float gi = g[j] + wd * p[j];                                   \
+                float mm = m[j] + keep * ext * (post[j] - p[j]);               \
+                float v = gi + mu * mm;                                        \
+                float u = nesterov ? gi + mu * v : v;                          \
+                                                                               \
+                m[j] = mu * mm + keep * u;                                     \
+                p[j] -= lr * u;                                                \
+                post[j] = p[j];                                                \
+                sum += u * u;                                                  \
+        } while (0)
+        for (; i + QG_LANES <= n; i += QG_LANES)
+                for (size_t k = 0; k < QG_LANES; k++)
+                        QG_ELEMENT(i + k, lane[k]);
+        for (; i < n; i++)
+                QG_ELEMENT(i, usq);
+#undef QG_ELEMENT
+        for (size_t k = 0; k < QG_LANES; k++)
+                usq += (double)lane[k];
+        return usq;
+}
+
+NN_HOT static double sgd_quasi_global(float *restrict p,
+                                      const float *restrict g,
+                                      float *restrict m, float *restrict post,
+                                      size_t n, float lr, float ext, float mu,
+                                      float wd, int nesterov)
+{
+        return nesterov ? qg_pass(p, g, m, post, n, lr, ext, mu, wd, 1)
+                        : qg_pass(p, g, m, post, n, lr, ext, mu, wd, 0);
+}
+
 /* Adam with bias correction and decoupled (AdamW) weight decay, over
  * params [off, off + n).  Vectorized only because this file is built with
  * -fno-math-errno (nn/CMakeLists.txt): with errno semantics GCC calls
@@ -140,6 +208,30 @@ NN_HOT_WIDE static void adam(struct nn_optim *o, float *restrict p,
         }
 }
 
+/* The weight of the caller's change in this step's buffer: lambda / the
+ * rate of the last update; 0 before the first update (post is not yet
+ * the parameters); the current rate on the first update after a load
+ * (the state's post is known, the rate is not).  lambda bounds the
+ * change, per unit rate, to quasi_global_bound x the last local step
+ * when the caller reported it (nn_optim_moved); else 1. */
+static float qg_ext(const struct nn_optim *o, float lr)
+{
+        float r = o->last_lr > 0.0f ? o->last_lr : lr;
+        float bound = o->cfg.quasi_global_bound;
+        double lambda = 1.0;
+
+        if (o->steps == 0 || !(r > 0.0f))
+                return 0.0f;
+        if (bound > 0.0f && o->moved_sumsq > 0.0) {
+                /* |change| / r <= bound x |u|, |u| of the last pass */
+                double lim = (double)bound * (double)r * sqrt(o->usq);
+
+                if (lim * lim < o->moved_sumsq)
+                        lambda = lim / sqrt(o->moved_sumsq);
+        }
+        return (float)(lambda / (double)r);
+}
+
 /* The update of params [off, off + n). */
 static void update(struct nn_optim *o, float *params, const float *grads,
                    float lr, size_t off, size_t n)
@@ -150,6 +242,11 @@ static void update(struct nn_optim *o, float *params, const float *grads,
                 return;
         if (c->kind == NN_OPTIM_ADAM)
                 adam(o, params, grads, lr, off, n);
+        else if (o->len && c->quasi_global)
+                o->usq_next +=
+                    sgd_quasi_global(params + off, grads + off, o->state + off,
+                                     o->state + o->n + off, n, lr, o->ext,
+                                     c->momentum, c->weight_decay, c->nesterov);
         else if (o->len)
                 sgd_momentum(params + off, grads + off, o->state + off, n, lr,
                              c->momentum, c->weight_decay, c->nesterov);
@@ -157,11 +254,36 @@ static void update(struct nn_optim *o, float *params, const float *grads,
                 sgd_plain(params + off, grads + off, n, lr, c->weight_decay);
 }
 
+/* Before a step's passes: the quasi-global weight of the caller's change. */
+static void step_begin(struct nn_optim *o, float lr)
+{
+        if (o->cfg.quasi_global) {
+                o->ext = qg_ext(o, lr);
+                o->usq_next = 0.0;
+        }
+}
+
+/* After them: count the step, keep its rate and size, forget the change. */
+static void step_end(struct nn_optim *o, float lr)
+{
+        o->steps++;
+        o->last_lr = lr;
+        o->usq = o->usq_next;
+        o->moved_sumsq = 0.0;
+}
+
 void nn_optim_step(struct nn_optim *o, float *params, const float *grads,
                    float lr)
 {
+        step_begin(o, lr);
         update(o, params, grads, lr, 0, o->n);
-        o->steps++;
+        step_end(o, lr);
+}
+
+void nn_optim_moved(struct nn_optim *o, double sumsq)
+{
+        if (sumsq > 0.0)
+                o->moved_sumsq += sumsq;
 }
 
 void nn_optim_step_copy(struct nn_optim *o, float *params, const float *grads,
@@ -178,6 +300,7 @@ void nn_optim_step_copy(struct nn_optim *o, float *params, const float *grads,
                 nn_optim_step(o, params, grads, lr);
                 return;
         }
+        step_begin(o, lr);
         update(o, params, grads, lr, 0, lo);
         /* block by block, each copied while it is still in L1 */
         for (size_t b = lo; b < hi; b += NN_OPTIM_COPY_BLOCK) {
@@ -188,7 +311,7 @@ void nn_optim_step_copy(struct nn_optim *o, float *params, const float *grads,
                 memcpy(copy + (b - lo), params + b, k * sizeof(float));
         }
         update(o, params, grads, lr, hi, o->n - hi);
-        o->steps++;
+        step_end(o, lr);
 }
 
 float *nn_optim_state(struct nn_optim *o)
@@ -201,6 +324,58 @@ size_t nn_optim_state_len(const struct nn_optim *o)
         return o->len;
 }
 
+enum nn_optim_state_kind nn_optim_state_kind(const struct nn_optim *o)
+{
+        if (o->cfg.kind == NN_OPTIM_ADAM)
+                return NN_OPTIM_STATE_ADAM;
+        if (o->len == 0)
+                return NN_OPTIM_STATE_NONE;
+        return o->cfg.quasi_global ? NN_OPTIM_STATE_QUASI_GLOBAL
+                                   : NN_OPTIM_STATE_VELOCITY;
+}
+
+/* Floats a state of this kind holds for n parameters. */
+static size_t kind_len(enum nn_optim_state_kind kind, size_t n)
+{
+        switch (kind) {
+        case NN_OPTIM_STATE_NONE:
+                return 0;
+        case NN_OPTIM_STATE_VELOCITY:
+                return n;
+        case NN_OPTIM_STATE_QUASI_GLOBAL:
+        case NN_OPTIM_STATE_ADAM:
+                return 2 * n;
+        }
+        return SIZE_MAX;
+}
+
+int nn_optim_load_state(struct nn_optim *o, enum nn_optim_state_kind kind,
+                        const float *state, size_t len, const float *params)
+{
+        enum nn_optim_state_kind mine = nn_optim_state_kind(o);
+        size_t n = o->n;
+
+        if (len != kind_len(kind, n))
+                return NN_EMISMATCH;
+        if (kind == mine) {
+                if (len)
+                        memcpy(o->state, state, len * sizeof(float));
+                return 0;
+        }
+        if (kind == NN_OPTIM_STATE_VELOCITY &&
+            mine == NN_OPTIM_STATE_QUASI_GLOBAL) {
+                memcpy(o->state, state, n * sizeof(float));
+                memcpy(o->state + n, params, n * sizeof(float));
+                return 0;
+        }
+        if (kind == NN_OPTIM_STATE_QUASI_GLOBAL &&
+            mine == NN_OPTIM_STATE_VELOCITY) {
+                memcpy(o->state, state, n * sizeof(float)); /* m */
+                return 0;
+        }
+        return NN_EMISMATCH;
+}
+
 uint64_t nn_optim_steps(const struct nn_optim *o)
 {
         return o->steps;
@@ -209,6 +384,9 @@ uint64_t nn_optim_steps(const struct nn_optim *o)
 void nn_optim_set_steps(struct nn_optim *o, uint64_t steps)
 {
         o->steps = steps;
+        o->last_lr = 0.0f; /* a loaded state: its rate and step size are */
+        o->usq = 0.0;      /* not known (an unbounded change then) */
+        o->moved_sumsq = 0.0;
 }
 
 const struct nn_optim_config *nn_optim_config(const struct nn_optim *o)

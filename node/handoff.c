@@ -523,7 +523,7 @@ static void robust_count(struct node_handoff *h, const uint8_t *key, int reason)
  * on the training thread with mu released: rs_params is the trainer's.
  * Returns the verdict; theirs is clipped in place when it says so. */
 static int robust_slice(struct node_handoff *h, struct in_slice *q,
-                        const float *mine, float *radius)
+                        const float *mine, float *radius, float *dist)
 {
         struct gossip_robust_verdict v;
         float ref = gossip_robust_rms(mine, NULL, q->count);
@@ -531,6 +531,7 @@ static int robust_slice(struct node_handoff *h, struct in_slice *q,
         gossip_robust_judge(&gossip_robust_params_cfg, &h->rs_params, q->v,
                             mine, ref, q->count, &v);
         *radius = ref > 0 ? v.radius / ref : NAN;
+        *dist = v.reason == GOSSIP_ROBUST_CLIPPED ? v.dist * v.scale : v.dist;
         if (v.reason == GOSSIP_ROBUST_CLIPPED)
                 gossip_robust_clip(q->v, mine, q->count, v.scale);
         gossip_robust_note(&h->rs_params, &v);
@@ -545,8 +546,8 @@ static int robust_slice(struct node_handoff *h, struct in_slice *q,
  * robust check and the merge run over them; under mu again the outcome
  * is counted. The ring slot a delta is taken against is only ever written
  * by this thread, so reading it without mu is safe. */
-void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
-                          size_t n)
+double node_handoff_average(struct node_handoff *h, uint64_t step,
+                            float *params, size_t n)
 {
         struct gossip_plan_cfg plan = plan_now(h);
         const struct gossip_plan_cfg *c = &plan;
@@ -556,6 +557,7 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
         int use[NODE_HANDOFF_INBOX], reason[NODE_HANDOFF_INBOX],
             rc[NODE_HANDOFF_INBOX];
         float radius[NODE_HANDOFF_INBOX];
+        double moved = 0.0; /* |what the merges moved params|^2 */
         size_t nw = 0;
 
         pthread_mutex_lock(&h->mu);
@@ -605,12 +607,17 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
 
         for (size_t j = 0; j < nw; j++) {
                 struct in_slice *q = &work[j];
+                float dist;
 
                 rc[j] = -1;
                 radius[j] = NAN;
-                reason[j] = h->cfg.robust
-                                ? robust_slice(h, q, against[j], &radius[j])
-                                : GOSSIP_ROBUST_ACCEPTED;
+                if (h->cfg.robust) {
+                        reason[j] =
+                            robust_slice(h, q, against[j], &radius[j], &dist);
+                } else {
+                        reason[j] = GOSSIP_ROBUST_ACCEPTED;
+                        dist = gossip_robust_rms(q->v, against[j], q->count);
+                }
                 if (reason[j] == GOSSIP_ROBUST_FAR ||
                     reason[j] == GOSSIP_ROBUST_NONFINITE)
                         continue;
@@ -620,10 +627,14 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                 else
                         rc[j] = gossip_merge_average_params(params + q->lo,
                                                             q->v, q->count, w);
+                /* the merge moved q->count floats by w x (theirs - mine),
+                 * of RMS dist */
+                if (rc[j] == 0 && isfinite(dist))
+                        moved += (double)w * w * dist * dist * (double)q->count;
         }
 
         if (nw == 0)
-                return;
+                return 0.0;
         pthread_mutex_lock(&h->mu);
         for (size_t j = 0; j < nw; j++) {
                 if (h->cfg.robust) {
@@ -639,6 +650,7 @@ void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
                         note_health(h, GOSSIP_PLAN_USED);
         }
         pthread_mutex_unlock(&h->mu);
+        return moved;
 }
 
 /* ---- training thread: snapshots and the live join ------------------------ */

@@ -150,9 +150,11 @@ void node_handoff_post_params(struct node_handoff *h, uint64_t step,
  * freed; a slot the loop still encodes stays its own). */
 void node_handoff_forget_own(struct node_handoff *h);
 
-/* Average every slice that arrived into params (n floats) at `step`. */
-void node_handoff_average(struct node_handoff *h, uint64_t step, float *params,
-                          size_t n);
+/* Average every slice that arrived into params (n floats) at `step`.
+ * Returns the squared L2 norm of what that moved params (the optimizer's
+ * quasi-global momentum bounds it: nn_optim_moved). */
+double node_handoff_average(struct node_handoff *h, uint64_t step,
+                            float *params, size_t n);
 
 /* 1 if the loop asked for a snapshot (clears the request). */
 int node_handoff_snapshot_wanted(struct node_handoff *h);

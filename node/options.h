@@ -77,6 +77,13 @@ enum node_log_level {
 };
 
 enum node_opt_optimizer { NODE_OPTIM_SGD = 0, NODE_OPTIM_ADAM = 1 };
+/* what SGD's momentum buffer follows (nn_optim_config.quasi_global) */
+enum node_opt_momentum_kind {
+        NODE_MOMENTUM_AUTO = -1, /* resolved after parsing: quasi-global
+                                    with --peers, local alone */
+        NODE_MOMENTUM_LOCAL = 0,
+        NODE_MOMENTUM_QUASI_GLOBAL = 1
+};
 enum node_opt_sched {
         NODE_SCHED_CONST = 0,
         NODE_SCHED_COSINE = 1,
@@ -118,6 +125,7 @@ struct node_options {
         int optimizer; /* enum node_opt_optimizer */
         float lr;      /* as given, or the optimizer's default */
         float momentum;
+        int momentum_kind; /* enum node_opt_momentum_kind */
         float weight_decay;
         int lr_schedule; /* enum node_opt_sched */
         uint32_t warmup; /* steps of linear warm-up */

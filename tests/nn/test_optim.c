@@ -2,6 +2,7 @@
  * test_optim.c - optimizers and learning-rate schedules against values
  * computed by hand (or, for Adam's square roots, in double precision by
  * the formula in nn.h): SGD, SGD with momentum, Nesterov, L2 weight decay,
+ * quasi-global momentum (and loading the other momentum kind's state),
  * Adam, AdamW; the state layout and step counter; the step that also
  * copies a slice; rejected configurations;
  * constant, step, cosine schedules with and without warm-up.
@@ -86,6 +87,166 @@ static void test_sgd_weight_decay(void **state)
         assert_float_equal(run(&c, 1.0f, g, 2, 0.1f, NULL), 0.8806, TOL);
         /* momentum: v = 0.6 -> 0.94; v = 0.54 + 0.594 = 1.134 -> 0.8266 */
         assert_float_equal(run(&cm, 1.0f, g, 2, 0.1f, NULL), 0.8266, TOL);
+}
+
+/* Quasi-global momentum by hand (nn.h): g = 0.5, lr = 0.1, mu = 0.9.
+ * The buffer m holds the local step's share already (nn.h), the caller's
+ * change since is folded in at the next step.
+ * Step 1: no movement yet, v = 0.5, p = 0.95, m = 0.1*0.5 = 0.05.
+ * Step 2: v = 0.5 + 0.9*0.05 = 0.545, p = 0.95 - 0.0545 = 0.8955,
+ *         m = 0.045 + 0.0545 = 0.0995 (the paper's m at step 2, 0.05,
+ *         plus the step's own share).
+ * Step 3: v = 0.5 + 0.08955 = 0.58955, p = 0.836545, m = 0.148505. */
+static void test_sgd_quasi_global(void **state)
+{
+        struct nn_optim_config c = {
+            .kind = NN_OPTIM_SGD, .momentum = 0.9f, .quasi_global = 1};
+        struct nn_optim_config cn = c, cb = c;
+        const float g[] = {0.5f, 0.5f, 0.5f};
+        struct nn_optim *o = NULL;
+        float m, p = 1.0f;
+
+        assert_float_equal(run(&c, 1.0f, g, 1, 0.1f, &m), 0.95, TOL);
+        assert_float_equal(m, 0.05, TOL);
+        assert_float_equal(run(&c, 1.0f, g, 2, 0.1f, &m), 0.8955, TOL);
+        assert_float_equal(m, 0.0995, TOL);
+        assert_float_equal(run(&c, 1.0f, g, 3, 0.1f, &m), 0.836545, TOL);
+        assert_float_equal(m, 0.148505, TOL);
+
+        /* What moved the parameters between two updates (a peer's
+         * average) enters the buffer: after step 1 (p = 0.95) an average
+         * sets p = 0.75: + 0.1*(0.95 - 0.75)/0.1 = 0.2, m = 0.25,
+         * v = 0.5 + 0.225 = 0.725, p = 0.75 - 0.0725 = 0.6775,
+         * m = 0.225 + 0.0725 = 0.2975.  Local momentum: p = 0.655. */
+        assert_int_equal(nn_optim_create(&c, 1, &o), 0);
+        nn_optim_step(o, &p, &g[0], 0.1f);
+        p = 0.75f;
+        nn_optim_step(o, &p, &g[1], 0.1f);
+        assert_float_equal(p, 0.6775, TOL);
+        assert_float_equal(nn_optim_state(o)[0], 0.2975, TOL);
+        assert_float_equal(nn_optim_state(o)[1], 0.6775, TOL); /* post */
+
+        /* a step at another rate: nothing moved since, v = 0.5 +
+         * 0.26775 = 0.76775, p = 0.6775 - 0.05*0.76775 = 0.6391125,
+         * m = 0.26775 + 0.076775 = 0.344525 */
+        nn_optim_step(o, &p, &g[2], 0.05f);
+        assert_float_equal(p, 0.6391125, TOL);
+
+        /* the change is per unit of the last update's rate, which after a
+         * load is not known: the current one.  An average moves p by -0.1,
+         * the step runs at lr 0.1 (the last update's was 0.05): m = 0.344525
+         * + 0.1*0.1/0.1 = 0.444525, v = 0.9000725,
+         * p = 0.5391125 - 0.09000725 = 0.44910525 */
+        nn_optim_set_steps(o, 7);
+        p -= 0.1f;
+        nn_optim_step(o, &p, &g[0], 0.1f);
+        assert_float_equal(p, 0.44910525, TOL);
+        nn_optim_free(o);
+
+        /* The bound: a reported change counts at most bound x the last
+         * local step (u = 0.5 at rate 0.1: 0.05).  A change of 0.2 is
+         * scaled by 0.25: m = 0.05 + 0.1*0.25*0.2/0.1 = 0.1, v = 0.59,
+         * p = 0.75 - 0.059 = 0.691. */
+        cb.quasi_global_bound = 1.0f;
+        p = 1.0f;
+        assert_int_equal(nn_optim_create(&cb, 1, &o), 0);
+        nn_optim_step(o, &p, &g[0], 0.1f);
+        p = 0.75f;
+        nn_optim_moved(o, 0.04);
+        nn_optim_step(o, &p, &g[1], 0.1f);
+        assert_float_equal(p, 0.691, TOL);
+        nn_optim_free(o);
+        /* within the bound (0.01 < 0.05) it counts whole: m = 0.05 + 0.01,
+         * v = 0.554, p = 0.94 - 0.0554 = 0.8846 */
+        p = 1.0f;
+        assert_int_equal(nn_optim_create(&cb, 1, &o), 0);
+        nn_optim_step(o, &p, &g[0], 0.1f);
+        p = 0.94f;
+        nn_optim_moved(o, 0.0001);
+        nn_optim_step(o, &p, &g[1], 0.1f);
+        assert_float_equal(p, 0.8846, TOL);
+        /* after a load the last step is not known: a reported change is
+         * left out of the buffer (p moves as if nothing had moved it) */
+        nn_optim_set_steps(o, 3);
+        {
+                float q = p, m0 = nn_optim_state(o)[0];
+
+                p -= 0.3f;
+                nn_optim_moved(o, 0.09);
+                nn_optim_step(o, &p, &g[2], 0.1f);
+                /* v = 0.5 + 0.9*m0, the change not in it */
+                assert_float_equal(p, q - 0.3f - 0.1f * (0.5f + 0.9f * m0),
+                                   TOL);
+        }
+        nn_optim_free(o);
+
+        /* Nesterov on top, the step u = g + mu*v: step 1 as local
+         * Nesterov (0.905, m = 0.1*0.95 = 0.095); step 2: v = 0.5855,
+         * p = 0.905 - 0.1*(0.5 + 0.52695) = 0.802305, the paper's value */
+        cn.nesterov = 1;
+        assert_float_equal(run(&cn, 1.0f, g, 1, 0.1f, NULL), 0.905, TOL);
+        assert_float_equal(run(&cn, 1.0f, g, 2, 0.1f, NULL), 0.802305, TOL);
+}
+
+/* A saved state of the other SGD momentum kind is converted; any other
+ * kind, or a length that is not the kind's, is refused untouched. */
+static void test_load_state(void **state)
+{
+        struct nn_optim_config loc = {.kind = NN_OPTIM_SGD, .momentum = 0.9f};
+        struct nn_optim_config qg = loc;
+        struct nn_optim_config adam = {
+            .kind = NN_OPTIM_ADAM, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f};
+        struct nn_optim *o = NULL, *ol = NULL, *oa = NULL;
+        const float params[2] = {3, 4};
+        const float vel[2] = {0.5f, -1};
+        const float qgs[4] = {0.25f, 2, 7, 8};
+        float *st;
+
+        qg.quasi_global = 1;
+        assert_int_equal(nn_optim_create(&qg, 2, &o), 0);
+        assert_int_equal(nn_optim_create(&loc, 2, &ol), 0);
+        assert_int_equal(nn_optim_create(&adam, 2, &oa), 0);
+        assert_int_equal(nn_optim_state_kind(o), NN_OPTIM_STATE_QUASI_GLOBAL);
+        assert_int_equal(nn_optim_state_kind(ol), NN_OPTIM_STATE_VELOCITY);
+        assert_int_equal(nn_optim_state_kind(oa), NN_OPTIM_STATE_ADAM);
+        assert_int_equal(nn_optim_state_len(o), 4);
+        st = nn_optim_state(o);
+
+        /* velocity -> quasi-global: m = v, prev = the parameters */
+        assert_int_equal(
+            nn_optim_load_state(o, NN_OPTIM_STATE_VELOCITY, vel, 2, params), 0);
+        assert_true(st[0] == 0.5f && st[1] == -1 && st[2] == 3 && st[3] == 4);
+        /* its own kind: as saved */
+        assert_int_equal(
+            nn_optim_load_state(o, NN_OPTIM_STATE_QUASI_GLOBAL, qgs, 4, params),
+            0);
+        assert_memory_equal(st, qgs, sizeof(qgs));
+        /* quasi-global -> velocity: v = m */
+        assert_int_equal(nn_optim_load_state(ol, NN_OPTIM_STATE_QUASI_GLOBAL,
+                                             qgs, 4, params),
+                         0);
+        assert_true(nn_optim_state(ol)[0] == 0.25f &&
+                    nn_optim_state(ol)[1] == 2);
+        /* Adam's m and v have the quasi-global length, not its meaning */
+        assert_int_equal(
+            nn_optim_load_state(o, NN_OPTIM_STATE_ADAM, qgs, 4, params),
+            NN_EMISMATCH);
+        assert_int_equal(nn_optim_load_state(oa, NN_OPTIM_STATE_QUASI_GLOBAL,
+                                             qgs, 4, params),
+                         NN_EMISMATCH);
+        assert_int_equal(
+            nn_optim_load_state(oa, NN_OPTIM_STATE_ADAM, qgs, 4, params), 0);
+        /* a length that is not the kind's, or no state for a momentum */
+        assert_int_equal(
+            nn_optim_load_state(o, NN_OPTIM_STATE_VELOCITY, qgs, 4, params),
+            NN_EMISMATCH);
+        assert_int_equal(
+            nn_optim_load_state(o, NN_OPTIM_STATE_NONE, NULL, 0, params),
+            NN_EMISMATCH);
+        assert_memory_equal(st, qgs, sizeof(qgs)); /* untouched */
+        nn_optim_free(o);
+        nn_optim_free(ol);
+        nn_optim_free(oa);
 }
 
 static void test_adam(void **state)
@@ -175,6 +336,10 @@ static void test_step_copy(void **state)
             {.kind = NN_OPTIM_SGD,
              .momentum = 0.9f,
              .nesterov = 1,
+             .weight_decay = 1e-3f},
+            {.kind = NN_OPTIM_SGD,
+             .momentum = 0.9f,
+             .quasi_global = 1,
              .weight_decay = 1e-3f},
             {.kind = NN_OPTIM_ADAM,
              .beta1 = 0.9f,
@@ -309,6 +474,8 @@ int main(void)
             cmocka_unit_test(test_sgd_momentum),
             cmocka_unit_test(test_sgd_nesterov),
             cmocka_unit_test(test_sgd_weight_decay),
+            cmocka_unit_test(test_sgd_quasi_global),
+            cmocka_unit_test(test_load_state),
             cmocka_unit_test(test_adam),
             cmocka_unit_test(test_adamw),
             cmocka_unit_test(test_state_layout),

@@ -58,6 +58,7 @@ static void test_defaults(void **state)
         assert_int_equal(o.lr_schedule, NODE_SCHED_COSINE);
         assert_true(fabsf(o.lr - 0.05f) < 1e-7f);
         assert_true(fabsf(o.momentum - 0.9f) < 1e-7f);
+        assert_int_equal(o.momentum_kind, NODE_MOMENTUM_LOCAL); /* alone */
         assert_int_equal(o.shard_i, 0);
         assert_int_equal(o.shard_n, 1);
         assert_int_equal(o.epochs, 1); /* no stop criterion: one epoch */
@@ -309,6 +310,31 @@ static void test_structure_errors(void **state)
                          NODE_OPT_VERSION);
 }
 
+/* The momentum's kind: quasi-global in a cluster unless told, local
+ * alone unless told; anything else is refused by name. */
+static void test_momentum_kind(void **state)
+{
+        struct node_options o;
+        char err[256];
+
+        assert_int_equal(
+            parse(&o, err, sizeof(err), "--peers", "p", "--key", "k", NULL), 0);
+        assert_int_equal(o.momentum_kind, NODE_MOMENTUM_QUASI_GLOBAL);
+        assert_int_equal(parse(&o, err, sizeof(err), "--peers", "p", "--key",
+                               "k", "--momentum-kind", "local", NULL),
+                         0);
+        assert_int_equal(o.momentum_kind, NODE_MOMENTUM_LOCAL);
+        assert_int_equal(parse(&o, err, sizeof(err), "--momentum-kind",
+                               "quasi-global", NULL),
+                         0);
+        assert_int_equal(o.momentum_kind, NODE_MOMENTUM_QUASI_GLOBAL);
+        assert_int_equal(
+            parse(&o, err, sizeof(err), "--momentum-kind", "global", NULL),
+            -EINVAL);
+        assert_non_null(strstr(err, "--momentum-kind"));
+        assert_non_null(strstr(err, "local or quasi-global"));
+}
+
 /* --help names every long option the parser accepts. */
 static void test_help_complete(void **state)
 {
@@ -321,6 +347,7 @@ static void test_help_complete(void **state)
             "--batch",
             "--lr ",
             "--momentum",
+            "--momentum-kind",
             "--weight-decay",
             "--optimizer",
             "--lr-schedule",
@@ -469,6 +496,7 @@ int main(void)
             cmocka_unit_test(test_partition),
             cmocka_unit_test(test_shuffle),
             cmocka_unit_test(test_bad_values),
+            cmocka_unit_test(test_momentum_kind),
             cmocka_unit_test(test_structure_errors),
             cmocka_unit_test(test_help_complete),
             cmocka_unit_test(test_fuzz),

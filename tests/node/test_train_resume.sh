@@ -2,8 +2,10 @@
 # test_train_resume.sh GOSSIPNODE - checkpoints: a run stopped at step 100
 # and resumed to 150 ends bit-identical (same test loss line) to one run
 # straight to 150 (one BLIS thread); --fresh starts over; a checkpoint of
-# another model is refused with exit 1; SIGTERM writes a final checkpoint
-# and exits 0. Real Fashion-MNIST (skipped, 77, when absent).
+# another model is refused with exit 1; quasi-global momentum resumes
+# bit-identical as well, a checkpoint of the other momentum kind is
+# converted and Adam's is refused; SIGTERM writes a final checkpoint and
+# exits 0. Real Fashion-MNIST (skipped, 77, when absent).
 set -u
 bin=${1:?usage: test_train_resume.sh GOSSIPNODE}
 data=/usr/share/datasets/fashion-mnist
@@ -47,6 +49,41 @@ rc=$?
 cat "$tmp/mis.err"
 [ "$rc" -eq 1 ] && grep -q "model.ckpt" "$tmp/mis.err" &&
         [ "$(wc -l <"$tmp/mis.err")" -eq 1 ] || fail "mismatch: status $rc"
+
+# quasi-global momentum (its state: m and the last parameters) resumes
+# bit-identical too
+qg=(--momentum-kind quasi-global)
+"$bin" "${common[@]}" "${qg[@]}" --steps 150 --checkpoint-dir "$tmp/qs" \
+        >"$tmp/qs.log" 2>&1 || fail "quasi-global straight run"
+"$bin" "${common[@]}" "${qg[@]}" --steps 100 --checkpoint-dir "$tmp/qk" \
+        >"$tmp/qa.log" 2>&1 || fail "quasi-global first half"
+"$bin" "${common[@]}" "${qg[@]}" --steps 150 --checkpoint-dir "$tmp/qk" \
+        >"$tmp/qb.log" 2>&1 || fail "quasi-global second half"
+want=$(grep "eval .* step 150 " "$tmp/qs.log")
+got=$(grep "eval .* step 150 " "$tmp/qb.log")
+echo "quasi-global straight: $want"
+echo "quasi-global resumed:  $got"
+[ -n "$want" ] && [ "${want#*test loss}" = "${got#*test loss}" ] ||
+        fail "quasi-global resumed run differs from the straight run"
+[ "${want#*test loss}" != "$(grep "eval .* step 150 " "$tmp/straight.log" |
+        sed 's/.*test loss//')" ] || fail "quasi-global = local momentum?"
+
+# a checkpoint of the other momentum kind is taken over (converted), both
+# ways; Adam's state, as long as the quasi-global one, is refused
+"$bin" "${common[@]}" "${qg[@]}" --steps 160 --checkpoint-dir "$tmp/straight" \
+        >"$tmp/conv.log" 2>&1 || fail "local -> quasi-global"
+grep -q "from step 150" "$tmp/conv.log" || fail "local -> quasi-global: no resume"
+"$bin" "${common[@]}" --steps 110 --checkpoint-dir "$tmp/qk" \
+        >"$tmp/conv2.log" 2>&1 || fail "quasi-global -> local"
+grep -q "from step 150" "$tmp/conv2.log" || fail "quasi-global -> local: no resume"
+"$bin" "${common[@]}" --optimizer adam --steps 5 --checkpoint-dir "$tmp/ad" \
+        >"$tmp/ad.log" 2>&1 || fail "adam run"
+"$bin" "${common[@]}" "${qg[@]}" --steps 10 --checkpoint-dir "$tmp/ad" \
+        >"$tmp/ad.out" 2>"$tmp/ad.err"
+rc=$?
+cat "$tmp/ad.err"
+[ "$rc" -eq 1 ] && grep -q "Adam" "$tmp/ad.err" &&
+        [ "$(wc -l <"$tmp/ad.err")" -eq 1 ] || fail "adam -> quasi-global: status $rc"
 
 # SIGTERM: final checkpoint, exit 0, stop reason "signal"
 "$bin" "${common[@]}" --steps 1000000 --checkpoint-dir "$tmp/sig" \

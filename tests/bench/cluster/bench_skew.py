@@ -171,7 +171,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--torch-timeout", type=float, default=300)
-    ap.add_argument("--plots", default=".")
+    ap.add_argument("--plots", help="write acc_time_<partition>.png here")
     ap.add_argument("--save", help="write every eval curve here (JSON)")
     ap.add_argument("--system", action="append", default=[],
                     metavar="LABEL:ARGS",
@@ -232,7 +232,8 @@ def main():
             curves[s] = rows[(part, s)][0]["evals"][0]
         if ddp:
             curves["ddp-4"] = ddp[0][0]
-        plot(a, part, curves)
+        if a.plots:
+            plot(a, part, curves)
 
 
 if __name__ == "__main__":
