@@ -343,7 +343,7 @@ static int adopt_state(struct node_trainer *t, const struct nn_checkpoint *ck,
                 snprintf(err, errlen,
                          "%s: its optimizer state (%s, %llu floats) does "
                          "not fit this optimizer (%s; --optimizer, "
-                         "--momentum)",
+                         "--momentum-kind)",
                          name, state_kind_name(meta_state_kind(t, ck)),
                          (unsigned long long)ck->n_opt,
                          state_kind_name(nn_optim_state_kind(t->optim)));

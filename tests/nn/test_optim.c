@@ -89,6 +89,25 @@ static void test_sgd_weight_decay(void **state)
         assert_float_equal(run(&cm, 1.0f, g, 2, 0.1f, NULL), 0.8266, TOL);
 }
 
+/* A new optimizer on one parameter (1.0) at lr 0.1: a step with g[0];
+ * the caller moves the parameter to `to` and reports |change|^2 =
+ * sumsq; a step with g[1].  *p gets the parameter; returns the optimizer
+ * (the caller frees it). */
+static struct nn_optim *step_moved_step(const struct nn_optim_config *c,
+                                        float to, double sumsq, const float *g,
+                                        float *p)
+{
+        struct nn_optim *o = NULL;
+
+        *p = 1.0f;
+        assert_int_equal(nn_optim_create(c, 1, &o), 0);
+        nn_optim_step(o, p, &g[0], 0.1f);
+        *p = to;
+        nn_optim_moved(o, sumsq);
+        nn_optim_step(o, p, &g[1], 0.1f);
+        return o;
+}
+
 /* Quasi-global momentum by hand (nn.h): g = 0.5, lr = 0.1, mu = 0.9.
  * The buffer m holds the local step's share already (nn.h), the caller's
  * change since is folded in at the next step.
@@ -104,7 +123,7 @@ static void test_sgd_quasi_global(void **state)
         struct nn_optim_config cn = c, cb = c;
         const float g[] = {0.5f, 0.5f, 0.5f};
         struct nn_optim *o = NULL;
-        float m, p = 1.0f;
+        float m, p;
 
         assert_float_equal(run(&c, 1.0f, g, 1, 0.1f, &m), 0.95, TOL);
         assert_float_equal(m, 0.05, TOL);
@@ -118,10 +137,7 @@ static void test_sgd_quasi_global(void **state)
          * sets p = 0.75: + 0.1*(0.95 - 0.75)/0.1 = 0.2, m = 0.25,
          * v = 0.5 + 0.225 = 0.725, p = 0.75 - 0.0725 = 0.6775,
          * m = 0.225 + 0.0725 = 0.2975.  Local momentum: p = 0.655. */
-        assert_int_equal(nn_optim_create(&c, 1, &o), 0);
-        nn_optim_step(o, &p, &g[0], 0.1f);
-        p = 0.75f;
-        nn_optim_step(o, &p, &g[1], 0.1f);
+        o = step_moved_step(&c, 0.75f, 0.0, g, &p); /* none reported */
         assert_float_equal(p, 0.6775, TOL);
         assert_float_equal(nn_optim_state(o)[0], 0.2975, TOL);
         assert_float_equal(nn_optim_state(o)[1], 0.6775, TOL); /* post */
@@ -148,22 +164,12 @@ static void test_sgd_quasi_global(void **state)
          * scaled by 0.25: m = 0.05 + 0.1*0.25*0.2/0.1 = 0.1, v = 0.59,
          * p = 0.75 - 0.059 = 0.691. */
         cb.quasi_global_bound = 1.0f;
-        p = 1.0f;
-        assert_int_equal(nn_optim_create(&cb, 1, &o), 0);
-        nn_optim_step(o, &p, &g[0], 0.1f);
-        p = 0.75f;
-        nn_optim_moved(o, 0.04);
-        nn_optim_step(o, &p, &g[1], 0.1f);
+        o = step_moved_step(&cb, 0.75f, 0.04, g, &p);
         assert_float_equal(p, 0.691, TOL);
         nn_optim_free(o);
         /* within the bound (0.01 < 0.05) it counts whole: m = 0.05 + 0.01,
          * v = 0.554, p = 0.94 - 0.0554 = 0.8846 */
-        p = 1.0f;
-        assert_int_equal(nn_optim_create(&cb, 1, &o), 0);
-        nn_optim_step(o, &p, &g[0], 0.1f);
-        p = 0.94f;
-        nn_optim_moved(o, 0.0001);
-        nn_optim_step(o, &p, &g[1], 0.1f);
+        o = step_moved_step(&cb, 0.94f, 0.0001, g, &p);
         assert_float_equal(p, 0.8846, TOL);
         /* after a load the last step is not known: a reported change is
          * left out of the buffer (p moves as if nothing had moved it) */

@@ -19,58 +19,57 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 common=(--threads 1 --seed 5 --batch 64 --eval-every 50 --log-level info
         --lr-schedule const)
 
-"$bin" "${common[@]}" --steps 150 --checkpoint-dir "$tmp/straight" \
-        >"$tmp/straight.log" 2>&1 || fail "straight run"
-"$bin" "${common[@]}" --steps 100 --checkpoint-dir "$tmp/ck" \
-        >"$tmp/a.log" 2>&1 || fail "first half"
-[ -f "$tmp/ck/model.ckpt" ] || fail "no checkpoint after the first half"
-"$bin" "${common[@]}" --steps 150 --checkpoint-dir "$tmp/ck" \
-        >"$tmp/b.log" 2>&1 || fail "second half"
-grep -q "from step 100" "$tmp/b.log" || fail "did not resume at step 100"
-want=$(grep "eval .* step 150 " "$tmp/straight.log")
-got=$(grep "eval .* step 150 " "$tmp/b.log")
-echo "straight: $want"
-echo "resumed:  $got"
-# the train window differs (the resumed run saw 50 steps, not 150): compare
-# the test loss and accuracy only
-[ -n "$want" ] && [ "${want#*test loss}" = "${got#*test loss}" ] ||
-        fail "resumed run differs from the straight run"
-grep -q "after 150 steps" "$tmp/b.log" || fail "resumed run did not stop at 150"
+# One run straight to step 150 (in $tmp/Ps) and one stopped at 100 and
+# resumed to 150 (in $tmp/Pk), with the extra arguments: the evaluations
+# at step 150 must match. The train window differs (the resumed run saw 50
+# steps, not 150): compare the test loss and accuracy only.
+halves() {
+        local label=$1 p=$2 want got
+        shift 2
+        "$bin" "${common[@]}" "$@" --steps 150 --checkpoint-dir "$tmp/${p}s" \
+                >"$tmp/${p}s.log" 2>&1 || fail "$label: straight run"
+        "$bin" "${common[@]}" "$@" --steps 100 --checkpoint-dir "$tmp/${p}k" \
+                >"$tmp/${p}a.log" 2>&1 || fail "$label: first half"
+        [ -f "$tmp/${p}k/model.ckpt" ] ||
+                fail "$label: no checkpoint after the first half"
+        "$bin" "${common[@]}" "$@" --steps 150 --checkpoint-dir "$tmp/${p}k" \
+                >"$tmp/${p}b.log" 2>&1 || fail "$label: second half"
+        grep -q "from step 100" "$tmp/${p}b.log" ||
+                fail "$label: did not resume at step 100"
+        grep -q "after 150 steps" "$tmp/${p}b.log" ||
+                fail "$label: resumed run did not stop at 150"
+        want=$(grep "eval .* step 150 " "$tmp/${p}s.log")
+        got=$(grep "eval .* step 150 " "$tmp/${p}b.log")
+        echo "$label straight: $want"
+        echo "$label resumed:  $got"
+        [ -n "$want" ] && [ "${want#*test loss}" = "${got#*test loss}" ] ||
+                fail "$label: resumed run differs from the straight run"
+}
+halves local l
+# quasi-global momentum (its state: m and the parameters the last step
+# left) resumes bit-identical too
+qg=(--momentum-kind quasi-global)
+halves quasi-global q "${qg[@]}"
+[ "$(sed -n 's/.*step 150 .*test loss//p' "$tmp/qs.log")" != \
+        "$(sed -n 's/.*step 150 .*test loss//p' "$tmp/ls.log")" ] ||
+        fail "quasi-global = local momentum?"
 
 # --fresh ignores the checkpoint
-"$bin" "${common[@]}" --steps 10 --checkpoint-dir "$tmp/ck" --fresh \
+"$bin" "${common[@]}" --steps 10 --checkpoint-dir "$tmp/lk" --fresh \
         >"$tmp/fresh.log" 2>&1 || fail "--fresh run"
 grep -q "from step 0" "$tmp/fresh.log" || fail "--fresh did not start at 0"
 
 # another model's checkpoint: refused, exit 1, one line naming the file
-"$bin" "${common[@]}" --steps 10 --checkpoint-dir "$tmp/ck" \
+"$bin" "${common[@]}" --steps 10 --checkpoint-dir "$tmp/lk" \
         --model 784-64-10 >"$tmp/mis.out" 2>"$tmp/mis.err"
 rc=$?
 cat "$tmp/mis.err"
 [ "$rc" -eq 1 ] && grep -q "model.ckpt" "$tmp/mis.err" &&
         [ "$(wc -l <"$tmp/mis.err")" -eq 1 ] || fail "mismatch: status $rc"
 
-# quasi-global momentum (its state: m and the last parameters) resumes
-# bit-identical too
-qg=(--momentum-kind quasi-global)
-"$bin" "${common[@]}" "${qg[@]}" --steps 150 --checkpoint-dir "$tmp/qs" \
-        >"$tmp/qs.log" 2>&1 || fail "quasi-global straight run"
-"$bin" "${common[@]}" "${qg[@]}" --steps 100 --checkpoint-dir "$tmp/qk" \
-        >"$tmp/qa.log" 2>&1 || fail "quasi-global first half"
-"$bin" "${common[@]}" "${qg[@]}" --steps 150 --checkpoint-dir "$tmp/qk" \
-        >"$tmp/qb.log" 2>&1 || fail "quasi-global second half"
-want=$(grep "eval .* step 150 " "$tmp/qs.log")
-got=$(grep "eval .* step 150 " "$tmp/qb.log")
-echo "quasi-global straight: $want"
-echo "quasi-global resumed:  $got"
-[ -n "$want" ] && [ "${want#*test loss}" = "${got#*test loss}" ] ||
-        fail "quasi-global resumed run differs from the straight run"
-[ "${want#*test loss}" != "$(grep "eval .* step 150 " "$tmp/straight.log" |
-        sed 's/.*test loss//')" ] || fail "quasi-global = local momentum?"
-
 # a checkpoint of the other momentum kind is taken over (converted), both
 # ways; Adam's state, as long as the quasi-global one, is refused
-"$bin" "${common[@]}" "${qg[@]}" --steps 160 --checkpoint-dir "$tmp/straight" \
+"$bin" "${common[@]}" "${qg[@]}" --steps 160 --checkpoint-dir "$tmp/ls" \
         >"$tmp/conv.log" 2>&1 || fail "local -> quasi-global"
 grep -q "from step 150" "$tmp/conv.log" || fail "local -> quasi-global: no resume"
 "$bin" "${common[@]}" --steps 110 --checkpoint-dir "$tmp/qk" \
