@@ -292,7 +292,7 @@ void node_options_default(struct node_options *o)
         o->lr = NAN; /* resolved after parsing, from the optimizer */
         o->momentum = NODE_OPT_MOMENTUM_DEFAULT;
         /* measured (docs/benchmarks.md 7.4): in a cluster the buffer that
-         * follows the averaged model gains 0.3-5 points on skewed data and
+         * follows the averaged model gains 0.5-5 points on skewed data and
          * reaches 88% sooner on IID; alone, with no averaging to follow,
          * it ends one epoch 0.3-0.6 points lower, so local there */
         o->momentum_kind = NODE_MOMENTUM_AUTO;
