@@ -28,7 +28,15 @@ macro(set_tests_properties)
       list(REMOVE_AT _gn_args ${_gn_e})
       list(INSERT _gn_args ${_gn_e} "${_gn_env}\;GN_TEST_SLOWDOWN=${GN_SLOWDOWN}")
     else()
-      list(APPEND _gn_args ENVIRONMENT "GN_TEST_SLOWDOWN=${GN_SLOWDOWN}")
+      # right after PROPERTIES, not at the end: the generated call ends
+      # with _BACKTRACE_TRIPLES, whose value is a list that ${ARGN} splits
+      # into elements (empty ones dropped), so a pair appended after it
+      # was misaligned whenever that count was even, and the test never
+      # saw the variable (test_cluster_*, test_train_*: CI ran
+      # test_cluster_stop emulated with its native bound)
+      list(FIND _gn_args PROPERTIES _gn_p)
+      math(EXPR _gn_p "${_gn_p} + 1")
+      list(INSERT _gn_args ${_gn_p} ENVIRONMENT "GN_TEST_SLOWDOWN=${GN_SLOWDOWN}")
     endif()
   endif()
   _set_tests_properties(${_gn_args})

@@ -124,6 +124,15 @@ uint64_t gossip_plan_window(const struct gossip_plan_cfg *c, uint32_t period)
                c->staleness;
 }
 
+int gossip_plan_join(uint64_t ours, uint64_t furthest)
+{
+        if (furthest <= ours)
+                return GOSSIP_PLAN_JOIN_NONE;
+        if (furthest - ours <= GOSSIP_PLAN_JOIN_ADOPT_STEPS)
+                return GOSSIP_PLAN_JOIN_ADOPT;
+        return GOSSIP_PLAN_JOIN_FETCH;
+}
+
 int gossip_plan_part_of(const struct gossip_plan_cfg *c, size_t lo,
                         size_t count, uint32_t *part)
 {

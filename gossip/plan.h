@@ -187,6 +187,43 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
                           uint64_t held_step, uint32_t period,
                           uint64_t answered_step);
 
+/* ---- a starting node: take a peer's state, or only its step? -------
+ *
+ * A node that starts without its own checkpoint (docs/design.md, "Live
+ * join") looks at the live member furthest ahead. When that member is no
+ * more than GOSSIP_PLAN_JOIN_ADOPT_STEPS ahead, the two were started
+ * together: both began from the same initial model (the model's seed is
+ * the cluster's --seed), the other has trained a few seconds longer, and
+ * averaging closes that gap within a few rounds. The starting node then
+ * takes the member's step number only (so their rounds line up) and
+ * keeps its own model. Further ahead, the member's state is worth its
+ * bytes and is fetched.
+ *
+ * Why: a state is the whole model and the optimizer's buffers (4.9 MB for
+ * the default MLP with quasi-global momentum), about 4 s of a 10 Mbit/s
+ * uplink. Four nodes started together on such links asked each other for
+ * states 5-6 steps ahead of them; one node sent two, its uplink carried
+ * nothing else for the whole 1000-step run and 35 % of the slices were
+ * averaged (test_slowlink; docs/design.md, "Live join"). */
+enum {
+        /* 100 steps is 0.2-1 s of training on the machines measured:
+         * past the start-up spread of nodes started together (5-6 steps
+         * in the lab, 20-36 on loopback with two of four started 0.25 s
+         * late), short of a node started later into a running cluster
+         * (196-240 steps with 0.8 s late; hundreds and more) */
+        GOSSIP_PLAN_JOIN_ADOPT_STEPS = 100,
+};
+
+enum gossip_plan_join {
+        GOSSIP_PLAN_JOIN_NONE = 0,  /* no one is ahead: start as we are */
+        GOSSIP_PLAN_JOIN_ADOPT = 1, /* take the member's step, keep our model */
+        GOSSIP_PLAN_JOIN_FETCH = 2, /* ask the member for its state */
+};
+
+/* The rule above, for our step `ours` and the furthest live member's
+ * step `furthest`. */
+int gossip_plan_join(uint64_t ours, uint64_t furthest);
+
 /* ---- is the exchange working? ---------------------------------------
  *
  * A node that cannot average must say so instead of training alone while

@@ -3,7 +3,9 @@
  *
  * A joining node's trainer asks the box for a peer's state
  * (node_handoff_request_state); the loop sends STATE_REQ to the live
- * member furthest ahead of it, or tells the box that no one is ahead.
+ * member furthest ahead of it, tells the box to take only that member's
+ * step when it is a few steps ahead (gossip_plan_join: started together),
+ * or that no one is ahead.
  * A STATE_REQ from a peer is queued (at most NODE_CLUSTER_STATE_PENDING)
  * and the box asks our trainer for a snapshot; when the snapshot is posted
  * the loop answers every queued request with it (node_cluster__on_async).
@@ -58,12 +60,26 @@ void node_cluster__request_state(struct node_cluster *c, uint64_t local_step)
         size_t n = 0;
         struct gossip_member_info *mi = node_cluster__members(c, &n);
         const struct gossip_member_info *best = NULL;
+        int join;
 
         for (size_t i = 1; mi && i < n; i++) /* [0] is ourselves */
                 if (mi[i].state == GOSSIP_ALIVE &&
                     (!best || mi[i].step > best->step))
                         best = &mi[i];
-        if (best && best->step > local_step &&
+        join = best ? gossip_plan_join(local_step, best->step)
+                    : GOSSIP_PLAN_JOIN_NONE;
+        if (join == GOSSIP_PLAN_JOIN_ADOPT) {
+                node_log(NODE_LOG_INFO,
+                         "%s is %llu steps ahead (started with us): taking "
+                         "its step %llu, not its model",
+                         node_cluster__member_name(best),
+                         (unsigned long long)(best->step - local_step),
+                         (unsigned long long)best->step);
+                node_handoff_no_state(c->h, best->step);
+                free(mi);
+                return;
+        }
+        if (join == GOSSIP_PLAN_JOIN_FETCH &&
             gossip_send_app(c->g, best->key, GOSSIP_APP_STATE_REQ, local_step,
                             "", 0) == 0) {
                 node_log(NODE_LOG_INFO, "asking %s (step %llu) for the model",
@@ -74,7 +90,7 @@ void node_cluster__request_state(struct node_cluster *c, uint64_t local_step)
                 return;
         }
         free(mi);
-        node_handoff_no_state(c->h);
+        node_handoff_no_state(c->h, 0);
 }
 
 void node_cluster__on_state_req(struct node_cluster *c,

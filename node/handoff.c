@@ -74,6 +74,7 @@ struct node_handoff {
         void *in_state;
         size_t in_state_len;
         int in_state_ready, state_none;
+        uint64_t state_adopt; /* no state: take this step (0: none) */
         char in_state_from[GOSSIP_NAME_MAX];
         struct node_handoff_stats st;
         /* the cluster-wide stop (gossip/stop.h): the first reason taken,
@@ -711,7 +712,7 @@ uint32_t node_handoff_await_peers(struct node_handoff *h)
 
 int node_handoff_request_state(struct node_handoff *h, uint64_t step,
                                void **buf, size_t *len, char *from,
-                               size_t fromlen)
+                               size_t fromlen, uint64_t *adopt_step)
 {
         int got, none, stopped;
 
@@ -720,12 +721,14 @@ int node_handoff_request_state(struct node_handoff *h, uint64_t step,
         h->want_state = 1;
         h->awaiting_state = 1;
         h->state_none = 0;
+        h->state_adopt = 0;
         pthread_mutex_unlock(&h->mu);
         wake_loop(h);
         pthread_mutex_lock(&h->mu);
         wait_for(h, pred_state, NODE_HANDOFF_STATE_WAIT_MS);
         got = h->in_state_ready;
         none = h->state_none;
+        *adopt_step = h->state_adopt;
         stopped = h->stopped;
         *buf = h->in_state;
         *len = h->in_state_len;
@@ -747,7 +750,9 @@ int node_handoff_request_state(struct node_handoff *h, uint64_t step,
         }
         if (stopped)
                 return -ECANCELED;
-        return none ? 0 : -ETIMEDOUT;
+        if (none)
+                return *adopt_step ? 2 : 0;
+        return -ETIMEDOUT;
 }
 
 /* ---- loop thread ----------------------------------------------------------
@@ -1015,10 +1020,11 @@ int node_handoff_deliver_state(struct node_handoff *h, const void *buf,
         return taken;
 }
 
-void node_handoff_no_state(struct node_handoff *h)
+void node_handoff_no_state(struct node_handoff *h, uint64_t adopt_step)
 {
         pthread_mutex_lock(&h->mu);
         h->state_none = 1;
+        h->state_adopt = adopt_step;
         changed(h);
         pthread_mutex_unlock(&h->mu);
 }

@@ -168,11 +168,13 @@ uint32_t node_handoff_await_peers(struct node_handoff *h);
 
 /* Live join: ask the member furthest ahead of `step` for its state and
  * wait at most STATE_WAIT. 1 with *buf (malloc'd, the caller frees),
- * *len and from set; 0 when no one is ahead of us; -ETIMEDOUT when no
- * answer came; -ECANCELED when the run is stopping. */
+ * *len and from set; 0 when no one is ahead of us; 2 when the member is
+ * so little ahead that we take only its step, *adopt_step
+ * (gossip_plan_join); -ETIMEDOUT when no answer came; -ECANCELED when the
+ * run is stopping. */
 int node_handoff_request_state(struct node_handoff *h, uint64_t step,
                                void **buf, size_t *len, char *from,
-                               size_t fromlen);
+                               size_t fromlen, uint64_t *adopt_step);
 
 /* ---- loop thread ----------------------------------------------------- */
 
@@ -260,7 +262,9 @@ void node_handoff_want_snapshot(struct node_handoff *h);
  * was taken (the trainer awaited one). */
 int node_handoff_deliver_state(struct node_handoff *h, const void *buf,
                                size_t len, const char *from);
-void node_handoff_no_state(struct node_handoff *h);
+/* No state comes: adopt_step is the step the trainer takes instead
+ * (gossip_plan_join's ADOPT), 0 when no one is ahead. */
+void node_handoff_no_state(struct node_handoff *h, uint64_t adopt_step);
 
 /* ---- the sample shuffle (node/shuffle.h) --------------------------- */
 

@@ -1090,11 +1090,26 @@ static int take_state(struct node_trainer *t, void *buf, size_t len,
         return 0;
 }
 
+/* Started together with a member a few steps ahead of us
+ * (gossip_plan_join): take its step so that our rounds line up with its;
+ * the model (the same initial one, from the cluster's --seed) and the
+ * optimizer's fresh buffers stay ours. */
+static void adopt_step(struct node_trainer *t, uint64_t step)
+{
+        t->step = t->start_step = step;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.step = t->step;
+        t->st.resumed_from = t->step;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
 /* Live join, before step 0 of a run that did not resume from its own
- * checkpoint: take the state of the live peer furthest ahead, if any. */
+ * checkpoint: take the state of the live peer furthest ahead, if any, or
+ * only its step when it started with us. */
 static void initial_state(struct node_trainer *t)
 {
         char from[GOSSIP_NAME_MAX];
+        uint64_t step;
         void *buf;
         size_t len;
         int rc;
@@ -1109,9 +1124,13 @@ static void initial_state(struct node_trainer *t)
         }
         for (int tries = 0; tries < NODE_HANDOFF_STATE_TRIES; tries++) {
                 rc = node_handoff_request_state(t->box, t->step, &buf, &len,
-                                                from, sizeof(from));
+                                                from, sizeof(from), &step);
                 if (rc == 0 || rc == -ECANCELED)
                         return; /* no one is ahead of us, or stopping */
+                if (rc == 2) {
+                        adopt_step(t, step);
+                        return;
+                }
                 if (rc < 0)
                         continue;
                 rc = take_state(t, buf, len, from);

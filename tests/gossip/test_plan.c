@@ -743,6 +743,29 @@ static void test_health_starved(void **state)
         assert_int_equal(gossip_plan_health_note(&h, 99), 0);
 }
 
+/* A starting node: no one ahead, started together (take the step), or a
+ * live join into a running cluster (fetch the state); the edges. */
+static void test_join(void **state)
+{
+        const uint64_t a = GOSSIP_PLAN_JOIN_ADOPT_STEPS;
+
+        (void)state;
+        assert_int_equal(gossip_plan_join(0, 0), GOSSIP_PLAN_JOIN_NONE);
+        assert_int_equal(gossip_plan_join(7, 3), GOSSIP_PLAN_JOIN_NONE);
+        assert_int_equal(gossip_plan_join(0, 1), GOSSIP_PLAN_JOIN_ADOPT);
+        assert_int_equal(gossip_plan_join(0, 6), GOSSIP_PLAN_JOIN_ADOPT);
+        assert_int_equal(gossip_plan_join(0, a), GOSSIP_PLAN_JOIN_ADOPT);
+        assert_int_equal(gossip_plan_join(0, a + 1), GOSSIP_PLAN_JOIN_FETCH);
+        assert_int_equal(gossip_plan_join(0, 300), GOSSIP_PLAN_JOIN_FETCH);
+        /* the lead counts, not the step */
+        assert_int_equal(gossip_plan_join(5000, 5000 + a),
+                         GOSSIP_PLAN_JOIN_ADOPT);
+        assert_int_equal(gossip_plan_join(5000, 5001 + a),
+                         GOSSIP_PLAN_JOIN_FETCH);
+        assert_int_equal(gossip_plan_join(0, UINT64_MAX),
+                         GOSSIP_PLAN_JOIN_FETCH);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -758,6 +781,7 @@ int main(void)
             cmocka_unit_test(test_slice_use),
             cmocka_unit_test(test_other_period),
             cmocka_unit_test(test_answered),
+            cmocka_unit_test(test_join),
             cmocka_unit_test(test_health_too_old),
             cmocka_unit_test(test_health_starved),
         };

@@ -100,7 +100,9 @@ def main():
     logs = node_logs(on)
     for node, text in logs.items():
         for ln in text.splitlines():
-            if "adapting to the link" in ln or "adaptation:" in ln:
+            if ("adapting to the link" in ln or "adaptation:" in ln or
+                    "started with us" in ln or "for the model" in ln or
+                    "took the model" in ln):
                 print(f"  {ln.strip()}")
     share = on["share_averaged"] or 0
     if share < MIN_SHARE:
@@ -118,7 +120,10 @@ def main():
         if not re.search(r"adaptation: .*; exchange ok", text):
             failures.append(f"{node} ended with its exchange degraded")
     for r in (on, off):
-        bl.shutil.rmtree(r["workdir"], ignore_errors=True)
+        if failures:
+            print(f"kept for inspection: {r['workdir']}")
+        else:
+            bl.shutil.rmtree(r["workdir"], ignore_errors=True)
     for f in failures:
         print("FAIL: " + f)
     print("PASS" if not failures else "FAILED")

@@ -64,7 +64,7 @@ static void take(void *ctx)
         free(w.state);
         if (w.want_state) {
                 s->state_asked++;
-                node_handoff_no_state(s->h); /* no one is ahead of us */
+                node_handoff_no_state(s->h, 0); /* no one is ahead of us */
         }
 }
 
