@@ -13,6 +13,8 @@
 
 #include "merge.h"
 
+#include "gn_hot.h"
+
 int gossip_merge_init(struct gossip_merge *m, size_t n, uint64_t staleness)
 {
         if (!m || n == 0)
@@ -159,8 +161,8 @@ void gossip_merge_stats_get(const struct gossip_merge *m,
         *out = m->st;
 }
 
-int gossip_merge_average_params(float *mine, const float *theirs, size_t n,
-                                float weight)
+GN_HOT int gossip_merge_average_params(float *mine, const float *theirs,
+                                       size_t n, float weight)
 {
         if (!(weight >= 0.0f && weight <= 1.0f) || (n && (!mine || !theirs)))
                 return GOSSIP_EINVAL;
@@ -173,8 +175,9 @@ int gossip_merge_average_params(float *mine, const float *theirs, size_t n,
         return 0;
 }
 
-int gossip_merge_average_delta(float *mine, const float *mine_then,
-                               const float *theirs, size_t n, float weight)
+GN_HOT int gossip_merge_average_delta(float *mine, const float *mine_then,
+                                      const float *theirs, size_t n,
+                                      float weight)
 {
         if (!(weight >= 0.0f && weight <= 1.0f) ||
             (n && (!mine || !mine_then || !theirs)))

@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "gn_hot.h"
+
 const struct gossip_robust_cfg gossip_robust_params_cfg = {
     .mult = 3.0f, .refuse = 4.0f, .floor = 0.02f, .cap = 0.5f};
 const struct gossip_robust_cfg gossip_robust_grads_cfg = {
@@ -23,22 +25,75 @@ const char *gossip_robust_reason_name(int reason)
         return names[reason];
 }
 
-float gossip_robust_rms(const float *a, const float *b, size_t n)
+/* Sums of squares in GOSSIP_ROBUST_LANES independent double lanes, so
+ * the pass vectorizes without reordering one sum (ISO C forbids the
+ * compiler to): *sab of (a - b)^2 (b NULL: of a^2) and, when sb is not
+ * NULL, *sb of b^2. Double: 1e30 squared stays finite, so only NaN and
+ * Inf inputs give a non-finite sum. */
+enum { GOSSIP_ROBUST_LANES = 8 };
+
+static inline __attribute__((always_inline)) void
+sumsq(const float *restrict a, const float *restrict b, size_t n,
+      double *restrict sab, double *restrict sb, const int want_b)
 {
-        double sum = 0;
+        double lab[GOSSIP_ROBUST_LANES] = {0}, lb[GOSSIP_ROBUST_LANES] = {0};
+        size_t i = 0;
 
-        if (n == 0)
-                return 0.0f;
-        for (size_t i = 0; i < n; i++) {
-                double d = (double)a[i] - (b ? (double)b[i] : 0.0);
-
-                sum += d * d;
+#define RMS_ELEMENT(j, k)                                                      \
+        do {                                                                   \
+                double bj = b ? (double)b[j] : 0.0;                            \
+                double d = (double)a[j] - bj;                                  \
+                                                                               \
+                lab[k] += d * d;                                               \
+                if (want_b)                                                    \
+                        lb[k] += bj * bj;                                      \
+        } while (0)
+        for (; i + GOSSIP_ROBUST_LANES <= n; i += GOSSIP_ROBUST_LANES)
+                for (size_t k = 0; k < GOSSIP_ROBUST_LANES; k++)
+                        RMS_ELEMENT(i + k, k);
+        for (size_t k = 0; i < n; i++, k++)
+                RMS_ELEMENT(i, k);
+#undef RMS_ELEMENT
+        *sab = 0.0;
+        *sb = 0.0;
+        for (size_t k = 0; k < GOSSIP_ROBUST_LANES; k++) {
+                *sab += lab[k];
+                *sb += lb[k];
         }
-        /* NaN and Inf propagate into the sum; 1e30 squared stays finite
-         * in double precision, so only NaN/Inf give NaN/Inf here */
+}
+
+static float rms_of(double sum, size_t n)
+{
         if (!isfinite(sum))
                 return NAN;
         return (float)sqrt(sum / (double)n);
+}
+
+GN_HOT float gossip_robust_rms(const float *a, const float *b, size_t n)
+{
+        double sab, sb;
+
+        if (n == 0)
+                return 0.0f;
+        if (b)
+                sumsq(a, b, n, &sab, &sb, 0);
+        else
+                sumsq(a, NULL, n, &sab, &sb, 0);
+        return rms_of(sab, n);
+}
+
+GN_HOT float gossip_robust_rms_both(const float *a, const float *b, size_t n,
+                                    float *rms_b)
+{
+        double sab, sb;
+
+        if (n == 0) {
+                *rms_b = 0.0f;
+                return 0.0f;
+        }
+        sumsq(a, b, n, &sab, &sb, 1);
+        *rms_b = rms_of(sb, n);
+        return rms_of(sab, n);
 }
 
 float gossip_robust_median(const struct gossip_robust_stat *s)
@@ -79,7 +134,15 @@ void gossip_robust_judge(const struct gossip_robust_cfg *c,
                          const float *theirs, const float *mine, float ref_rms,
                          size_t n, struct gossip_robust_verdict *v)
 {
-        v->dist = gossip_robust_rms(theirs, mine, n);
+        gossip_robust_judge_dist(c, s, gossip_robust_rms(theirs, mine, n),
+                                 ref_rms, v);
+}
+
+void gossip_robust_judge_dist(const struct gossip_robust_cfg *c,
+                              const struct gossip_robust_stat *s, float dist,
+                              float ref_rms, struct gossip_robust_verdict *v)
+{
+        v->dist = dist;
         v->radius = gossip_robust_radius(c, s, ref_rms);
         v->scale = 1.0f;
         if (!isfinite(v->dist)) {
@@ -107,7 +170,8 @@ void gossip_robust_note(struct gossip_robust_stat *s,
                 s->n++;
 }
 
-void gossip_robust_clip(float *theirs, const float *mine, size_t n, float scale)
+GN_HOT void gossip_robust_clip(float *theirs, const float *mine, size_t n,
+                               float scale)
 {
         for (size_t i = 0; i < n; i++) {
                 float m = mine ? mine[i] : 0.0f;

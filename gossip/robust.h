@@ -127,6 +127,11 @@ const char *gossip_robust_reason_name(int reason);
  * a value is not finite; 0 for n == 0. */
 float gossip_robust_rms(const float *a, const float *b, size_t n);
 
+/* Both RMS a merge needs, in one pass over the floats: returns RMS(a - b)
+ * and sets *rms_b = RMS(b) (b not NULL; NaN and 0 as above). */
+float gossip_robust_rms_both(const float *a, const float *b, size_t n,
+                             float *rms_b);
+
 /* The median of the recorded distances; NaN when none. */
 float gossip_robust_median(const struct gossip_robust_stat *s);
 
@@ -140,6 +145,12 @@ void gossip_robust_judge(const struct gossip_robust_cfg *c,
                          const struct gossip_robust_stat *s,
                          const float *theirs, const float *mine, float ref_rms,
                          size_t n, struct gossip_robust_verdict *v);
+
+/* The same verdict from a distance RMS(theirs - mine) already measured
+ * (gossip_robust_rms_both). */
+void gossip_robust_judge_dist(const struct gossip_robust_cfg *c,
+                              const struct gossip_robust_stat *s, float dist,
+                              float ref_rms, struct gossip_robust_verdict *v);
 
 /* Record an ACCEPTED verdict's distance (others are ignored). */
 void gossip_robust_note(struct gossip_robust_stat *s,

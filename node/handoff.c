@@ -527,10 +527,10 @@ static int robust_slice(struct node_handoff *h, struct in_slice *q,
                         const float *mine, float *radius, float *dist)
 {
         struct gossip_robust_verdict v;
-        float ref = gossip_robust_rms(mine, NULL, q->count);
+        float ref, d = gossip_robust_rms_both(q->v, mine, q->count, &ref);
 
-        gossip_robust_judge(&gossip_robust_params_cfg, &h->rs_params, q->v,
-                            mine, ref, q->count, &v);
+        gossip_robust_judge_dist(&gossip_robust_params_cfg, &h->rs_params, d,
+                                 ref, &v);
         *radius = ref > 0 ? v.radius / ref : NAN;
         *dist = v.reason == GOSSIP_ROBUST_CLIPPED ? v.dist * v.scale : v.dist;
         if (v.reason == GOSSIP_ROBUST_CLIPPED)

@@ -270,6 +270,58 @@ static void test_against_zero(void **state)
                            1e-3);
 }
 
+/* The one-pass RMS pair against a long-double reference, for lengths on
+ * and off the lane count (8): the lane sums change the rounding of the
+ * double sum only, far below a float's; a NaN or Inf anywhere, in either
+ * input and in the tail, gives NaN; 1e30 stays finite; n = 0 gives 0. */
+static void test_rms_both(void **state)
+{
+        static const size_t lens[] = {1, 7, 8, 9, 15, 16, 17, 1001};
+        float a[1001], b[1001], rb;
+        uint64_t s = g_seed ^ 0x7e5;
+
+        (void)state;
+        for (size_t t = 0; t < sizeof(lens) / sizeof(lens[0]); t++) {
+                size_t n = lens[t];
+                long double sab = 0, sb = 0;
+
+                for (size_t i = 0; i < n; i++) {
+                        a[i] = (float)((double)(gn_splitmix64(&s) >> 11) /
+                                           9007199254740992.0 * 4.0 -
+                                       2.0);
+                        b[i] = (float)((double)(gn_splitmix64(&s) >> 11) /
+                                           9007199254740992.0 * 2.0 -
+                                       1.0);
+                        sab += ((long double)a[i] - b[i]) *
+                               ((long double)a[i] - b[i]);
+                        sb += (long double)b[i] * b[i];
+                }
+                float want_ab = (float)sqrtl(sab / n);
+                float want_b = (float)sqrtl(sb / n);
+                float got = gossip_robust_rms_both(a, b, n, &rb);
+
+                assert_float_equal(got, want_ab, 1e-6f * want_ab);
+                assert_float_equal(rb, want_b, 1e-6f * want_b);
+                assert_float_equal(gossip_robust_rms(a, b, n), got, 0.0f);
+                assert_float_equal(gossip_robust_rms(b, NULL, n), rb, 0.0f);
+                /* a non-finite value at the end (the tail past the lanes
+                 * when n is not a multiple of 8) */
+                a[n - 1] = NAN;
+                assert_true(isnan(gossip_robust_rms_both(a, b, n, &rb)));
+                assert_false(isnan(rb));
+                a[n - 1] = 0.0f;
+                b[0] = INFINITY;
+                assert_true(isnan(gossip_robust_rms_both(a, b, n, &rb)));
+                assert_true(isnan(rb));
+                b[0] = 1e30f;
+                assert_true(isfinite(gossip_robust_rms_both(a, b, n, &rb)));
+                assert_true(isfinite(rb) &&
+                            rb >= 0.999f * 1e30f / sqrtf((float)n));
+        }
+        assert_float_equal(gossip_robust_rms_both(a, b, 0, &rb), 0.0f, 0.0f);
+        assert_float_equal(rb, 0.0f, 0.0f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -278,6 +330,7 @@ int main(void)
             cmocka_unit_test(test_liar_cannot_raise_radius),
             cmocka_unit_test(test_peer_suspect),
             cmocka_unit_test(test_against_zero),
+            cmocka_unit_test(test_rms_both),
         };
 
         g_seed = gn_test_seed("test_robust", g_seed);
