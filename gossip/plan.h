@@ -193,11 +193,10 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
  * join") looks at the live member furthest ahead. When that member is no
  * more than GOSSIP_PLAN_JOIN_ADOPT_STEPS ahead, the two were started
  * together: both began from the same initial model (the model's seed is
- * the cluster's --seed), the other has trained a few seconds longer, and
- * averaging closes that gap within a few rounds. The starting node then
- * takes the member's step number only (so their rounds line up) and
- * keeps its own model. Further ahead, the member's state is worth its
- * bytes and is fetched.
+ * the cluster's --seed) and the other has trained a few steps more. The
+ * starting node then takes the member's step number only (so their
+ * rounds line up) and keeps its own model. Further ahead, the member's
+ * state is fetched.
  *
  * Why: a state is the whole model and the optimizer's buffers (4.9 MB for
  * the default MLP with quasi-global momentum), about 4 s of a 10 Mbit/s
@@ -206,12 +205,15 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
  * nothing else for the whole 1000-step run and 35 % of the slices were
  * averaged (test_slowlink; docs/design.md, "Live join"). */
 enum {
-        /* 100 steps is 0.2-1 s of training on the machines measured:
-         * past the start-up spread of nodes started together (5-6 steps
-         * in the lab, 20-36 on loopback with two of four started 0.25 s
-         * late), short of a node started later into a running cluster
-         * (196-240 steps with 0.8 s late; hundreds and more) */
-        GOSSIP_PLAN_JOIN_ADOPT_STEPS = 100,
+        /* Small on purpose. With 100, two nodes of a lab run took the step
+         * 34 steps behind the others and the cluster split in two: each
+         * pair refused the other's slices as far (robust merge: 300 and
+         * 91-128 per node over the run), and one node ended 0.8 points
+         * under the rest (benchmarks.md 5.7). On loopback, leads of 11-61
+         * steps merged without a refusal in four runs of four; 8 steps,
+         * two rounds of the default plan, covers the 5-6 steps seen in
+         * the lab with a margin of drift that small. */
+        GOSSIP_PLAN_JOIN_ADOPT_STEPS = 8,
 };
 
 enum gossip_plan_join {
