@@ -198,9 +198,9 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
  * rounds line up) and keeps its own model. Further ahead, the member's
  * state is fetched.
  *
- * Why: a state is the whole model and the optimizer's buffers (4.9 MB for
- * the default MLP with quasi-global momentum), about 4 s of a 10 Mbit/s
- * uplink. Four nodes started together on such links asked each other for
+ * Why: a state is the whole model and the optimizer's buffers: 4.9 MB
+ * for the default MLP with quasi-global momentum, about 4 s of a
+ * 10 Mbit/s uplink (3.3 MB since that momentum goes as a velocity). Four nodes started together on such links asked each other for
  * states 5-6 steps ahead of them; one node sent two, its uplink carried
  * nothing else for the whole 1000-step run and 35 % of the slices were
  * averaged (test_slowlink; docs/design.md, "Live join"). */

@@ -282,6 +282,16 @@ int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len)
         int rc;
 
         fill_ckpt(t, &ck, meta);
+        /* A state crosses a link to a joining peer: quasi-global momentum
+         * goes as its buffer m alone, as a local-momentum velocity (the
+         * receiver's last parameters are the ones it takes, which is what
+         * nn_optim_load_state converts to), a third fewer bytes: 3.3 MB
+         * instead of 4.9 MB for the default MLP, over a 10 Mbit/s uplink
+         * 1.3 s less. The checkpoint file keeps the whole state. */
+        if (nn_optim_state_kind(t->optim) == NN_OPTIM_STATE_QUASI_GLOBAL) {
+                ck.n_opt = t->nparams;
+                gn_le32_put(meta + 36, (uint32_t)NN_OPTIM_STATE_VELOCITY);
+        }
         cap = nn_checkpoint_encoded_size(&ck);
         if (!cap)
                 return NN_EINVAL;
@@ -1080,8 +1090,9 @@ static int take_state(struct node_trainer *t, void *buf, size_t len,
                 node_log(NODE_LOG_WARN, "state from %s refused: %s", from, err);
                 return rc;
         }
-        node_log(NODE_LOG_INFO, "took the model from %s at step %llu", from,
-                 (unsigned long long)t->step);
+        node_log(NODE_LOG_INFO,
+                 "took the model from %s at step %llu (%zu bytes)", from,
+                 (unsigned long long)t->step, len);
         node_evlog_join(t->ev, from, t->step);
         pthread_mutex_lock(&t->stats_lock);
         t->st.step = t->step;

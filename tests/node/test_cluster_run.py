@@ -40,6 +40,7 @@ Every node's log is printed on failure. GN_SEED sets the run's --seed.
 """
 import json
 import os
+import re
 import struct
 import random
 import shutil
@@ -61,6 +62,7 @@ DEAD_WITHIN_S = 40.0   # probe + max suspicion (6 x 2.4 s) + dissemination
 # cosine schedule (replicas settle as the rate falls) and model averaging
 # every 10 steps. n0..n(N-1) all get the same --steps, so they finish
 # together and the cosine schedules agree.
+MLP_PARAMS = 407050    # the default 784-512-10 MLP's floats
 JOIN_ADOPT_STEPS = 8    # gossip/plan.h: GOSSIP_PLAN_JOIN_ADOPT_STEPS
 COMMON = ["--codec", "int8", "--lr-schedule", "cosine", "--avg-every", "10"]
 
@@ -325,6 +327,15 @@ def scenario_join(c):
                                   first["test_acc"]))
     assert join and join[0]["step"] >= 300, "n2 did not take the model"
     assert start["step"] >= 300, start
+    # the state crossed as parameters and one buffer per parameter (the
+    # quasi-global m as a velocity, node_trainer_encode_state), not three
+    took = re.search(r"took the model from n\d at step \d+ \((\d+) bytes\)",
+                     open(c.log_path(2)).read())
+    assert took, "n2's log does not say what it took"
+    state_bytes = int(took.group(1))
+    print("state transfer: %d bytes" % state_bytes)
+    assert 2 * 4 * MLP_PARAMS < state_bytes < 2 * 4 * MLP_PARAMS + 65536, \
+        state_bytes
     # a fresh model after 20 steps is near 65-70%; the cluster is at ~83%
     assert first["test_acc"] >= cluster_acc - 3.0, \
         "late joiner's first eval %.2f%% vs cluster %.2f%%" \

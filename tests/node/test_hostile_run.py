@@ -9,7 +9,8 @@ sends 1e30 slices a single time when a node reaches step STEPS/3
 (hostile_peer "huge@STEP"). n0 runs with --robust off, so the poison gets
 into its model; n1 with robust merge on refuses it. Asserted: n0 saw its
 model break and rolled back (model health), at least once; n1 never rolled
-back; n0 ends within TOL points of n1. No clean run is needed.
+back; n0 ends within TOL points of n1 (accuracies as below, LAST_EVALS).
+No clean run is needed.
 
 Three keys are made (n0, n1 honest; n2 the liar), one peers file lists all
 three for both runs. Run 1 (clean): n0 and n1 train --steps N. Run 2
@@ -20,8 +21,9 @@ step-0 model and NaN/Inf (see hostile_peer.c).
 
 Asserted (unless --no-assert; the bench in docs/reliability.md uses it to
 measure robust merge off):
-  - each honest node's final test accuracy in run 2 is within TOL points
-    of the same node's in run 1;
+  - each honest node's test accuracy in run 2 (the mean of its last three
+    evaluations, LAST_EVALS) is within TOL points of the same node's in
+    run 1;
   - the honest nodes counted the liar's contributions under their
     reasons: far (1e30, flip, noise, x10), nonfinite (NaN/Inf),
     out_of_window (step 0), not_partner (sent out of turn);
@@ -42,6 +44,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cluster_run as tc  # noqa: E402
 
 TOL = 1.0  # percentage points, the issue's bound
+# A node's accuracy is the mean of its last three evaluations (the last
+# half of the run, the last at the final step), not the final one alone:
+# one evaluation at step 300 moves by up to a point from run to run on a
+# starved machine, as much as the bound (CI once: n1 81.05% attacked
+# against 82.67% clean while its training thread computed 37% of the
+# time; 13 runs here, 5 beside two busy loops: -0.47 to +0.32).
+LAST_EVALS = 3
 
 
 def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed):
@@ -55,7 +64,8 @@ def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed):
     c.tmp, c.procs = rundir, {}
     if isinstance(robust, str):
         robust = [robust, robust]
-    extra = ["--steps", str(steps), "--eval-every", str(steps)]
+    extra = ["--steps", str(steps), "--eval-every",
+             str(max(steps // LAST_EVALS // 2, 1))]
     liar = None
     if attacks:
         args = [binary_hostile, attacks, "600", "--peers", c.peers, "--key",
@@ -82,9 +92,17 @@ def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed):
             except subprocess.TimeoutExpired:
                 liar.kill()
                 out = liar.communicate()[0]
-    accs = {i: tc.final_acc(c, i) for i in range(2)}
+    accs = {i: late_acc(c, i) for i in range(2)}
     logs = {i: open(c.log_path(i)).read() for i in range(2)}
     return accs, logs, out
+
+
+def late_acc(c, i):
+    """Node i's mean test accuracy over its last LAST_EVALS evaluations
+    (the last at the final step)."""
+    ev = [e["test_acc"] for e in c.events(i, "eval")][-LAST_EVALS:]
+    assert len(ev) == LAST_EVALS, "n%d: evaluations %s" % (i, ev)
+    return sum(ev) / len(ev)
 
 
 def robust_counts(log, peer):
