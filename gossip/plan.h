@@ -200,10 +200,11 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
  *
  * Why: a state is the whole model and the optimizer's buffers: 4.9 MB
  * for the default MLP with quasi-global momentum, about 4 s of a
- * 10 Mbit/s uplink (3.3 MB since that momentum goes as a velocity). Four nodes started together on such links asked each other for
- * states 5-6 steps ahead of them; one node sent two, its uplink carried
- * nothing else for the whole 1000-step run and 35 % of the slices were
- * averaged (test_slowlink; docs/design.md, "Live join"). */
+ * 10 Mbit/s uplink (3.3 MB since that momentum goes as a velocity). Four nodes
+ * started together on such links asked each other for states 5-6 steps ahead of
+ * them; one node sent two, its uplink carried nothing else for the whole
+ * 1000-step run and 35 % of the slices were averaged (test_slowlink;
+ * docs/design.md, "Live join"). */
 enum {
         /* Small on purpose. With 100, two nodes of a lab run took the step
          * 34 steps behind the others and the cluster split in two: each
