@@ -1072,6 +1072,19 @@ static int stop_due(struct node_trainer *t, int evaluated)
         return NODE_STOP_NONE;
 }
 
+/* Live join: training starts at `step` (a peer's state taken, or only its
+ * step when it started with us, gossip_plan_join: then the model, the
+ * same initial one from the cluster's --seed, and the optimizer's fresh
+ * buffers stay ours, and our rounds line up with the peer's). */
+static void start_at(struct node_trainer *t, uint64_t step)
+{
+        t->step = t->start_step = step;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.step = t->step;
+        t->st.resumed_from = t->step;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
 /* Take over a peer's state (checkpoint bytes); 0 or a negative code. */
 static int take_state(struct node_trainer *t, void *buf, size_t len,
                       const char *from)
@@ -1094,24 +1107,8 @@ static int take_state(struct node_trainer *t, void *buf, size_t len,
                  "took the model from %s at step %llu (%zu bytes)", from,
                  (unsigned long long)t->step, len);
         node_evlog_join(t->ev, from, t->step);
-        pthread_mutex_lock(&t->stats_lock);
-        t->st.step = t->step;
-        t->st.resumed_from = t->step;
-        pthread_mutex_unlock(&t->stats_lock);
+        start_at(t, t->step);
         return 0;
-}
-
-/* Started together with a member a few steps ahead of us
- * (gossip_plan_join): take its step so that our rounds line up with its;
- * the model (the same initial one, from the cluster's --seed) and the
- * optimizer's fresh buffers stay ours. */
-static void adopt_step(struct node_trainer *t, uint64_t step)
-{
-        t->step = t->start_step = step;
-        pthread_mutex_lock(&t->stats_lock);
-        t->st.step = t->step;
-        t->st.resumed_from = t->step;
-        pthread_mutex_unlock(&t->stats_lock);
 }
 
 /* Live join, before step 0 of a run that did not resume from its own
@@ -1139,7 +1136,7 @@ static void initial_state(struct node_trainer *t)
                 if (rc == 0 || rc == -ECANCELED)
                         return; /* no one is ahead of us, or stopping */
                 if (rc == 2) {
-                        adopt_step(t, step);
+                        start_at(t, step);
                         return;
                 }
                 if (rc < 0)
