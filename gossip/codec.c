@@ -488,11 +488,45 @@ static void enc_fp16(uint8_t *p, float *res, const float *x, size_t count)
         }
 }
 
+/* A uniform variate on the grid k·2^-16 in [0, 1) for element i of the
+ * stream `seed`: a counter-based hash (lowbias32), so the stream needs no
+ * state and the loop over a block still vectorises. 16 bits, so that
+ * x/scale + u (|x/scale| < 128, ulp <= 2^-17) is exact below 128: an
+ * integer x/scale, 0 above all, is never pushed over the next integer. */
+static inline float dither_u(uint32_t seed, uint32_t i)
+{
+        uint32_t z = seed + i * 0x9e3779b9u;
+
+        z ^= z >> 16;
+        z *= 0x7feb352du;
+        z ^= z >> 15;
+        z *= 0x846ca68bu;
+        z ^= z >> 16;
+        return (float)(z >> 16) * 0x1p-16f;
+}
+
+/* stochastic == 0: round to nearest (the stateful encoder; with error
+ * feedback the error goes to res). Otherwise the stateless encoder of a
+ * parameter slice, whose error nothing carries forward, so it must be
+ * unbiased: q = floor(x/scale + u), u uniform in [0, 1) from the stream
+ * `seed` (E[q·scale] = x, |error| < scale). Rounded to nearest, a slice
+ * pulls the model averaged with it towards the grid, step after step
+ * (docs/design.md, "int8 slices are rounded stochastically"). The
+ * decoder is the same for both. */
 static void enc_int8(uint8_t *p, float *res, const float *x, size_t count,
-                     uint32_t block)
+                     uint32_t block, int stochastic, uint64_t seed)
 {
         size_t nblocks = (count + block - 1) / block;
         uint8_t *q = p + 4 * nblocks;
+        uint32_t s32;
+
+        /* every bit of the 64-bit seed into the 32-bit stream key
+         * (murmur3's fmix64) */
+        seed ^= seed >> 33;
+        seed *= 0xff51afd7ed558ccdull;
+        seed ^= seed >> 33;
+        seed *= 0xc4ceb9fe1a85ec53ull;
+        s32 = (uint32_t)(seed ^ (seed >> 33));
 
         for (size_t b = 0; b < nblocks; b++) {
                 size_t lo = b * block;
@@ -518,14 +552,28 @@ static void enc_int8(uint8_t *p, float *res, const float *x, size_t count,
                  * scale/2 plus float rounding. */
                 inv = scale > 0.0f ? 1.0f / scale : 0.0f;
                 gn_le32_put(p + 4 * b, f2u(scale));
+                if (!stochastic) {
+                        for (size_t i = lo; i < hi; i++) {
+                                float v = x[i], r = round_even(v * inv);
+
+                                r = r > 127.0f ? 127.0f : r;
+                                r = r < -127.0f ? -127.0f : r;
+                                q[i] = (uint8_t)(int8_t)r;
+                                if (res)
+                                        res[i] = v - r * scale;
+                        }
+                        continue;
+                }
                 for (size_t i = lo; i < hi; i++) {
-                        float v = x[i], r = round_even(v * inv);
+                        /* floor(y) as truncation, one down for a negative
+                         * y with a fraction: no libm call, vectorises */
+                        float y = x[i] * inv + dither_u(s32, (uint32_t)i);
+                        float t = (float)(int32_t)y;
+                        float r = t > y ? t - 1.0f : t;
 
                         r = r > 127.0f ? 127.0f : r;
                         r = r < -127.0f ? -127.0f : r;
                         q[i] = (uint8_t)(int8_t)r;
-                        if (res)
-                                res[i] = v - r * scale;
                 }
         }
 }
@@ -660,7 +708,7 @@ int gossip_codec_encode(struct gossip_codec *c, uint64_t step, const float *g,
                 enc_fp16(body, res, x + lo, count);
                 break;
         case GOSSIP_CODEC_INT8:
-                enc_int8(body, res, x + lo, count, param);
+                enc_int8(body, res, x + lo, count, param, 0, 0);
                 break;
         case GOSSIP_CODEC_TOPK:
                 enc_topk(body, res, x + lo, count, param);
@@ -673,8 +721,8 @@ int gossip_codec_encode(struct gossip_codec *c, uint64_t step, const float *g,
 }
 
 int gossip_codec_encode_part(const struct gossip_codec *c, uint32_t part,
-                             const float *x, size_t count, void *buf,
-                             size_t cap, size_t *len)
+                             const float *x, size_t count, uint64_t seed,
+                             void *buf, size_t cap, size_t *len)
 {
         size_t lo, want;
         uint32_t param;
@@ -702,7 +750,7 @@ int gossip_codec_encode_part(const struct gossip_codec *c, uint32_t part,
                 enc_fp16(body, NULL, x, count);
                 break;
         case GOSSIP_CODEC_INT8:
-                enc_int8(body, NULL, x, count, param);
+                enc_int8(body, NULL, x, count, param, 1, seed);
                 break;
         case GOSSIP_CODEC_TOPK:
                 enc_topk(body, NULL, x, count, param);

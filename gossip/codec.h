@@ -108,11 +108,14 @@ int gossip_codec_encode(struct gossip_codec *c, uint64_t step, const float *g,
 /* Encode partition `part` of the model, whose values are x[0..count)
  * (count must be that partition's size), statelessly: the residual is
  * neither read nor changed (e.g. for parameters, which are not
- * accumulated). Same payload format and return codes as
+ * accumulated). With nothing to carry a rounding error forward, int8
+ * rounds stochastically (unbiased, |error| < scale) from the stream
+ * `seed`: the same seed gives the same bytes; use a new one per payload
+ * (e.g. the step). Same payload format and return codes as
  * gossip_codec_encode(), and GOSSIP_EINVAL for a part out of range. */
 int gossip_codec_encode_part(const struct gossip_codec *c, uint32_t part,
-                             const float *x, size_t count, void *buf,
-                             size_t cap, size_t *len);
+                             const float *x, size_t count, uint64_t seed,
+                             void *buf, size_t cap, size_t *len);
 
 /* Validate the header of payload buf[0..len) against a model of n_model
  * floats and fill *info; the body is not looked at except for its length.

@@ -320,7 +320,8 @@ static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
         }
         rc =
             gossip_codec_encode_part(enc, part, node_handoff_slot(c->h, slot),
-                                     count, c->params_buf, c->params_cap, &len);
+                                     count, step, c->params_buf, c->params_cap,
+                                     &len);
         node_handoff_slot_done(c->h, slot);
         if (rc == 0)
                 rc = node_cluster__partner(c, step, key);

@@ -669,6 +669,102 @@ static void test_partitions(void **state)
         gossip_codec_free(&c);
 }
 
+/* Two int8 payloads of the same values x[0..count) in blocks of `block`:
+ * a from the nearest-rounding encoder, b from the stochastic one. Same
+ * header and scales; each value of b is floor or ceil of x/scale, so
+ * within one scale of x, and within one step of a's. */
+static void check_int8_part(const uint8_t *a, const uint8_t *b, size_t len,
+                            const float *x, size_t count, size_t block)
+{
+        size_t nblocks = (count + block - 1) / block;
+        const uint8_t *qa = a + 20 + 4 * nblocks, *qb = b + 20 + 4 * nblocks;
+
+        assert_memory_equal(a, b, 20 + 4 * nblocks);
+        assert_int_equal(len, 20 + 4 * nblocks + count);
+        for (size_t i = 0; i < count; i++) {
+                float scale = bitsf(gn_le32_get(b + 20 + 4 * (i / block)));
+                float y = scale > 0.0f ? x[i] / scale : 0.0f;
+                int q = (int8_t)qb[i];
+
+                /* the encoder multiplies by 1/scale: 1e-3 of slack
+                 * for a last bit at an integer */
+                if (q < (int)floorf(y - 1e-3f) || q > (int)ceilf(y + 1e-3f))
+                        fail_msg("element %zu: %g/scale = %.6g sent as %d", i,
+                                 (double)x[i], (double)y, q);
+                assert_true(abs(q - (int8_t)qa[i]) <= 1);
+        }
+}
+
+/* The stateless encoder's int8 is stochastic rounding: the same seed
+ * gives the same bytes, another seed other bytes; every value is sent as
+ * floor or ceil of x/scale; and over many seeds the mean decoded value is
+ * x itself, where rounding to nearest would send 0.25 as 0 every time
+ * and pull an averaged model to the grid. Edges: the block maximum is
+ * exact, -127 and 127 are never exceeded, an all-zero block stays 0. */
+static void test_int8_stochastic(void **state)
+{
+        enum { N = 512, SEEDS = 2000 };
+        static const float vals[4] = {0.25f, -0.7f, 3.3f, -126.9f};
+        static float x[N], out[N];
+        static double sum[N];
+        static uint8_t a[64 + 2 * N], b[64 + 2 * N];
+        struct gossip_codec c;
+        struct gossip_codec_info info;
+        size_t la, lb;
+
+        (void)state;
+        /* block 0: max 127 (scale 1) then the four values in turn; block
+         * 1 (256..511): all zero */
+        x[0] = 127.0f;
+        for (size_t i = 1; i < N / 2; i++)
+                x[i] = vals[i % 4];
+        codec(&c, GOSSIP_CODEC_INT8, N, 1, 256, 0, 0);
+        assert_int_equal(
+            gossip_codec_encode_part(&c, 0, x, N, 7, a, sizeof(a), &la), 0);
+        assert_int_equal(
+            gossip_codec_encode_part(&c, 0, x, N, 7, b, sizeof(b), &lb), 0);
+        assert_int_equal(la, lb);
+        assert_memory_equal(a, b, la);
+        assert_int_equal(
+            gossip_codec_encode_part(&c, 0, x, N, 8, b, sizeof(b), &lb), 0);
+        assert_memory_not_equal(a, b, la);
+        for (uint64_t seed = 0; seed < SEEDS; seed++) {
+                assert_int_equal(gossip_codec_encode_part(&c, 0, x, N,
+                                                          seed * 0x100000001ull,
+                                                          b, sizeof(b), &lb),
+                                 0);
+                assert_int_equal(gossip_codec_decode(b, lb, N, out, &info), 0);
+                for (size_t i = 0; i < N; i++) {
+                        float lo = floorf(x[i]), hi = ceilf(x[i]);
+
+                        if (out[i] != lo && out[i] != hi)
+                                fail_msg("seed %" PRIu64 " element %zu: %g "
+                                         "decoded as %g",
+                                         seed, i, (double)x[i],
+                                         (double)out[i]);
+                        sum[i] += out[i];
+                }
+        }
+        assert_float_equal(sum[0] / SEEDS, 127.0, 0.0);
+        for (int v = 0; v < 4; v++) {
+                double m = 0.0, k = 0.0;
+
+                for (size_t i = 1; i < N / 2; i++)
+                        if (i % 4 == (size_t)v) {
+                                m += sum[i] / SEEDS;
+                                k++;
+                        }
+                /* 64 elements x 2000 seeds, variance <= 1/4 each:
+                 * the standard error is under 0.0014 */
+                if (fabs(m / k - vals[v]) > 0.01)
+                        fail_msg("value %g: mean decoded %.5f", (double)vals[v],
+                                 m / k);
+        }
+        for (size_t i = N / 2; i < N; i++)
+                assert_float_equal(sum[i], 0.0, 0.0);
+        gossip_codec_free(&c);
+}
+
 /* gossip_codec_encode_part: the stateless encoder of one partition makes
  * exactly the payload the stateful encoder makes for that partition when
  * its residual is zero (a fresh encoder), leaves a residual untouched, and
@@ -695,11 +791,17 @@ static void test_encode_part(void **state)
                         gossip_codec_partition(N, part, P, &lo, &count);
                         la = enc(&c, part, g, a, sizeof(a)); /* step = part */
                         assert_int_equal(
-                            gossip_codec_encode_part(&c, part, g + lo, count, b,
-                                                     sizeof(b), &lb),
+                            gossip_codec_encode_part(&c, part, g + lo, count,
+                                                     part, b, sizeof(b), &lb),
                             0);
                         assert_int_equal(lb, la);
-                        assert_memory_equal(a, b, la);
+                        /* int8 rounds stochastically here (test_int8_
+                         * stochastic): same header and scales, values
+                         * within a scale */
+                        if (ids[k] == GOSSIP_CODEC_INT8)
+                                check_int8_part(a, b, la, g + lo, count, 16);
+                        else
+                                assert_memory_equal(a, b, la);
                         assert_int_equal(
                             gossip_codec_decode(b, lb, N, out, &info), 0);
                         assert_int_equal(info.part_index, part);
@@ -712,19 +814,19 @@ static void test_encode_part(void **state)
                         if (part + 1 < P)
                                 gossip_codec_free(&c);
                 }
-                assert_int_equal(gossip_codec_encode_part(&c, P, g, count, b,
-                                                          sizeof(b), &lb),
+                assert_int_equal(gossip_codec_encode_part(&c, P, g, count, 0,
+                                                          b, sizeof(b), &lb),
                                  GOSSIP_EINVAL);
                 gossip_codec_partition(N, 0, P, &lo, &count);
                 assert_int_equal(gossip_codec_encode_part(&c, 0, g, count + 1,
-                                                          b, sizeof(b), &lb),
+                                                          0, b, sizeof(b), &lb),
                                  GOSSIP_EMISMATCH);
                 assert_int_equal(
-                    gossip_codec_encode_part(&c, 0, g, count, b, 10, &lb),
+                    gossip_codec_encode_part(&c, 0, g, count, 0, b, 10, &lb),
                     GOSSIP_ETOOBIG);
                 g[3] = NAN;
-                assert_int_equal(gossip_codec_encode_part(&c, 0, g, count, b,
-                                                          sizeof(b), &lb),
+                assert_int_equal(gossip_codec_encode_part(&c, 0, g, count, 0,
+                                                          b, sizeof(b), &lb),
                                  GOSSIP_ENONFINITE);
                 gossip_codec_free(&c);
         }
@@ -735,9 +837,9 @@ static void test_encode_part(void **state)
         enc(&ef, 0, g, a, sizeof(a)); /* residual of part 0 now nonzero */
         memcpy(out, ef.residual, sizeof(out));
         gossip_codec_partition(N, 0, P, &lo, &count);
-        assert_int_equal(
-            gossip_codec_encode_part(&ef, 0, g + lo, count, b, sizeof(b), &lb),
-            0);
+        assert_int_equal(gossip_codec_encode_part(&ef, 0, g + lo, count, 0, b,
+                                                  sizeof(b), &lb),
+                         0);
         assert_memory_equal(out, ef.residual, sizeof(out));
         gossip_codec_free(&ef);
 }
@@ -1010,6 +1112,7 @@ int main(void)
             cmocka_unit_test(test_error_feedback_conserves),
             cmocka_unit_test(test_partitions),
             cmocka_unit_test(test_encode_part),
+            cmocka_unit_test(test_int8_stochastic),
             cmocka_unit_test(test_truncation_and_bitflips),
             cmocka_unit_test(test_garbage),
             cmocka_unit_test(test_header_rejects),

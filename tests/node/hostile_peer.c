@@ -122,8 +122,8 @@ static int encode_lie(struct hostile *h, int a, uint64_t step, size_t *len)
         int rc;
 
         make_lie(h, a, lo, count);
-        rc = gossip_codec_encode_part(&h->enc, part, h->lie, count, h->buf,
-                                      h->cap, len);
+        rc = gossip_codec_encode_part(&h->enc, part, h->lie, count, step,
+                                      h->buf, h->cap, len);
         if (rc == 0 && a == NANV) {
                 uint32_t nan = 0x7fc00000u, inf = 0x7f800000u;
                 uint8_t *body = h->buf + GOSSIP_CODEC_HEADER_BYTES;
