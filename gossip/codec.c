@@ -22,6 +22,7 @@
 
 #include "codec.h"
 #include "gn_endian.h"
+#include "gn_hot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -505,6 +506,25 @@ static inline float dither_u(uint32_t seed, uint32_t i)
         return (float)(z >> 16) * 0x1p-16f;
 }
 
+/* q[i] = floor(x[i]·inv + u) for element i0 + i of the stream s32,
+ * clamped to [-127, 127]. */
+GN_HOT static void round_stochastic(uint8_t *restrict q,
+                                    const float *restrict x, size_t n,
+                                    float inv, uint32_t s32, uint32_t i0)
+{
+        for (size_t i = 0; i < n; i++) {
+                /* floor(y) as truncation, one down for a negative y
+                 * with a fraction: no libm call, vectorises */
+                float y = x[i] * inv + dither_u(s32, i0 + (uint32_t)i);
+                int32_t k = (int32_t)y;
+
+                k -= (float)k > y;
+                k = k > 127 ? 127 : k;
+                k = k < -127 ? -127 : k;
+                q[i] = (uint8_t)(int8_t)k;
+        }
+}
+
 /* stochastic == 0: round to nearest (the stateful encoder; with error
  * feedback the error goes to res). Otherwise the stateless encoder of a
  * parameter slice, whose error nothing carries forward, so it must be
@@ -513,8 +533,9 @@ static inline float dither_u(uint32_t seed, uint32_t i)
  * pulls the model averaged with it towards the grid, step after step
  * (docs/design.md, "int8 slices are rounded stochastically"). The
  * decoder is the same for both. */
-static void enc_int8(uint8_t *p, float *res, const float *x, size_t count,
-                     uint32_t block, int stochastic, uint64_t seed)
+GN_HOT static void enc_int8(uint8_t *p, float *res, const float *x,
+                            size_t count, uint32_t block, int stochastic,
+                            uint64_t seed)
 {
         size_t nblocks = (count + block - 1) / block;
         uint8_t *q = p + 4 * nblocks;
@@ -564,17 +585,8 @@ static void enc_int8(uint8_t *p, float *res, const float *x, size_t count,
                         }
                         continue;
                 }
-                for (size_t i = lo; i < hi; i++) {
-                        /* floor(y) as truncation, one down for a negative
-                         * y with a fraction: no libm call, vectorises */
-                        float y = x[i] * inv + dither_u(s32, (uint32_t)i);
-                        float t = (float)(int32_t)y;
-                        float r = t > y ? t - 1.0f : t;
-
-                        r = r > 127.0f ? 127.0f : r;
-                        r = r < -127.0f ? -127.0f : r;
-                        q[i] = (uint8_t)(int8_t)r;
-                }
+                round_stochastic(q + lo, x + lo, hi - lo, inv, s32,
+                                 (uint32_t)lo);
         }
 }
 

@@ -740,8 +740,7 @@ static void test_int8_stochastic(void **state)
                         if (out[i] != lo && out[i] != hi)
                                 fail_msg("seed %" PRIu64 " element %zu: %g "
                                          "decoded as %g",
-                                         seed, i, (double)x[i],
-                                         (double)out[i]);
+                                         seed, i, (double)x[i], (double)out[i]);
                         sum[i] += out[i];
                 }
         }
@@ -814,8 +813,8 @@ static void test_encode_part(void **state)
                         if (part + 1 < P)
                                 gossip_codec_free(&c);
                 }
-                assert_int_equal(gossip_codec_encode_part(&c, P, g, count, 0,
-                                                          b, sizeof(b), &lb),
+                assert_int_equal(gossip_codec_encode_part(&c, P, g, count, 0, b,
+                                                          sizeof(b), &lb),
                                  GOSSIP_EINVAL);
                 gossip_codec_partition(N, 0, P, &lo, &count);
                 assert_int_equal(gossip_codec_encode_part(&c, 0, g, count + 1,
@@ -825,8 +824,8 @@ static void test_encode_part(void **state)
                     gossip_codec_encode_part(&c, 0, g, count, 0, b, 10, &lb),
                     GOSSIP_ETOOBIG);
                 g[3] = NAN;
-                assert_int_equal(gossip_codec_encode_part(&c, 0, g, count, 0,
-                                                          b, sizeof(b), &lb),
+                assert_int_equal(gossip_codec_encode_part(&c, 0, g, count, 0, b,
+                                                          sizeof(b), &lb),
                                  GOSSIP_ENONFINITE);
                 gossip_codec_free(&c);
         }
