@@ -155,7 +155,14 @@ def worker(rank, args, port, out_q):
                                      (step - steady_from[0]))
     out_q.put(res)
     if args.procs > 1:
-        dist.destroy_process_group()
+        # every rank here before any leaves: rank 0 holds the store, and
+        # a rank still tearing down after it exits spins on the closed
+        # socket for good (seen in the lab: one rank at 90% CPU, the
+        # others gone). One process per host (--rank) skips the
+        # teardown and exits at once after printing.
+        dist.barrier()
+        if not args.one_rank:
+            dist.destroy_process_group()
 
 
 STEADY_SKIP = 5  # steps before the steady per-step time is measured
@@ -177,8 +184,11 @@ def summarize(results, args):
             "torch": torch.__version__}
 
 
-class ListQueue(list):
-    put = list.append
+class PrintQueue:
+    """--rank: the result is printed (and flushed) as soon as it is put."""
+
+    def put(self, res):
+        print(json.dumps(res), flush=True)
 
 
 def main():
@@ -200,11 +210,11 @@ def main():
     ap.add_argument("--max-steps", type=int, default=0,
                     help="stop after this many steps (0: no bound)")
     args = ap.parse_args()
-    if args.rank >= 0:
-        out = ListQueue()
-        worker(args.rank, args, args.port, out)
-        print(json.dumps(out[0]))
-        return
+    args.one_rank = args.rank >= 0
+    if args.one_rank:
+        worker(args.rank, args, args.port, PrintQueue())
+        sys.stdout.flush()
+        os._exit(0)
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     procs = [ctx.Process(target=worker, args=(r, args, args.port, q)) for r in range(args.procs)]
