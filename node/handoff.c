@@ -93,10 +93,11 @@ struct node_handoff {
         int health_news; /* the verdict changed; not yet taken */
         /* the averaging period in force (the loop's adaptation asks for
          * k_next; the trainer switches at a step that ends a round under
-         * both) and the trainer's wall time per step, smoothed */
+         * both) and the trainer's time per step outside admission,
+         * smoothed (stall_us: admission time of the step under way) */
         uint32_t k_now, k_next;
         double step_us;
-        uint64_t step_at_us, step_seen;
+        uint64_t step_at_us, step_seen, stall_us;
         /* training thread */
         float *t_grad;
         float *t_in[NODE_HANDOFF_INBOX]; /* slices taken out of the inbox */
@@ -238,20 +239,27 @@ static struct gossip_plan_cfg plan_now(const struct node_handoff *h)
         return c;
 }
 
-/* Under the lock, training thread: the wall time of a step, smoothed over
- * about 16 steps (what the adaptation budgets a round's transfer in). */
+/* Under the lock, training thread: the time of a step less the time it
+ * stood in admission (waits, and the extra batches that fill them),
+ * smoothed over about 16 steps: what the adaptation budgets a round's
+ * transfer in. Wall time would feed the link back into its own budget: a
+ * K too small for the link makes steps wait, the longer steps make that
+ * K fit, and the choice flipped between K and 2K every 250 ms (lab,
+ * 100 Mbit/s: 27 changes in one run; docs/design.md). */
 static void note_step(struct node_handoff *h, uint64_t step, uint64_t now)
 {
         if (step == h->step_seen)
                 return;
-        if (h->step_seen && step == h->step_seen + 1 && now > h->step_at_us) {
-                double dt = (double)(now - h->step_at_us);
+        if (h->step_seen && step == h->step_seen + 1 &&
+            now > h->step_at_us + h->stall_us) {
+                double dt = (double)(now - h->step_at_us - h->stall_us);
 
                 h->step_us =
                     h->step_us ? h->step_us + (dt - h->step_us) / 16 : dt;
         }
         h->step_seen = step;
         h->step_at_us = now;
+        h->stall_us = 0;
 }
 
 void node_handoff_set_k(struct node_handoff *h, uint32_t k)
@@ -391,8 +399,12 @@ int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
         plan = plan_now(h);
         if (phase == GOSSIP_PLAN_PARAMS)
                 note_step(h, step, v.now_us);
+        if (!a->begin_us)
+                a->begin_us = v.now_us;
         gossip_plan_admit(&plan, &v, &a->w, &a->d);
         a->gen = h->gen;
+        if (a->d.action == GOSSIP_PLAN_READY)
+                h->stall_us += v.now_us - a->begin_us;
         if (phase == GOSSIP_PLAN_PARAMS) {
                 h->st.waits += a->w.bound && !bound_before;
                 h->st.wait_timeouts += a->d.timed_out;

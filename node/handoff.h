@@ -82,7 +82,8 @@ struct node_handoff_stats {
          * change of verdict, gossipctl train and /metrics show it) */
         struct gossip_plan_health exchange;
         uint32_t avg_every; /* the averaging period in force (adapted) */
-        double step_us;     /* wall time per step, smoothed; 0: unknown */
+        double step_us;     /* time per step outside admission (waits and
+                             * their extra batches), smoothed; 0: unknown */
 };
 
 /* 0, or a negative errno (-EINVAL for a plan the ring cannot hold). */
@@ -108,7 +109,8 @@ void node_handoff_stop(struct node_handoff *h);
 struct node_handoff_ask {
         struct gossip_plan_wait w;
         struct gossip_plan_decision d;
-        uint64_t gen; /* box changes seen when the plan answered */
+        uint64_t gen;      /* box changes seen when the plan answered */
+        uint64_t begin_us; /* the first answer's time (0: none yet) */
 };
 
 /* Post our gradient of `step` (copied) for the loop to send, if gradients
