@@ -103,6 +103,39 @@ int gossip_adapt_choose(const struct gossip_adapt_in *in,
         return out->codec != cur->codec || out->k != cur->k;
 }
 
+uint64_t gossip_adapt_need_ttl_ms(const struct gossip_adapt_in *in,
+                                  size_t alive, uint32_t k)
+{
+        double ms = 0;
+
+        if (in->step_us > 0 && isfinite(in->step_us))
+                ms = (double)GOSSIP_ADAPT_NEED_TTL_ROUNDS * (double)alive *
+                     (double)k * in->step_us / 1e3;
+        if (!(ms > GOSSIP_ADAPT_NEED_TTL_MIN_MS))
+                return GOSSIP_ADAPT_NEED_TTL_MIN_MS;
+        return ms < 1e12 ? (uint64_t)ms : (uint64_t)1e12;
+}
+
+uint32_t gossip_adapt_agree(const struct gossip_adapt_in *in, uint32_t own_k,
+                            const struct gossip_adapt_need *needs, size_t n,
+                            uint64_t now_ms, uint64_t ttl_ms)
+{
+        uint32_t k0 = in->k0 ? in->k0 : 1;
+        uint32_t top = k0 * GOSSIP_ADAPT_K_FACTOR_MAX, k = own_k;
+
+        for (size_t i = 0; i < n; i++) {
+                uint32_t want = k0;
+
+                if (needs[i].k == 0 || (now_ms > needs[i].heard_ms &&
+                                        now_ms - needs[i].heard_ms > ttl_ms))
+                        continue;
+                while (want < needs[i].k && want < top)
+                        want *= 2;
+                k = want > k ? want : k;
+        }
+        return k;
+}
+
 const char *gossip_adapt_say(const struct gossip_adapt_choice *c, char *buf,
                              size_t len)
 {

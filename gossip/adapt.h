@@ -91,6 +91,46 @@ int gossip_adapt_choose(const struct gossip_adapt_in *in,
 int gossip_adapt_skip(const struct gossip_adapt_in *in,
                       const struct gossip_adapt_choice *cur, uint64_t queued);
 
+/* ---- One period for all: the largest need heard ------------------------
+ *
+ * Each adapting node tells, in every PARAMS frame, the period its own
+ * link needs (its choice above: protocol.md key 16); the period in force
+ * is the largest of its own need and every need heard *directly* from a
+ * partner within a time to live. Nothing is relayed, so a need dies when
+ * its origin stops repeating it (its link recovered, or it left) and the
+ * period comes down again; the rotation makes every member a partner of
+ * every other within n - 1 rounds, so every need is heard. A need is
+ * what a node's link asks for, not the period in force, so two nodes do
+ * not hold each other's period up by echoing it. Why: nodes that chose
+ * different periods refused each other's slices as too old (a node at
+ * K = 16 among partners at 32 refused 43 of 66; benchmarks.md 5.6, 5.8).
+ */
+enum {
+        /* a need lives this many of the cluster's rounds of all members
+         * (n * K steps), and at least GOSSIP_ADAPT_NEED_TTL_MIN_MS */
+        GOSSIP_ADAPT_NEED_TTL_ROUNDS = 4,
+        GOSSIP_ADAPT_NEED_TTL_MIN_MS = 3000,
+};
+
+/* A partner's need as last heard. k == 0: none. */
+struct gossip_adapt_need {
+        uint32_t k;
+        uint64_t heard_ms;
+};
+
+/* How long a need lives with `alive` members at period k and our step
+ * time in->step_us (unknown: the minimum). */
+uint64_t gossip_adapt_need_ttl_ms(const struct gossip_adapt_in *in,
+                                  size_t alive, uint32_t k);
+
+/* The period in force: the largest of own_k and the needs[0..n) heard
+ * within ttl_ms before now_ms (a need from the future counts as heard
+ * now). A need is rounded up to K0 * 2^j, so that round ends nest, and
+ * capped at K0 * GOSSIP_ADAPT_K_FACTOR_MAX like our own. */
+uint32_t gossip_adapt_agree(const struct gossip_adapt_in *in, uint32_t own_k,
+                            const struct gossip_adapt_need *needs, size_t n,
+                            uint64_t now_ms, uint64_t ttl_ms);
+
 /* "fp16 every 1 step" for logs; returns buf. */
 const char *gossip_adapt_say(const struct gossip_adapt_choice *c, char *buf,
                              size_t len);

@@ -268,14 +268,16 @@ static void deliver_app(struct gossip *g, struct swim_member *from,
                         const struct gossip_msg *m)
 {
         struct gossip_member_info mi;
-        struct gossip_app a = {app_kind(m->kind), m->step, 0, NULL, 0};
+        struct gossip_app a = {app_kind(m->kind), m->step, 0, 0, NULL, 0};
 
         if (GOSSIP_WIRE_IS_TENSOR(m->kind)) {
                 a.payload = m->u.tensor.payload;
                 a.len = m->u.tensor.payload_len;
                 a.step = m->u.tensor.step;
-                if (m->kind == GOSSIP_MSG_PARAMS)
+                if (m->kind == GOSSIP_MSG_PARAMS) {
                         a.period = m->u.tensor.period;
+                        a.need = m->u.tensor.need;
+                }
         } else if (m->kind == GOSSIP_MSG_STATE) {
                 a.payload = m->u.state.data;
                 a.len = m->u.state.len;
@@ -564,7 +566,7 @@ void gossip_stats_get(const struct gossip *g, struct gossip_stats *out)
 }
 
 static int send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
-                    int kind, uint64_t step, uint32_t period,
+                    int kind, uint64_t step, uint32_t period, uint32_t need,
                     const void *payload, size_t len)
 {
         struct gossip_msg m = {0};
@@ -590,8 +592,10 @@ static int send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
                     kind == GOSSIP_APP_SAMPLES ? len : len / sizeof(float);
                 m.u.tensor.payload = payload;
                 m.u.tensor.payload_len = len;
-                if (kind == GOSSIP_APP_PARAMS)
+                if (kind == GOSSIP_APP_PARAMS) {
                         m.u.tensor.period = period;
+                        m.u.tensor.need = need;
+                }
                 break;
         case GOSSIP_APP_STATE_REQ:
                 m.kind = GOSSIP_MSG_STATE_REQ;
@@ -618,12 +622,13 @@ static int send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
 int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
                     int kind, uint64_t step, const void *payload, size_t len)
 {
-        return send_app(g, key, kind, step, 0, payload, len);
+        return send_app(g, key, kind, step, 0, 0, payload, len);
 }
 
 int gossip_send_params(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
-                       uint64_t step, uint32_t period, const void *payload,
-                       size_t len)
+                       uint64_t step, uint32_t period, uint32_t need,
+                       const void *payload, size_t len)
 {
-        return send_app(g, key, GOSSIP_APP_PARAMS, step, period, payload, len);
+        return send_app(g, key, GOSSIP_APP_PARAMS, step, period, need, payload,
+                        len);
 }

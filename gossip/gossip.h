@@ -65,6 +65,9 @@ struct gossip_app {
          * was made under (docs/protocol.md 3.1, key 15); 0 = not told (an
          * older sender) and for every other kind */
         uint32_t period;
+        /* PARAMS: the period the sender's own link needs (key 16); 0 =
+         * not told, and for every other kind */
+        uint32_t need;
         const void *payload; /* borrowed for the duration of the call */
         size_t len;
 };
@@ -251,10 +254,11 @@ int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
                     int kind, uint64_t step, const void *payload, size_t len);
 
 /* gossip_send_app() of a PARAMS slice that also tells the receiver the
- * averaging period it was made under (period >= 1; 0: not told). */
+ * averaging period it was made under and the period our own link needs
+ * (each >= 1; 0: not told). */
 int gossip_send_params(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
-                       uint64_t step, uint32_t period, const void *payload,
-                       size_t len);
+                       uint64_t step, uint32_t period, uint32_t need,
+                       const void *payload, size_t len);
 
 /* "alive", "suspect", "dead", "left" (or "?"). */
 const char *gossip_state_name(int state);

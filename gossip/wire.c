@@ -86,6 +86,7 @@ enum {
         K_REQ_SEQ = 13,
         K_STOP = 14,   /* LEAVE: why (gossip/stop.h), optional */
         K_PERIOD = 15, /* PARAMS: the sender's averaging period, optional */
+        K_NEED = 16,   /* PARAMS: the period the sender's link needs, opt. */
         K_COUNT
 };
 #define BIT(k) (1u << (k))
@@ -131,8 +132,9 @@ static const struct kind_info kinds[GOSSIP_MSG_KIND_COUNT] = {
     [GOSSIP_MSG_STATE_REQ] = {0, 0, 0, 0},
     [GOSSIP_MSG_STATE] = {BIT(K_STEP) | BIT(K_REQ_SEQ) | BIT(K_PAYLOAD),
                           BIT(K_STEP) | BIT(K_PAYLOAD), 3, 1},
-    /* period: written if set */
-    [GOSSIP_MSG_PARAMS] = {TENSOR_KEYS | BIT(K_PERIOD), TENSOR_KEYS, 6, 1},
+    /* period, need: written if set */
+    [GOSSIP_MSG_PARAMS] = {TENSOR_KEYS | BIT(K_PERIOD) | BIT(K_NEED),
+                           TENSOR_KEYS, 6, 1},
     [GOSSIP_MSG_SAMPLES] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
 };
 
@@ -332,8 +334,9 @@ static uint32_t fields_count(const struct gossip_msg *m)
 {
         if (m->kind == GOSSIP_MSG_LEAVE)
                 return m->u.leave.reason != 0;
-        if (m->kind == GOSSIP_MSG_PARAMS && m->u.tensor.period)
-                return kinds[m->kind].n_fields + 1;
+        if (m->kind == GOSSIP_MSG_PARAMS)
+                return kinds[m->kind].n_fields + (m->u.tensor.period != 0) +
+                       (m->u.tensor.need != 0);
         return kinds[m->kind].n_fields;
 }
 
@@ -359,6 +362,8 @@ static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
                 r = pack_tensor(pk, &m->u.tensor);
                 if (!r && m->u.tensor.period)
                         r = pack_kv_u64(pk, K_PERIOD, m->u.tensor.period);
+                if (!r && m->u.tensor.need)
+                        r = pack_kv_u64(pk, K_NEED, m->u.tensor.need);
                 return r;
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_SAMPLES:
@@ -830,6 +835,8 @@ static int get_field(int key, const msgpack_object *v, struct gossip_msg *m)
                 return get_stop(v, &m->u.leave);
         case K_PERIOD:
                 return get_u32(v, &t->period) || t->period == 0 ? -1 : 0;
+        case K_NEED:
+                return get_u32(v, &t->need) || t->need == 0 ? -1 : 0;
         }
         return -1;
 }

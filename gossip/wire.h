@@ -149,6 +149,10 @@ struct gossip_tensor {
          * sender's round of this slice was made under, >= 1; 0 = not
          * told (an older sender). Other kinds never write or read it. */
         uint32_t period;
+        /* PARAMS only (key 16, optional): the period the sender's own
+         * link needs (gossip/adapt.h, one period for all), >= 1; 0 = not
+         * told (an older sender, or one that does not adapt). */
+        uint32_t need;
 };
 
 /* STATE. */

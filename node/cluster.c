@@ -191,8 +191,8 @@ static void on_app(void *ctx, const struct gossip_member_info *from,
                 node_cluster__on_gradient(c, from, step, payload, len);
                 break;
         case GOSSIP_APP_PARAMS:
-                node_cluster__on_params(c, from, step, msg->period, payload,
-                                        len);
+                node_cluster__on_params(c, from, step, msg->period, msg->need,
+                                        payload, len);
                 break;
         case GOSSIP_APP_STATE_REQ:
                 node_cluster__on_state_req(c, from);

@@ -124,6 +124,7 @@ int node_cluster__exchange_open(struct node_cluster *c, char *err,
         gossip_adapt_init(&(struct gossip_adapt_in){.k0 = hc.plan.avg_every,
                                                     .codec = c->penc.cfg.id},
                           &c->adapt);
+        c->k_force = c->adapt.k;
         hc.avg_weight = c->o->avg_weight;
         hc.robust = c->o->robust;
         hc.wake_loop = wake_loop;
@@ -166,6 +167,7 @@ struct node_cluster_peer_grads *node_cluster__peer_grads(struct node_cluster *c,
         if (c->npg == NODE_CLUSTER_PEER_STATS)
                 return NULL;
         memset(&c->pg[c->npg], 0, sizeof(c->pg[0]));
+        memset(&c->needs[c->npg], 0, sizeof(c->needs[0]));
         memcpy(c->pg[c->npg].key, key, GOSSIP_KEY_BYTES);
         return &c->pg[c->npg++];
 }
@@ -248,9 +250,10 @@ static struct gossip_adapt_in adapt_in(struct node_cluster *c)
         return in;
 }
 
-/* Every 250 ms at most: re-choose the slice codec and K from the link
- * (gossip/adapt.h); a new K goes to the box, which the trainer takes at a
- * round end both agree on. */
+/* Every 250 ms at most: re-choose the slice codec and the K our link
+ * needs (gossip/adapt.h), then the K in force, the largest need heard
+ * (one period for all); a new K goes to the box, which the trainer takes
+ * at a round end both agree on. */
 static void adapt(struct node_cluster *c)
 {
         uint64_t now = node_net_now_ms(c->net);
@@ -258,23 +261,54 @@ static void adapt(struct node_cluster *c)
         struct gossip_adapt_in in = adapt_in(c);
         struct gossip_adapt_choice next;
         char was[64], now_s[64];
+        uint32_t k;
 
         if (!c->o->adapt || !p->avg_every || now < c->adapt_at_ms + 250)
                 return;
         c->adapt_at_ms = now;
         in.goodput_Bps = uplink_Bps(c);
         in.step_us = node_handoff_step_us(c->h);
-        if (!gossip_adapt_choose(&in, &c->adapt, &next))
+        if (gossip_adapt_choose(&in, &c->adapt, &next)) {
+                node_log(NODE_LOG_INFO,
+                         "adapting to the link: %s (was %s; uplink ~%.1f "
+                         "Mbit/s, %.1f ms per step)",
+                         gossip_adapt_say(&next, now_s, sizeof(now_s)),
+                         gossip_adapt_say(&c->adapt, was, sizeof(was)),
+                         in.goodput_Bps * 8 / 1e6, in.step_us / 1000);
+                c->adapt = next;
+                c->adapt_changes++;
+        }
+        k = gossip_adapt_agree(
+            &in, c->adapt.k, c->needs, c->npg, now,
+            gossip_adapt_need_ttl_ms(&in, c->npg + 1, c->k_force));
+        if (k == c->k_force)
                 return;
-        node_log(NODE_LOG_INFO,
-                 "adapting to the link: %s (was %s; uplink ~%.1f Mbit/s, "
-                 "%.1f ms per step)",
-                 gossip_adapt_say(&next, now_s, sizeof(now_s)),
-                 gossip_adapt_say(&c->adapt, was, sizeof(was)),
-                 in.goodput_Bps * 8 / 1e6, in.step_us / 1000);
-        c->adapt = next;
-        c->adapt_changes++;
-        node_handoff_set_k(c->h, next.k);
+        if (k != c->adapt.k)
+                node_log(NODE_LOG_INFO,
+                         "averaging every %u steps, as a partner's link "
+                         "needs (ours needs %u)",
+                         k, c->adapt.k);
+        else if (c->k_force != c->adapt.k)
+                node_log(NODE_LOG_INFO,
+                         "averaging every %u steps, as our link needs (no "
+                         "partner needs more now)",
+                         k);
+        c->k_force = k;
+        node_handoff_set_k(c->h, k);
+}
+
+/* A partner's need, from its PARAMS (one period for all). */
+static void hear_need(struct node_cluster *c, const uint8_t *key, uint32_t need)
+{
+        struct node_cluster_peer_grads *pg;
+
+        if (!c->o->adapt || !need)
+                return;
+        pg = node_cluster__peer_grads(c, key);
+        if (!pg)
+                return;
+        c->needs[pg - c->pg].k = need;
+        c->needs[pg - c->pg].heard_ms = node_net_now_ms(c->net);
 }
 
 /* Bytes accepted by the transport and not yet handed to the kernel, over
@@ -318,15 +352,16 @@ static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
                 c->params_skipped_link++;
                 return;
         }
-        rc =
-            gossip_codec_encode_part(enc, part, node_handoff_slot(c->h, slot),
-                                     count, step, c->params_buf, c->params_cap,
-                                     &len);
+        rc = gossip_codec_encode_part(enc, part, node_handoff_slot(c->h, slot),
+                                      count, step, c->params_buf, c->params_cap,
+                                      &len);
         node_handoff_slot_done(c->h, slot);
         if (rc == 0)
                 rc = node_cluster__partner(c, step, key);
         if (rc == 0)
-                rc = gossip_send_params(c->g, key, step, k, c->params_buf, len);
+                rc = gossip_send_params(c->g, key, step, k,
+                                        c->o->adapt ? c->adapt.k : 0,
+                                        c->params_buf, len);
         if (rc == 0)
                 c->params_sent++;
         node_log(NODE_LOG_DEBUG, "parameters of step %llu sent: %s",
@@ -458,8 +493,8 @@ void node_cluster__on_gradient(struct node_cluster *c,
 
 void node_cluster__on_params(struct node_cluster *c,
                              const struct gossip_member_info *from,
-                             uint64_t step, uint32_t period, const void *p,
-                             size_t len)
+                             uint64_t step, uint32_t period, uint32_t need,
+                             const void *p, size_t len)
 {
         struct gossip_codec_info info = {0};
         size_t cap = node_handoff_slice_cap(c->h);
@@ -467,6 +502,7 @@ void node_cluster__on_params(struct node_cluster *c,
 
         if (!from_partner(c, from, step))
                 return;
+        hear_need(c, from->key, need);
         /* decoded outside the lock into the loop's spare slice, which the
          * box then swaps into its inbox: the trainer never waits for a
          * decode or a copy */

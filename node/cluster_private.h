@@ -66,6 +66,11 @@ struct node_cluster {
          */
         struct gossip_adapt_choice adapt;
         uint64_t adapt_at_ms, adapt_changes;
+        /* one period for all (gossip_adapt_agree): the K in force, the
+         * largest of our own need (adapt.k) and the needs partners told
+         * us, needs[i] being pg[i]'s */
+        uint32_t k_force;
+        struct gossip_adapt_need needs[NODE_CLUSTER_PEER_STATS];
         uint8_t *grad_buf, *params_buf; /* encoded payloads */
         size_t grad_cap, params_cap;
         float *scratch; /* a received gradient, decoded */
@@ -113,8 +118,8 @@ void node_cluster__on_gradient(struct node_cluster *c,
 /* period: the K the sender made the slice under (0: not told) */
 void node_cluster__on_params(struct node_cluster *c,
                              const struct gossip_member_info *from,
-                             uint64_t step, uint32_t period, const void *p,
-                             size_t len);
+                             uint64_t step, uint32_t period, uint32_t need,
+                             const void *p, size_t len);
 /* --shuffle-samples: a SAMPLES payload into the reservoir (refused and
  * counted when we have no shuffle or it does not fit our data). */
 void node_cluster__on_samples(struct node_cluster *c,

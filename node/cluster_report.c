@@ -214,8 +214,11 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         node_ctl_pack_str(pk, "node");
         msgpack_pack_map(pk, 22);
         node_ctl_pack_kstr(pk, "name", c->name);
-        node_ctl_pack_kstr(pk, "sending",
-                           gossip_adapt_say(&c->adapt, say, sizeof(say)));
+        node_ctl_pack_kstr(
+            pk, "sending",
+            gossip_adapt_say(
+                &(struct gossip_adapt_choice){c->adapt.codec, c->k_force}, say,
+                sizeof(say)));
         node_ctl_pack_ku64(pk, "avg_every", hs.avg_every);
         node_ctl_pack_kstr(pk, "key", k);
         node_ctl_pack_kdbl(pk, "uptime_s",
@@ -413,10 +416,14 @@ void node_cluster__log_summary(struct node_cluster *c)
 
                 node_log(
                     NODE_LOG_INFO,
-                    "adaptation: %llu changes, ending with %s; "
-                    "exchange %s",
+                    "adaptation: %llu changes, ending with %s (our link "
+                    "needs every %u); exchange %s",
                     (unsigned long long)c->adapt_changes,
-                    gossip_adapt_say(&c->adapt, say, sizeof(say)),
+                    gossip_adapt_say(
+                        &(struct gossip_adapt_choice){c->adapt.codec,
+                                                      c->k_force},
+                        say, sizeof(say)),
+                    c->adapt.k,
                     gossip_plan_health_say(&hs.exchange, why, sizeof(why)));
         }
         if (hs.waits)

@@ -2,7 +2,9 @@
  * test_adapt.c - the slice codec and averaging period chosen from the
  * measured link (gossip/adapt.c): what each link gets, with the figures
  * derived from the rule in adapt.h; cheaper as the link shrinks, richer as
- * it grows, never flapping at a threshold, nothing without a measurement.
+ * it grows, never flapping at a threshold, nothing without a measurement;
+ * and the one period all adapting nodes agree on (the largest live need),
+ * which comes down when the need that raised it expires.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -188,6 +190,93 @@ static void test_skip(void **state)
         assert_true(gossip_adapt_skip(&in, &cur, 1));
 }
 
+/* gossip_adapt_agree: the largest live need, rounded to K0 * 2^j and
+ * capped; an expired one no longer counts; the time to live. */
+static void test_agree(void **state)
+{
+        struct gossip_adapt_in in = mlp(0);
+        struct gossip_adapt_need nd[3] = {{32, 1000}, {8, 1000}, {0, 1400}};
+
+        (void)state;
+        assert_int_equal(gossip_adapt_agree(&in, 16, nd, 3, 1500, 3000), 32);
+        assert_int_equal(gossip_adapt_agree(&in, 64, nd, 3, 1500, 3000), 64);
+        assert_int_equal(gossip_adapt_agree(&in, 16, nd, 0, 1500, 3000), 16);
+        /* 4000 ms after it was heard, past a 3000 ms life */
+        assert_int_equal(gossip_adapt_agree(&in, 16, nd, 3, 5000, 3000), 16);
+        assert_int_equal(gossip_adapt_agree(&in, 16, nd, 3, 4000, 3000), 32);
+        /* heard "after" now (the caller's clock only moves on): counts */
+        nd[0].heard_ms = 9000;
+        assert_int_equal(gossip_adapt_agree(&in, 1, nd, 1, 5000, 3000), 32);
+        /* rounded up to K0 * 2^j, capped at 64 * K0 */
+        nd[0].k = 20;
+        assert_int_equal(gossip_adapt_agree(&in, 1, nd, 1, 9000, 3000), 32);
+        nd[0].k = 1000;
+        assert_int_equal(gossip_adapt_agree(&in, 1, nd, 1, 9000, 3000), 64);
+        nd[0].k = UINT32_MAX;
+        assert_int_equal(gossip_adapt_agree(&in, 1, nd, 1, 9000, 3000), 64);
+        in.k0 = 2;
+        nd[0].k = 3;
+        assert_int_equal(gossip_adapt_agree(&in, 2, nd, 1, 9000, 3000), 4);
+        nd[0].k = 1;
+        assert_int_equal(gossip_adapt_agree(&in, 2, nd, 1, 9000, 3000), 2);
+        nd[0].k = 1000;
+        assert_int_equal(gossip_adapt_agree(&in, 2, nd, 1, 9000, 3000), 128);
+        /* life: 4 rounds of all members at K, at least 3 s */
+        in = mlp(0);
+        assert_int_equal(gossip_adapt_need_ttl_ms(&in, 4, 64), 5120);
+        assert_int_equal(gossip_adapt_need_ttl_ms(&in, 4, 1), 3000);
+        in.step_us = 0;
+        assert_int_equal(gossip_adapt_need_ttl_ms(&in, 4, 64), 3000);
+}
+
+/* Four adapting nodes in virtual time, each hearing one partner's need
+ * per round (the rotation: node i hears i + r mod 4 at round r, r = 1..3
+ * in turn), 320 ms per round (K = 64 at 5 ms steps). Node 3's link needs
+ * 64 until 20 s, then 4; the others need 4, 8 and 16. Every node is at
+ * 64 once it has heard node 3 (within 3 rounds), stays there while node
+ * 3 needs it, and every node is back at the largest live need (16) once
+ * node 3's need has expired: no node holds another's period up. */
+static void test_agree_in_time(void **state)
+{
+        enum { N = 4, ROUND_MS = 320 };
+        struct gossip_adapt_in in = mlp(0);
+        struct gossip_adapt_need heard[N][N] = {{{0, 0}}};
+        uint32_t force[N] = {0}, own[N] = {4, 8, 16, 64};
+        uint64_t first64[N] = {0}, back[N] = {0};
+
+        (void)state;
+        for (uint64_t r = 0; r < 200; r++) {
+                uint64_t now = r * ROUND_MS;
+
+                own[3] = now < 20000 ? 64 : 4;
+                for (int i = 0; i < N; i++) {
+                        int j = (int)((i + 1 + r % (N - 1)) % N);
+                        uint64_t ttl;
+
+                        /* j's PARAMS to i carries j's own need */
+                        heard[i][j].k = own[j];
+                        heard[i][j].heard_ms = now;
+                        ttl = gossip_adapt_need_ttl_ms(&in, N, force[i]);
+                        force[i] = gossip_adapt_agree(&in, own[i], heard[i], N,
+                                                      now, ttl);
+                        if (force[i] == 64 && !first64[i])
+                                first64[i] = now + 1;
+                        if (now < 20000 && now >= 3 * ROUND_MS)
+                                assert_int_equal(force[i], 64);
+                        if (now >= 20000 && force[i] == 16 && !back[i])
+                                back[i] = now;
+                        if (back[i])
+                                assert_int_equal(force[i], 16);
+                }
+        }
+        for (int i = 0; i < N; i++) {
+                assert_true(first64[i] && first64[i] <= 3 * ROUND_MS + 1);
+                /* node 3's last 64 was heard before 20 s; its life is 4
+                 * rounds of 4 members at 64 (5.12 s), plus a round */
+                assert_true(back[i] && back[i] <= 20000 + 5120 + ROUND_MS);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -197,6 +286,8 @@ int main(void)
             cmocka_unit_test(test_hysteresis),
             cmocka_unit_test(test_unknown_and_config),
             cmocka_unit_test(test_skip),
+            cmocka_unit_test(test_agree),
+            cmocka_unit_test(test_agree_in_time),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

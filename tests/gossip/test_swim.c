@@ -796,7 +796,7 @@ static uint64_t cap_now(void *ctx)
 struct got {
         int kind;
         uint64_t step;
-        uint32_t period;
+        uint32_t period, need;
         uint8_t data[64];
         size_t len;
         uint8_t from[GOSSIP_KEY_BYTES];
@@ -811,6 +811,7 @@ static void on_app(void *ctx, const struct gossip_member_info *from,
         g->kind = msg->kind;
         g->step = msg->step;
         g->period = msg->period;
+        g->need = msg->need;
         g->len = msg->len < sizeof(g->data) ? msg->len : sizeof(g->data);
         if (g->len) /* a STATE_REQ has no payload (may be NULL) */
                 memcpy(g->data, msg->payload, g->len);
@@ -1100,10 +1101,11 @@ static void test_facade_app_and_rejects(void **state)
             gossip_send_app(a, pk[2], GOSSIP_APP_GRADIENT, 1, payload, 4),
             GOSSIP_ENOPEER);
 
-        /* PARAMS tell the averaging period they were made under; the
-         * other kinds never carry one */
+        /* PARAMS tell the averaging period they were made under and the
+         * one the sender's link needs; the other kinds never carry them */
         assert_int_equal(
-            gossip_send_params(a, pk[1], 48, 16, payload, sizeof(payload)), 0);
+            gossip_send_params(a, pk[1], 48, 16, 32, payload, sizeof(payload)),
+            0);
         assert_int_equal(gossip_on_message(b, &peers[0].addr, xa.buf, xa.len,
                                            GOSSIP_CH_STREAM),
                          0);
@@ -1111,6 +1113,7 @@ static void test_facade_app_and_rejects(void **state)
         assert_int_equal(got.kind, GOSSIP_APP_PARAMS);
         assert_int_equal(got.step, 48);
         assert_int_equal(got.period, 16);
+        assert_int_equal(got.need, 32);
         assert_memory_equal(got.data, payload, sizeof(payload));
         assert_int_equal(
             gossip_send_app(a, pk[1], GOSSIP_APP_PARAMS, 64, payload, 4), 0);
@@ -1119,6 +1122,7 @@ static void test_facade_app_and_rejects(void **state)
                          0);
         assert_int_equal(got.n, 3);
         assert_int_equal(got.period, 0);
+        assert_int_equal(got.need, 0);
 
         /* STATE names the STATE_REQ it answers (req_seq = its seq). */
         assert_int_equal(

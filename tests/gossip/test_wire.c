@@ -1089,30 +1089,47 @@ static void test_params_period(void **state)
                 size_t n;
                 const uint8_t *body;
                 int err;
-                uint32_t period;
+                uint32_t period, need;
         } cases[] = {
 #define TENSOR6                                                                \
         0x07, 0x2a, 0x08, 0x00, 0x09, 0x00, 0x0a, 0x01, 0x0b, 0x01, 0x0c,      \
             0xc4, 0x04, 0x01, 0x02, 0x03, 0x04
-            {"v1 PARAMS, no period", GOSSIP_MSG_PARAMS, B(0x86, TENSOR6), 0, 0},
+            {"v1 PARAMS, no period", GOSSIP_MSG_PARAMS, B(0x86, TENSOR6), 0, 0,
+             0},
             {"period 64", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x0f, 0x40), 0,
-             64},
+             64, 0},
             {"period 2^32-1", GOSSIP_MSG_PARAMS,
              B(0x87, TENSOR6, 0x0f, 0xce, 0xff, 0xff, 0xff, 0xff), 0,
-             UINT32_MAX},
+             UINT32_MAX, 0},
             {"period 0", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x0f, 0x00),
-             GOSSIP_EDECODE, 0},
+             GOSSIP_EDECODE, 0, 0},
             {"period 2^32", GOSSIP_MSG_PARAMS,
              B(0x87, TENSOR6, 0x0f, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0),
-             GOSSIP_EDECODE, 0},
+             GOSSIP_EDECODE, 0, 0},
             {"period -1", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x0f, 0xff),
-             GOSSIP_EDECODE, 0},
+             GOSSIP_EDECODE, 0, 0},
             {"period a string", GOSSIP_MSG_PARAMS,
-             B(0x87, TENSOR6, 0x0f, 0xa1, '8'), GOSSIP_EDECODE, 0},
+             B(0x87, TENSOR6, 0x0f, 0xa1, '8'), GOSSIP_EDECODE, 0, 0},
             {"period twice", GOSSIP_MSG_PARAMS,
-             B(0x88, TENSOR6, 0x0f, 0x08, 0x0f, 0x08), GOSSIP_EDECODE, 0},
+             B(0x88, TENSOR6, 0x0f, 0x08, 0x0f, 0x08), GOSSIP_EDECODE, 0, 0},
             {"GRADIENT ignores it", GOSSIP_MSG_GRADIENT,
-             B(0x87, TENSOR6, 0x0f, 0x00), 0, 0},
+             B(0x87, TENSOR6, 0x0f, 0x00), 0, 0, 0},
+            /* key 16, need: the same rules */
+            {"need 32", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x10, 0x20), 0, 0,
+             32},
+            {"period 16 and need 64", GOSSIP_MSG_PARAMS,
+             B(0x88, TENSOR6, 0x0f, 0x10, 0x10, 0x40), 0, 16, 64},
+            {"need 0", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x10, 0x00),
+             GOSSIP_EDECODE, 0, 0},
+            {"need 2^32", GOSSIP_MSG_PARAMS,
+             B(0x87, TENSOR6, 0x10, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0),
+             GOSSIP_EDECODE, 0, 0},
+            {"need twice", GOSSIP_MSG_PARAMS,
+             B(0x88, TENSOR6, 0x10, 0x08, 0x10, 0x08), GOSSIP_EDECODE, 0, 0},
+            {"need a string", GOSSIP_MSG_PARAMS,
+             B(0x87, TENSOR6, 0x10, 0xa1, '8'), GOSSIP_EDECODE, 0, 0},
+            {"SAMPLES ignores it", GOSSIP_MSG_SAMPLES,
+             B(0x87, TENSOR6, 0x10, 0x00), 0, 0, 0},
 #undef TENSOR6
         };
 
@@ -1126,6 +1143,9 @@ static void test_params_period(void **state)
                 if (rc == 0 && got.u.tensor.period != cases[i].period)
                         fail_msg("%s: period %u, want %u", cases[i].name,
                                  got.u.tensor.period, cases[i].period);
+                if (rc == 0 && got.u.tensor.need != cases[i].need)
+                        fail_msg("%s: need %u, want %u", cases[i].name,
+                                 got.u.tensor.need, cases[i].need);
         }
         /* the encoder: no period, v1's six fields; with one, seven, and
          * the value round-trips */
@@ -1141,15 +1161,27 @@ static void test_params_period(void **state)
         assert_int_equal(len, plain + 4); /* 0x0f, 0xcd, 0x10, 0x00 */
         assert_int_equal(decode(f, f->buf, len, m.channel, &got), 0);
         assert_int_equal(got.u.tensor.period, 4096);
+        assert_int_equal(got.u.tensor.need, 0);
         assert_msg_equal(&m, &got, 0);
-        /* a GRADIENT never writes it */
+        /* with a need too, eight fields, both round-trip */
+        m.u.tensor.need = 64;
+        m.seq++;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44], 0x88);
+        assert_int_equal(len, plain + 6); /* + 0x10, 0x40 */
+        assert_int_equal(decode(f, f->buf, len, m.channel, &got), 0);
+        assert_int_equal(got.u.tensor.period, 4096);
+        assert_int_equal(got.u.tensor.need, 64);
+        /* a GRADIENT never writes them */
         make_msg(f, GOSSIP_MSG_GRADIENT, &m, 0);
         m.u.tensor.period = 4096;
-        m.seq += 2;
+        m.u.tensor.need = 64;
+        m.seq += 3;
         len = encode(&m, sk_a, f->buf, sizeof(f->buf));
         assert_int_equal(f->buf[44], 0x86);
         assert_int_equal(decode(f, f->buf, len, m.channel, &got), 0);
         assert_int_equal(got.u.tensor.period, 0);
+        assert_int_equal(got.u.tensor.need, 0);
 }
 #undef B
 static void test_encode_rejects_bad_messages(void **state)
