@@ -492,8 +492,9 @@ static void enc_fp16(uint8_t *p, float *res, const float *x, size_t count)
 /* A uniform variate on the grid k·2^-16 in [0, 1) for element i of the
  * stream `seed`: a counter-based hash (lowbias32), so the stream needs no
  * state and the loop over a block still vectorises. 16 bits, so that
- * x/scale + u (|x/scale| < 128, ulp <= 2^-17) is exact below 128: an
- * integer x/scale, 0 above all, is never pushed over the next integer. */
+ * n + u is exact for an integer |n| < 128: an integer x/scale, 0 above
+ * all, is never rounded up to the next one. Otherwise x/scale + u rounds
+ * by at most half an ulp (2^-18 below 128), the only bias left. */
 static inline float dither_u(uint32_t seed, uint32_t i)
 {
         uint32_t z = seed + i * 0x9e3779b9u;

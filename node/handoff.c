@@ -263,8 +263,7 @@ static double median(const double *x, size_t n)
  * steps make that K fit, and the choice flipped between K and 2K every
  * 250 ms (lab, 100 Mbit/s: 27 changes in one run; docs/design.md). A
  * median, not a mean: a step with an evaluation (20 times as long, every
- * 50 steps in the benches) moved a 16-step mean by a quarter and kept
- * the choice flipping. */
+ * 50 steps in the benches) moves a 16-step mean by a quarter. */
 static void note_step(struct node_handoff *h, uint64_t step, uint64_t now)
 {
         if (step == h->step_seen)

@@ -87,6 +87,31 @@ static void parse(struct node_options *o, const char *fill, const char *shard)
                          0);
 }
 
+/* A box for t with this test in the loop's place and one peer alive:
+ * averaging every step, one round of slack, the whole model as the
+ * slice, `fill` extra batches per wait of wait_ms, gradients if grads. */
+static void attach_box(struct seen *s, struct node_trainer *t, uint32_t fill,
+                       uint32_t wait_ms, int grads)
+{
+        struct node_handoff_cfg hc = {0};
+
+        s->n = nn_model_nparams(node_trainer_model(t));
+        hc.plan.nparams = s->n;
+        hc.plan.avg_every = 1;
+        hc.plan.avg_lag = 1;
+        hc.plan.parts = 1;
+        hc.plan.staleness = 16;
+        hc.plan.fill_batches = fill;
+        hc.plan.wait_ms = wait_ms;
+        hc.plan.grads = grads;
+        hc.avg_weight = 0.5f;
+        hc.wake_loop = take;
+        hc.ctx = s;
+        assert_int_equal(node_handoff_create(&s->h, &hc), 0);
+        node_handoff_set_members(s->h, 2, UINT64_MAX);
+        node_trainer_attach(t, s->h);
+}
+
 /* g += w * (gradient of the model at its parameters over n samples) */
 static void add_grad(struct nn_model *m, struct nn_batcher *b, float *x,
                      uint8_t *y, int n, float *acc, size_t np)
@@ -105,7 +130,6 @@ static void test_fill_gradient(void **state)
         struct node_options o;
         struct node_trainer *t = NULL;
         struct node_train_stats st;
-        struct node_handoff_cfg hc = {0};
         struct node_handoff_stats hs;
         struct seen s = {0};
         struct nn_dataset all = {0}, shard = {0}; /* shard: a view */
@@ -121,23 +145,8 @@ static void test_fill_gradient(void **state)
         parse(&o, "2", "0/100");
         assert_int_equal(
             node_trainer_create(&o, NULL, NULL, &t, err, sizeof(err)), 0);
-        s.n = nn_model_nparams(node_trainer_model(t));
-        /* averaging every step, one round of slack, the whole model as the
-         * slice; gradients posted too, so the test sees the folded one */
-        hc.plan.nparams = s.n;
-        hc.plan.avg_every = 1;
-        hc.plan.avg_lag = 1;
-        hc.plan.parts = 1;
-        hc.plan.staleness = 16;
-        hc.plan.fill_batches = 2;
-        hc.plan.wait_ms = 1;
-        hc.plan.grads = 1;
-        hc.avg_weight = 0.5f;
-        hc.wake_loop = take;
-        hc.ctx = &s;
-        assert_int_equal(node_handoff_create(&s.h, &hc), 0);
-        node_handoff_set_members(s.h, 2, UINT64_MAX);
-        node_trainer_attach(t, s.h);
+        /* gradients posted too, so the test sees the folded one */
+        attach_box(&s, t, 2, 1, 1);
         assert_int_equal(node_trainer_run(t), 0);
         node_trainer_stats(t, &st);
         node_handoff_stats(s.h, &hs);
@@ -243,7 +252,6 @@ static void test_step_time(void **state)
         struct node_options o;
         struct node_trainer *t = NULL;
         struct node_train_stats st;
-        struct node_handoff_cfg hc = {0};
         struct node_handoff_stats hs;
         struct seen s = {0};
         char err[512];
@@ -253,19 +261,7 @@ static void test_step_time(void **state)
         parse(&o, "0", "0/200"); /* 300 samples: 15 steps */
         assert_int_equal(
             node_trainer_create(&o, NULL, NULL, &t, err, sizeof(err)), 0);
-        s.n = nn_model_nparams(node_trainer_model(t));
-        hc.plan.nparams = s.n;
-        hc.plan.avg_every = 1;
-        hc.plan.avg_lag = 1;
-        hc.plan.parts = 1;
-        hc.plan.staleness = 16;
-        hc.plan.wait_ms = wait_ms;
-        hc.avg_weight = 0.5f;
-        hc.wake_loop = take;
-        hc.ctx = &s;
-        assert_int_equal(node_handoff_create(&s.h, &hc), 0);
-        node_handoff_set_members(s.h, 2, UINT64_MAX);
-        node_trainer_attach(t, s.h);
+        attach_box(&s, t, 0, wait_ms, 0);
         t0 = now_s();
         assert_int_equal(node_trainer_run(t), 0);
         node_trainer_stats(t, &st);
