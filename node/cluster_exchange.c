@@ -524,6 +524,12 @@ void node_cluster__on_params(struct node_cluster *c,
         }
         node_log(NODE_LOG_DEBUG, "parameters of step %llu arrived",
                  (unsigned long long)step);
-        node_handoff_deliver_params(c->h, from->key, step, period, info.lo,
-                                    info.count);
+        if (node_handoff_deliver_params(c->h, from->key, step, period, info.lo,
+                                        info.count) == GOSSIP_ROBUST_WINDOW)
+                node_log(NODE_LOG_DEBUG,
+                         "parameters of step %llu from %s (period %u) out "
+                         "of the window: we are at step %llu",
+                         (unsigned long long)step,
+                         node_cluster__member_name(from), period,
+                         (unsigned long long)node_handoff_local_step(c->h));
 }
