@@ -26,7 +26,9 @@
  *   make the node flip every second)
  *   unknown goodput (0) or step time: keep the current choice
  *
- * Disagreement between partners is tolerated, not prevented: slices are
+ * Adapting nodes agree on one period, the largest need heard (below:
+ * gossip_adapt_agree). Disagreement is still tolerated while a need is
+ * not heard yet and with peers that do not adapt: slices are
  * self-describing (codec and part in the header), a slice of another codec
  * is decoded, one whose step our ring does not hold is averaged plainly
  * instead of against our copy, and a slice made under a larger period
