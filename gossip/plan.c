@@ -133,6 +133,41 @@ int gossip_plan_join(uint64_t ours, uint64_t furthest)
         return GOSSIP_PLAN_JOIN_FETCH;
 }
 
+void gossip_plan_leads_note(struct gossip_plan_leads *l, uint64_t s,
+                            uint64_t t)
+{
+        int64_t d = s >= t ? (int64_t)(s - t > INT64_MAX ? INT64_MAX : s - t)
+                           : -(int64_t)(t - s > INT64_MAX ? INT64_MAX : t - s);
+
+        l->lead[l->next] = d;
+        l->next = (l->next + 1) % GOSSIP_PLAN_LEADS;
+        if (l->n < GOSSIP_PLAN_LEADS)
+                l->n++;
+}
+
+uint64_t gossip_plan_catch_up(const struct gossip_plan_cfg *c, uint64_t t,
+                              size_t alive, const struct gossip_plan_leads *l)
+{
+        uint64_t window = gossip_plan_window(c, 0), skip;
+        size_t m = alive > 1 ? alive - 1 : 0;
+        int64_t lo = INT64_MAX;
+
+        if (m > GOSSIP_PLAN_LEADS)
+                m = GOSSIP_PLAN_LEADS;
+        if (!m || !gossip_plan_due(c, t) || l->n < m)
+                return 0;
+        for (size_t i = 1; i <= m; i++) {
+                int64_t d = l->lead[(l->next + GOSSIP_PLAN_LEADS - i) %
+                                    GOSSIP_PLAN_LEADS];
+                if (d < lo)
+                        lo = d;
+        }
+        if (lo <= 0 || (uint64_t)lo <= window / 2)
+                return 0;
+        skip = (uint64_t)lo < window ? (uint64_t)lo : window;
+        return skip / c->avg_every * c->avg_every;
+}
+
 int gossip_plan_part_of(const struct gossip_plan_cfg *c, size_t lo,
                         size_t count, uint32_t *part)
 {

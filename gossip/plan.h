@@ -227,6 +227,45 @@ enum gossip_plan_join {
  * step `furthest`. */
 int gossip_plan_join(uint64_t ours, uint64_t furthest);
 
+/* ---- a node that lags: take the cluster's pace ----------------------
+ *
+ * The PARAMS bound holds a node back only until *some* recent slice has
+ * arrived, so the nodes that are ahead feed each other and never wait for
+ * one that is behind. A node that started 190 ms after the others (40
+ * steps of the lab's) stayed 40 steps behind for the whole run; its
+ * slices arrived older than the window and its partners refused up to
+ * 84 of ~180 of them (benchmarks.md 5.9): its shard hardly reached the
+ * consensus. Holding the fast nodes back does not cure it (a
+ * stale-synchronous bound was tried: design.md), and on a slow device it
+ * would make everyone as slow as it.
+ *
+ * The rule: at a step t that ends a round, if each of the last
+ * m = min(alive - 1, GOSSIP_PLAN_LEADS) slices that arrived was ahead of
+ * our step when it arrived (lead = its step - ours) by more than half the
+ * window (gossip_plan_window at our K), we are the one behind: skip
+ * min(lead) steps, rounded down to a multiple of K and at most the
+ * window, keeping our model (as GOSSIP_PLAN_JOIN_ADOPT does at start).
+ * Our next slices are then of the partners' steps and are averaged; the
+ * steps skipped are training this node does not do (it was behind). One
+ * partner ahead is not enough when there are others: the minimum over m
+ * arrivals means every recent partner is ahead. A liar's step moves us
+ * by at most one window per m of its slices. The caller clears the leads
+ * after a skip (they were measured against the old step). */
+enum { GOSSIP_PLAN_LEADS = 8 };
+
+struct gossip_plan_leads {
+        int64_t lead[GOSSIP_PLAN_LEADS]; /* s - t, a ring; newest at next-1 */
+        unsigned n, next;
+};
+
+/* A slice of step s arrived while we were at step t. */
+void gossip_plan_leads_note(struct gossip_plan_leads *l, uint64_t s,
+                            uint64_t t);
+
+/* Steps to skip at step t (0: none), the rule above. */
+uint64_t gossip_plan_catch_up(const struct gossip_plan_cfg *c, uint64_t t,
+                              size_t alive, const struct gossip_plan_leads *l);
+
 /* ---- is the exchange working? ---------------------------------------
  *
  * A node that cannot average must say so instead of training alone while

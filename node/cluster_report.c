@@ -460,4 +460,10 @@ void node_cluster__log_summary(struct node_cluster *c)
             (unsigned long long)hs.params_answered,
             (unsigned long long)hs.params_replaced,
             (unsigned long long)c->states_sent);
+        if (hs.catch_ups)
+                node_log(NODE_LOG_INFO,
+                         "behind every recent partner %llu times: %llu "
+                         "steps skipped to their pace",
+                         (unsigned long long)hs.catch_ups,
+                         (unsigned long long)hs.steps_skipped);
 }

@@ -61,6 +61,9 @@ struct node_handoff {
         int nposted;
         struct in_slice inbox[NODE_HANDOFF_INBOX]; /* oldest first */
         size_t ninbox;
+        /* each slice's step less ours when it arrived (the trainer
+         * catches up when every recent partner is far ahead) */
+        struct gossip_plan_leads leads;
         uint64_t last_in_step;   /* newest slice delivered, */
         uint32_t last_in_period; /* ... and its sender's K (0: not told) */
         struct gossip_merge merge;
@@ -535,6 +538,28 @@ void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                 wake_loop(h);
 }
 
+uint64_t node_handoff_catch_up(struct node_handoff *h, uint64_t step,
+                               uint64_t left)
+{
+        struct gossip_plan_cfg c;
+        uint64_t skip;
+
+        pthread_mutex_lock(&h->mu);
+        c = plan_now(h);
+        skip = gossip_plan_catch_up(&c, step, h->alive, &h->leads);
+        if (skip >= left)
+                skip = 0; /* the run's end is near: finish our steps */
+        if (skip) {
+                /* measured against the step we leave */
+                memset(&h->leads, 0, sizeof(h->leads));
+                h->local_step = step + skip;
+                h->st.catch_ups++;
+                h->st.steps_skipped += skip;
+        }
+        pthread_mutex_unlock(&h->mu);
+        return skip;
+}
+
 void node_handoff_forget_own(struct node_handoff *h)
 {
         pthread_mutex_lock(&h->mu);
@@ -930,6 +955,11 @@ int node_handoff_deliver_params(struct node_handoff *h,
                 period = period_cap(h);
         pthread_mutex_lock(&h->mu);
         h->st.params_received++;
+        /* a step ahead beyond the window says nothing under the robust
+         * merge (it is refused as a lie); one behind always counts */
+        if (!h->cfg.robust || step < h->local_step ||
+            in_window(h, step, period))
+                gossip_plan_leads_note(&h->leads, step, h->local_step);
         if (h->cfg.robust && !in_window(h, step, period)) {
                 /* never let a step of 10^9 satisfy the plan's bound */
                 h->st.params_stale++;

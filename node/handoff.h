@@ -75,6 +75,8 @@ struct node_handoff_stats {
         uint64_t params_answered;        /* not used: answered by a later one */
         uint64_t params_replaced;        /* pushed out of a full inbox */
         uint64_t params_busy;            /* our slice not posted: slot busy */
+        uint64_t catch_ups;     /* times we skipped to the partners' pace */
+        uint64_t steps_skipped; /* ... and the steps skipped in all */
         uint64_t waits;         /* PARAMS admissions the bound applied */
         uint64_t wait_timeouts; /* of those, passed at the deadline */
         double wait_s;          /* blocked in node_handoff_wait */
@@ -151,6 +153,13 @@ float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step, size_t *lo,
  * (already in the ring if slice_dst handed it out, else copied now). */
 void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                               const float *params, size_t n);
+
+/* Training thread, after step's averaging: the steps to skip to the
+ * partners' pace (gossip_plan_catch_up; 0: none, also when the skip
+ * would reach the `left` steps the run has). The caller adds them to its
+ * step; the box counts them. */
+uint64_t node_handoff_catch_up(struct node_handoff *h, uint64_t step,
+                               uint64_t left);
 
 /* Model health rolled our model back: our copies of past rounds belong
  * to the broken model, so none is averaged against again (held slots are

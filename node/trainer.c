@@ -779,6 +779,28 @@ static void say_exchange(struct node_trainer *t)
                          why, (unsigned long long)t->step);
 }
 
+/* Every recent partner is far ahead (gossip_plan_catch_up): take their
+ * pace, keep our model. Never skips into the run's last steps. */
+static void catch_up(struct node_trainer *t)
+{
+        const struct node_options *o = t->o;
+        uint64_t end = UINT64_MAX, skip;
+
+        if (o->steps)
+                end = o->steps;
+        if (o->epochs && (uint64_t)o->epochs * t->steps_per_epoch < end)
+                end = (uint64_t)o->epochs * t->steps_per_epoch;
+        skip = node_handoff_catch_up(t->box, t->step,
+                                     end > t->step ? end - t->step : 0);
+        if (!skip)
+                return;
+        node_log(NODE_LOG_INFO,
+                 "behind every recent partner at step %llu: skipping %llu "
+                 "steps to theirs (our model kept)",
+                 (unsigned long long)t->step, (unsigned long long)skip);
+        t->step += skip;
+}
+
 /* ---- model health --------------------------------------------------- */
 
 static int all_finite(const float *x, size_t n)
@@ -1032,6 +1054,7 @@ static int train_step(struct node_trainer *t, struct window *pw,
                     t->optim,
                     node_handoff_average(t->box, t->step, params, t->nparams));
                 say_exchange(t);
+                catch_up(t);
         }
         *lr_out = lr;
         for (struct window *w = pw; w; w = w == pw ? ew : NULL) {

@@ -766,6 +766,69 @@ static void test_join(void **state)
                          GOSSIP_PLAN_JOIN_FETCH);
 }
 
+/* A node behind every recent partner skips to their pace; not when one
+ * partner alone is ahead, not off a round's end, never past a window. */
+static void test_catch_up(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+        struct gossip_plan_leads l = {0};
+        uint64_t w;
+
+        (void)state;
+        c.avg_every = 8;
+        c.avg_lag = 3;
+        c.staleness = 16;
+        w = gossip_plan_window(&c, 0); /* 4 * 8 + 16 = 48 */
+        assert_int_equal(w, 48);
+        /* too few arrivals for 4 members */
+        gossip_plan_leads_note(&l, 140, 100);
+        gossip_plan_leads_note(&l, 142, 100);
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 4, &l), 0);
+        /* every one of the last three ahead by 40 or more: skip 40 */
+        gossip_plan_leads_note(&l, 145, 104);
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 4, &l), 40);
+        /* not at a step that ends no round */
+        assert_int_equal(gossip_plan_catch_up(&c, 105, 4, &l), 0);
+        /* rounded down to a multiple of K */
+        gossip_plan_leads_note(&l, 150, 104); /* last three: 42, 41, 46 */
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 4, &l), 40);
+        /* one partner in sync among them: no skip */
+        gossip_plan_leads_note(&l, 105, 104);
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 4, &l), 0);
+        /* half a window or less is the plan working: no skip */
+        memset(&l, 0, sizeof(l));
+        for (int i = 0; i < 3; i++)
+                gossip_plan_leads_note(&l, 124, 100);
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 4, &l), 0);
+        gossip_plan_leads_note(&l, 125, 100);
+        gossip_plan_leads_note(&l, 125, 100);
+        gossip_plan_leads_note(&l, 125, 100); /* 25 > 24 */
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 4, &l), 24);
+        /* a step of 2^64 - 1 moves us by one window at most */
+        for (int i = 0; i < 3; i++)
+                gossip_plan_leads_note(&l, UINT64_MAX, 100);
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 4, &l), 48);
+        /* behind, old slices (negative leads) say we are not behind */
+        for (int i = 0; i < 3; i++)
+                gossip_plan_leads_note(&l, 10, UINT64_MAX);
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 4, &l), 0);
+        /* two members: the one partner decides; alone: never */
+        memset(&l, 0, sizeof(l));
+        gossip_plan_leads_note(&l, 200, 100);
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 2, &l), 48);
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 1, &l), 0);
+        /* no averaging of our own: never */
+        c.avg_every = 0;
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 2, &l), 0);
+        /* a large cluster looks at the last GOSSIP_PLAN_LEADS only */
+        c.avg_every = 8;
+        memset(&l, 0, sizeof(l));
+        gossip_plan_leads_note(&l, 0, 100); /* pushed out below */
+        for (int i = 0; i < GOSSIP_PLAN_LEADS; i++)
+                gossip_plan_leads_note(&l, 140, 100);
+        assert_int_equal(gossip_plan_catch_up(&c, 104, 20, &l), 40);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -782,6 +845,7 @@ int main(void)
             cmocka_unit_test(test_other_period),
             cmocka_unit_test(test_answered),
             cmocka_unit_test(test_join),
+            cmocka_unit_test(test_catch_up),
             cmocka_unit_test(test_health_too_old),
             cmocka_unit_test(test_health_starved),
         };
