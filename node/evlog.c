@@ -260,7 +260,7 @@ void node_evlog_step(struct node_evlog *l, uint64_t step, uint32_t epoch,
 
 void node_evlog_eval(struct node_evlog *l, uint64_t step, uint32_t epoch,
                      double train_acc, double test_acc, double test_loss,
-                     double train_s, double compute_s)
+                     double train_s, double compute_s, uint64_t skipped)
 {
         char a[32], b[32], c[32], d[32], e[32];
 
@@ -268,10 +268,20 @@ void node_evlog_eval(struct node_evlog *l, uint64_t step, uint32_t epoch,
                 return;
         emit(l, "eval",
              ",\"step\":%llu,\"epoch\":%u,\"train_acc\":%s,\"test_acc\":%s,"
-             "\"test_loss\":%s,\"train_s\":%s,\"compute_s\":%s",
+             "\"test_loss\":%s,\"train_s\":%s,\"compute_s\":%s,"
+             "\"skipped\":%llu",
              (unsigned long long)step, epoch, num(a, 32, train_acc, 3),
              num(b, 32, test_acc, 3), num(c, 32, test_loss, 5),
-             num(d, 32, train_s, 4), num(e, 32, compute_s, 4));
+             num(d, 32, train_s, 4), num(e, 32, compute_s, 4),
+             (unsigned long long)skipped);
+}
+
+void node_evlog_catch_up(struct node_evlog *l, uint64_t step, uint64_t skip)
+{
+        if (!l)
+                return;
+        emit(l, "catch_up", ",\"step\":%llu,\"skipped\":%llu",
+             (unsigned long long)step, (unsigned long long)skip);
 }
 
 void node_evlog_member(struct node_evlog *l, const char *peer,

@@ -74,12 +74,17 @@ void node_evlog_step(struct node_evlog *l, uint64_t step, uint32_t epoch,
                      double loss, double acc, double sps, double lr);
 
 /* {"ev":"eval","step":N,"epoch":E,"train_acc":x,"test_acc":x,
- *  "test_loss":x,"train_s":x,"compute_s":x} (accuracies in %; train_acc
- * may be null; train_s/compute_s: training-thread seconds so far, see
- * docs/eventlog.md). */
+ *  "test_loss":x,"train_s":x,"compute_s":x,"skipped":N} (accuracies in
+ * %; train_acc may be null; train_s/compute_s: training-thread seconds so
+ * far; skipped: steps skipped to the partners' pace so far, not trained;
+ * see docs/eventlog.md). */
 void node_evlog_eval(struct node_evlog *l, uint64_t step, uint32_t epoch,
                      double train_acc, double test_acc, double test_loss,
-                     double train_s, double compute_s);
+                     double train_s, double compute_s, uint64_t skipped);
+
+/* {"ev":"catch_up","step":N,"skipped":S}: behind every recent partner at
+ * step N, this node skips S steps to their pace (gossip_plan_catch_up). */
+void node_evlog_catch_up(struct node_evlog *l, uint64_t step, uint64_t skip);
 
 /* {"ev":"member","peer":"<name>","state":"alive|suspect|dead|left"} */
 void node_evlog_member(struct node_evlog *l, const char *peer,

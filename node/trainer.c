@@ -127,6 +127,8 @@ struct node_trainer {
         char ckpt_path[4096];
 
         uint64_t step, start_step;
+        /* steps skipped to the partners' pace (catch_up), not trained */
+        uint64_t steps_skipped;
         uint32_t peers_at_start;
         uint32_t batch_epoch; /* 1-based epoch of the last batch trained */
         int resumed;
@@ -661,7 +663,8 @@ static int evaluate(struct node_trainer *t, struct window *ew)
                  display_epoch(t), (unsigned long long)t->step, train_loss,
                  train_acc, (double)loss, 100.0 * acc);
         node_evlog_eval(t->ev, t->step, display_epoch(t), train_acc,
-                        100.0 * acc, loss, t->train_s, t->compute_s);
+                        100.0 * acc, loss, t->train_s, t->compute_s,
+                        t->steps_skipped);
         pthread_mutex_lock(&t->stats_lock);
         t->st.test_acc = 100.0 * acc;
         t->st.test_loss = loss;
@@ -798,7 +801,9 @@ static void catch_up(struct node_trainer *t)
                  "behind every recent partner at step %llu: skipping %llu "
                  "steps to theirs (our model kept)",
                  (unsigned long long)t->step, (unsigned long long)skip);
+        node_evlog_catch_up(t->ev, t->step, skip);
         t->step += skip;
+        t->steps_skipped += skip;
 }
 
 /* ---- model health --------------------------------------------------- */

@@ -448,7 +448,8 @@ static void test_evlog(void **state)
         assert_int_equal(node_evlog_open(path, "n\"1", &l), 0);
         node_evlog_start(l, "784-512-10", 407050, 1, 3, 7, 0, 2);
         node_evlog_step(l, 600, 1, 0.48, 86.1, 41200.0, 0.05);
-        node_evlog_eval(l, 600, 1, 85.0, NAN, 0.4, 12.5, 12.0);
+        node_evlog_eval(l, 600, 1, 85.0, NAN, 0.4, 12.5, 12.0, 24);
+        node_evlog_catch_up(l, 640, 32);
         node_evlog_member(l, "pi-2", "suspect");
         node_evlog_join(l, "pi-2", 1200);
         node_evlog_stop(l, "target", 1800, 3, 88.25);
@@ -466,7 +467,7 @@ static void test_evlog(void **state)
                 assert_int_equal(line[nl - p - 1], '}');
                 p = nl + 1;
         }
-        assert_int_equal(n, 6);
+        assert_int_equal(n, 7);
         assert_non_null(strstr(text,
                                "\"ev\":\"start\",\"model\":\"784-512-10\","
                                "\"params\":407050,\"shard\":\"1/3\","
@@ -478,7 +479,9 @@ static void test_evlog(void **state)
                                "\"ev\":\"eval\",\"step\":600,\"epoch\":1,"
                                "\"train_acc\":85.000,\"test_acc\":null,"
                                "\"test_loss\":0.40000,\"train_s\":12.5000,"
-                               "\"compute_s\":12.0000}"));
+                               "\"compute_s\":12.0000,\"skipped\":24}"));
+        assert_non_null(strstr(text, "\"ev\":\"catch_up\",\"step\":640,"
+                                     "\"skipped\":32}"));
         assert_non_null(strstr(text, "\"ev\":\"member\",\"peer\":\"pi-2\","
                                      "\"state\":\"suspect\"}"));
         assert_non_null(strstr(text, "\"ev\":\"join\",\"peer\":\"pi-2\","

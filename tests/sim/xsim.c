@@ -64,6 +64,8 @@ struct xnode {
         struct inslice *in;
         size_t in_n;
         uint64_t last_in;
+        struct gossip_plan_leads leads;
+        uint64_t start_us;
         struct gossip_merge merge;
         float g;
         uint32_t acc_n;
@@ -411,6 +413,19 @@ static void apply_inbox(struct xsim *x, struct xnode *nd)
 static void params_ready(struct xsim *x, struct xnode *nd)
 {
         apply_inbox(x, nd);
+        if (!x->o.no_catch_up) {
+                /* as node/handoff.c: never into the run's last steps */
+                uint64_t skip =
+                    gossip_plan_catch_up(&x->cfg, nd->t, nd->vn, &nd->leads);
+
+                if (skip && skip < x->o.steps - nd->t) {
+                        memset(&nd->leads, 0, sizeof(nd->leads));
+                        nd->t += skip;
+                        nd->st.catch_ups++;
+                        nd->st.steps_skipped += skip;
+                        gossip_merge_set_step(&nd->merge, nd->t);
+                }
+        }
         if (nd->t >= x->o.steps) {
                 set_state(x, nd, XN_DONE);
                 nd->st.done_us = x->now;
@@ -498,6 +513,7 @@ static void inbox_put(struct xsim *x, struct xnode *nd, struct xev *ev)
         struct inslice *q;
 
         nd->st.slices_received++;
+        gossip_plan_leads_note(&nd->leads, ev->step, nd->t);
         if (ev->step > nd->last_in)
                 nd->last_in = ev->step;
         if (nd->in_n == x->o.inbox_cap) {
@@ -739,6 +755,11 @@ void xsim_set_step_us(struct xsim *x, size_t i, uint32_t us)
         x->nodes[i].step_us = us ? us : 1;
 }
 
+void xsim_set_start_us(struct xsim *x, size_t i, uint64_t t_us)
+{
+        x->nodes[i].start_us = t_us;
+}
+
 void xsim_set_link(struct xsim *x, size_t from, size_t to,
                    const struct xsim_link *l)
 {
@@ -772,9 +793,15 @@ int xsim_run(struct xsim *x, uint64_t until_us)
 
         if (!x->started) {
                 x->started = 1;
-                for (size_t i = 0; i < x->n; i++)
-                        if (!x->nodes[i].dead)
-                                begin_batch(x, &x->nodes[i]);
+                for (size_t i = 0; i < x->n; i++) {
+                        struct xnode *nd = &x->nodes[i];
+
+                        if (nd->dead)
+                                continue;
+                        set_state(x, nd, XN_COMPUTE);
+                        push_node(x, EV_COMPUTE, nd,
+                                  nd->start_us + nd->step_us);
+                }
         }
         while (!all_done(x)) {
                 const struct evheap_key *top = evheap_top(&x->heap);

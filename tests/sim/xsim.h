@@ -37,7 +37,9 @@
  *   d. PARAMS phase: ask the plan until READY; TRAIN_MORE runs one extra
  *      batch, folded into the next step;
  *   e. average in every slice received, newest first, as
- *      gossip_plan_slice_use says.
+ *      gossip_plan_slice_use says; then, at a round's end, skip to the
+ *      partners' pace if every recent one is far ahead
+ *      (gossip_plan_catch_up, fed with each arrival's lead).
  *
  * Virtual time is in microseconds, as the plan's clock.
  * A run is a pure function of its options and seed.
@@ -116,6 +118,9 @@ struct xsim_opts {
         /* 1: never judge a slice ANSWERED (gossip_plan_slice_use), as
          * before that rule: every DELTA is applied */
         int answer_twice;
+        /* 1: a node behind every partner never skips to their pace
+         * (gossip_plan_catch_up), as before that rule */
+        int no_catch_up;
         xsim_admit_fn admit; /* NULL: gossip_plan_admit */
         /* called after every event (checks that must hold at all times) */
         void (*on_event)(struct xsim *x, void *user);
@@ -157,6 +162,8 @@ struct xsim_stats {
          * averaged them in, and what they were used for */
         uint64_t held_delta, held_plain, held_stale;
         uint64_t late_delta;   /* held_delta with the slice's step < ours */
+        uint64_t catch_ups;     /* skipped to the partners' pace ... */
+        uint64_t steps_skipped; /* ... so many steps in all */
         uint64_t msgs_dropped; /* ours, lost on the link (drop) */
         uint64_t retransmits;  /* ours, packets lost and resent */
         uint64_t wait_us;      /* blocked in WAIT */
@@ -168,6 +175,9 @@ void xsim_destroy(struct xsim *x);
 
 /* Setup, before or during a run. */
 void xsim_set_step_us(struct xsim *x, size_t i, uint32_t us);
+/* Node i's first batch begins at t_us instead of 0 (before xsim_run):
+ * a node that starts late, or stalled, and is that far behind. */
+void xsim_set_start_us(struct xsim *x, size_t i, uint64_t t_us);
 void xsim_set_link(struct xsim *x, size_t from, size_t to,
                    const struct xsim_link *l);
 /* Node i dies at virtual time t_us. */

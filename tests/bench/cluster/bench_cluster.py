@@ -66,7 +66,10 @@ def node_result(evs, target):
     if last is None:
         return None, None, None, None, None
     eff = last["compute_s"] / last["train_s"] if last["train_s"] else None
-    msps = 1e3 * last["train_s"] / last["step"] if last["step"] else None
+    # per step trained: steps skipped to the partners' pace (a catch_up)
+    # took no time and must not make a step look faster
+    trained = last["step"] - last.get("skipped", 0)
+    msps = 1e3 * last["train_s"] / trained if trained > 0 else None
     return reached, eff, last["test_acc"], last["step"], msps
 
 
