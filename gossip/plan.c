@@ -133,8 +133,7 @@ int gossip_plan_join(uint64_t ours, uint64_t furthest)
         return GOSSIP_PLAN_JOIN_FETCH;
 }
 
-void gossip_plan_leads_note(struct gossip_plan_leads *l, uint64_t s,
-                            uint64_t t)
+void gossip_plan_leads_note(struct gossip_plan_leads *l, uint64_t s, uint64_t t)
 {
         int64_t d = s >= t ? (int64_t)(s - t > INT64_MAX ? INT64_MAX : s - t)
                            : -(int64_t)(t - s > INT64_MAX ? INT64_MAX : t - s);

@@ -957,8 +957,8 @@ static int slow_node_case(int no_catch_up, uint64_t seed, uint64_t *stale,
                 "  node 0: %" PRIu64 " catch-ups, %" PRIu64
                 " steps skipped, %" PRIu64 " trained; others refused %" PRIu64
                 " slices as stale; %d (node, part) never reached\n",
-                xsim_stats(x, 0)->catch_ups, *skipped,
-                xsim_stats(x, 0)->steps, *stale, unheard);
+                xsim_stats(x, 0)->catch_ups, *skipped, xsim_stats(x, 0)->steps,
+                *stale, unheard);
         scen_free(x);
         return unheard;
 }
@@ -972,8 +972,7 @@ static void test_slow_node_heard(void **state)
         if (slow_node_case(0, seed, &stale_with, &skip_with))
                 fail_msg("with catch-up, node 0's slices still miss a part");
         assert_true(skip_with > 0);
-        assert_true(slow_node_case(1, seed, &stale_without, &skip_without) >
-                    0);
+        assert_true(slow_node_case(1, seed, &stale_without, &skip_without) > 0);
         assert_int_equal(skip_without, 0);
         assert_true(stale_with < stale_without);
 }

@@ -161,13 +161,13 @@ struct xsim_stats {
         /* received slices of a round whose copy we still held when we
          * averaged them in, and what they were used for */
         uint64_t held_delta, held_plain, held_stale;
-        uint64_t late_delta;   /* held_delta with the slice's step < ours */
+        uint64_t late_delta;    /* held_delta with the slice's step < ours */
         uint64_t catch_ups;     /* skipped to the partners' pace ... */
         uint64_t steps_skipped; /* ... so many steps in all */
-        uint64_t msgs_dropped; /* ours, lost on the link (drop) */
-        uint64_t retransmits;  /* ours, packets lost and resent */
-        uint64_t wait_us;      /* blocked in WAIT */
-        uint64_t done_us;      /* when the last step finished */
+        uint64_t msgs_dropped;  /* ours, lost on the link (drop) */
+        uint64_t retransmits;   /* ours, packets lost and resent */
+        uint64_t wait_us;       /* blocked in WAIT */
+        uint64_t done_us;       /* when the last step finished */
 };
 
 int xsim_create(const struct xsim_opts *o, struct xsim **out);
