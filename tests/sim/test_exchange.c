@@ -742,7 +742,8 @@ static void test_dissemination(void **state)
  * holds all of it. Not bounded by the argument above (views differ for up
  * to detect + jitter = 4 s, and some nodes get two senders, some none),
  * but by the end of the run every live node holds every live node in every
- * part. (With the 4x slower node this fails: known_slow_node_unheard.)
+ * part. (Nodes of equal speed; a 4x slower node is test_slow_node_heard's
+ * case, which needs the catch-up rule.)
  */
 static void test_dissemination_churn(void **state)
 {
