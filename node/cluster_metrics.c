@@ -307,6 +307,10 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                            c->adapt.codec == GOSSIP_CODEC_INT8   ? 1
                            : c->adapt.codec == GOSSIP_CODEC_FP32 ? 4
                                                                  : 2);
+        node_metrics_counter(b, "exchange_catch_ups_total",
+                             "Times every recent partner was far ahead and "
+                             "we skipped steps to their pace",
+                             hs->catch_ups);
         node_metrics_counter(b, "exchange_adaptations_total",
                              "Changes of slice codec or period (--adapt)",
                              c->adapt_changes);

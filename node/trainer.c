@@ -804,6 +804,9 @@ static void catch_up(struct node_trainer *t)
         node_evlog_catch_up(t->ev, t->step, skip);
         t->step += skip;
         t->steps_skipped += skip;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.steps_skipped = t->steps_skipped;
+        pthread_mutex_unlock(&t->stats_lock);
 }
 
 /* ---- model health --------------------------------------------------- */

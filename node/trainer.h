@@ -78,6 +78,7 @@ struct node_train_stats {
         uint32_t epoch;         /* full passes over the shard finished */
         uint64_t samples;       /* training samples processed this run */
         uint64_t extra_batches; /* trained while waiting (--fill-batches) */
+        uint64_t steps_skipped; /* skipped to the partners' pace, in step */
         double loss;            /* mean over the last progress window */
         double acc;             /* train accuracy, same window, % */
         double sps;             /* samples per second, same window */

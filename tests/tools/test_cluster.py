@@ -325,6 +325,11 @@ def check_metrics(work):
     extra = float(samples["gossipnode_train_extra_batches_total"][0][1])
     total = float(samples["gossipnode_train_samples_total"][0][1])
     assert 0 <= 25 * extra <= total, (extra, total)
+    # steps skipped to catch up are counted in the steps, not trained
+    skipped = float(samples["gossipnode_train_steps_skipped_total"][0][1])
+    stepped = float(samples["gossipnode_train_steps_total"][0][1])
+    assert 0 <= skipped <= stepped, (skipped, stepped)
+    assert "gossipnode_exchange_catch_ups_total" in samples, sorted(samples)
     check_metric_labels(samples)
     log(f"metrics: {len(samples)} families scraped from {addr}, "
         f"e.g. {steps[0]}={samples[steps[0]][0][1]}")

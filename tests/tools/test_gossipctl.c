@@ -159,11 +159,12 @@ static void pack_stats(msgpack_packer *pk)
 
 static void pack_train(msgpack_packer *pk)
 {
-        msgpack_pack_map(pk, 15);
+        msgpack_pack_map(pk, 16);
         pk_kv_u(pk, "step", 120);
         pk_kv_u(pk, "epoch", 1);
         pk_kv_u(pk, "samples", 12250);
         pk_kv_u(pk, "extra_batches", 10);
+        pk_kv_u(pk, "steps_skipped", 16);
         pk_kv_u(pk, "rollbacks_nonfinite", 2);
         pk_kv_u(pk, "rollbacks_loss", 1);
         pk_kv_u(pk, "health_snapshot_step", 100);
@@ -541,6 +542,7 @@ static void test_train(void **state)
                                    "samples/s  1900\n"
                                    "samples    12250\n"
                                    "extra      10\n"
+                                   "skipped    16\n"
                                    "lr         0.05\n"
                                    "rollbacks  2 non-finite, 1 loss "
                                    "explosion (last good: step 100)\n"
@@ -551,7 +553,8 @@ static void test_train(void **state)
         assert_int_equal(r.status, 0);
         assert_string_equal(r.out,
                             "{\"step\":120,\"epoch\":1,\"samples\":12250,"
-                            "\"extra_batches\":10,\"rollbacks_nonfinite\":2,"
+                            "\"extra_batches\":10,\"steps_skipped\":16,"
+                            "\"rollbacks_nonfinite\":2,"
                             "\"rollbacks_loss\":1,\"health_snapshot_step\":100,"
                             "\"loss\":0.5,"
                             "\"train_acc\":0.875,\"test_acc\":null,"
