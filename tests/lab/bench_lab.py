@@ -10,7 +10,7 @@ and PyTorch DDP-4 (gloo), one process per host of the link lab
 
 Same settings as tests/bench/cluster/bench_cluster.py (its pieces are
 reused): MLP 784-512-10, batch 100 per process, SGD momentum 0.9, lr 0.1,
-cosine over 10 passes of each process's shard, process i of 4 on its own
+cosine over 10 passes of each process's shard (--epochs), process i of 4 on its own
 quarter of Fashion-MNIST, evaluation on the full test set every 50 steps
 (its time excluded), target 88%. gossipnode with the flags gossip-cluster
 gives each node (peers file of the lab addresses, one key per node,
@@ -39,7 +39,8 @@ against training time, every gossip node and DDP-4, log time axis.
 
 Usage (root; run it under flock /work/bench.lock):
   /usr/bin/python3 tests/lab/bench_lab.py --build build [--profiles LIST]
-      [--repeat R] [--ddp-steps N] [--out DIR] [--variant LABEL:ARGS]
+      [--repeat R] [--epochs E] [--ddp-steps N] [--out DIR]
+      [--variant LABEL:ARGS]
       [--build-variant LABEL:DIR] [-- extra gossipnode args]
 Prints a table and one JSON line per run. Only the lab's own namespaces
 carry traffic; the lab is removed after each profile, also on failure.
@@ -139,7 +140,7 @@ def run_gossip(a, lab, extra, label, build=None):
         f.write("\n".join(lines) + "\n")
     steps = getattr(a, "steps", None)
     opts = types.SimpleNamespace(
-        seed=a.seed, steps=steps, epochs=None if steps else 10,
+        seed=a.seed, steps=steps, epochs=None if steps else a.epochs,
         time_budget=None,
         target_acc=None, resume=False,
         extra=["--eval-every", str(a.eval_every), "--lr", str(a.lr)] + extra)
@@ -221,7 +222,8 @@ def run_ddp_once(a, lab, max_steps, port):
            "--procs", str(NODES), "--target", str(a.target / 100.0),
            "--eval-every", str(a.eval_every), "--seed", str(a.seed),
            "--port", str(port), "--lr", str(a.lr),
-           "--master-addr", lab.addr(0), "--max-steps", str(max_steps)]
+           "--master-addr", lab.addr(0), "--max-steps", str(max_steps),
+           "--max-epochs", str(a.epochs)]
     before = tx_bytes(lab)
     procs = []
     for r in range(NODES):
@@ -426,9 +428,12 @@ def parse_args():
     ap.add_argument("--ddp-timeout", type=float, default=900)
     ap.add_argument("--delayer", default=None)
     ap.add_argument("--out", default="lab-bench")
+    ap.add_argument("--epochs", type=int, default=10,
+                    help="passes over each process's shard, the cosine "
+                    "schedule's length, both systems (default 10)")
     ap.add_argument("--steps", type=int, default=None,
-                    help="gossip: train this many steps (default 10 passes "
-                    "of the shard, 1500 steps)")
+                    help="gossip: train this many steps (default --epochs "
+                    "passes of the shard, 150 steps each)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the gossip work dirs (logs, event logs)")
     a = ap.parse_args(argv)
@@ -462,7 +467,8 @@ def main():
     except linklab.LabSignal as e:
         print(f"bench_lab: {e}; partial results", file=sys.stderr)
     iso_ms = bc.mean(iso_rows[0]["ms_per_step"]) if iso_rows else None
-    print(f"\nMLP 784-512-10, batch 100/process, target {a.target}%, 4 hosts "
+    print(f"\nMLP 784-512-10, batch 100/process, cosine over {a.epochs} "
+          f"passes, target {a.target}%, 4 hosts "
           f"per link; load at end {os.getloadavg()[0]:.1f}; isolated gossip "
           f"ms/step {bc.fmt(iso_ms, '{:.2f}')}")
     table(rows, iso_ms)
