@@ -2,7 +2,7 @@
 """Cluster benchmark: gossipnode with 1, 2 and 4 nodes on loopback against
 PyTorch alone and PyTorch DDP (gloo) with the same number of processes, the
 same model (MLP 784-512-10), batch (100 per process), optimizer (SGD,
-momentum 0.9, lr 0.1 (--lr), cosine over 10 epochs of the shard) and data
+momentum 0.9, lr 0.1 (--lr), cosine over 10 epochs of the shard (--epochs)) and data
 (Fashion-MNIST, process i of N on its own 1/N of the training set), all in
 one run.
 
@@ -20,7 +20,8 @@ sharing the cores (gossip: N nodes that exchange nothing; DDP: its own
 no_sync estimate) over the real step time.
 
 Usage: /usr/bin/python3 tests/bench/cluster/bench_cluster.py --build build
-       [--nodes 2,4] [--target 88] [--repeat R] [--variant LABEL:ARGS ...]
+       [--nodes 2,4] [--target 88] [--repeat R] [--epochs E]
+       [--variant LABEL:ARGS ...]
        [--build-variant LABEL:DIR ...] [-- extra gossipnode args]
 
 --build-variant runs the same gossip clusters with the binaries of another
@@ -82,7 +83,7 @@ def run_gossip(args, n, extra, build=None):
     # DDP's ranks all stop together.)
     stop = ["--target-acc", str(args.target)] if args.stop_at_target else []
     common = stop + ["--eval-every", str(args.eval_every), "--lr", str(args.lr),
-                     "--epochs", "10", "--seed", str(args.seed)] + extra
+                     "--epochs", str(args.epochs), "--seed", str(args.seed)] + extra
     t0 = time.time()
     if n == 1:
         ev = os.path.join(work, "events.jsonl")
@@ -126,7 +127,8 @@ def run_torch_once(args, n):
     rank cannot hold the port of the next run."""
     cmd = ["/usr/bin/python3", os.path.join(HERE, "ddp_baseline.py"), "--procs", str(n),
            "--target", str(args.target / 100.0), "--eval-every", str(args.eval_every),
-           "--seed", str(args.seed), "--port", str(free_port()), "--lr", str(args.lr)]
+           "--seed", str(args.seed), "--port", str(free_port()), "--lr", str(args.lr),
+           "--max-epochs", str(args.epochs)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     try:
@@ -187,6 +189,9 @@ def main():
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--epochs", type=int, default=10,
+                    help="passes over each process's shard, the cosine "
+                    "schedule's length, both systems (default 10)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run every configuration R times, interleaved; "
                          "the table shows medians")
