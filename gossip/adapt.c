@@ -6,6 +6,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "codec.h"
 
@@ -134,6 +136,36 @@ uint32_t gossip_adapt_agree(const struct gossip_adapt_in *in, uint32_t own_k,
                 k = want > k ? want : k;
         }
         return k;
+}
+
+void gossip_adapt_pace_note(struct gossip_adapt_pace *p, double us)
+{
+        if (!(us > 0) || !isfinite(us))
+                return;
+        p->us[p->n++ % GOSSIP_ADAPT_PACE_STEPS] = us;
+}
+
+static int pace_cmp(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return (x > y) - (x < y);
+}
+
+double gossip_adapt_pace_us(const struct gossip_adapt_pace *p)
+{
+        double v[GOSSIP_ADAPT_PACE_STEPS], sum = 0;
+        size_t m = p->n < GOSSIP_ADAPT_PACE_STEPS ? (size_t)p->n
+                                                  : GOSSIP_ADAPT_PACE_STEPS;
+        size_t keep = m - m / 8;
+
+        if (m == 0)
+                return 0;
+        memcpy(v, p->us, m * sizeof(v[0]));
+        qsort(v, m, sizeof(v[0]), pace_cmp);
+        for (size_t i = 0; i < keep; i++)
+                sum += v[i];
+        return sum / (double)keep;
 }
 
 const char *gossip_adapt_say(const struct gossip_adapt_choice *c, char *buf,

@@ -133,6 +133,35 @@ uint32_t gossip_adapt_agree(const struct gossip_adapt_in *in, uint32_t own_k,
                             const struct gossip_adapt_need *needs, size_t n,
                             uint64_t now_ms, uint64_t ttl_ms);
 
+/* ---- The step time a round is budgeted in -----------------------------
+ *
+ * The caller notes each step's time outside admission (its waits and the
+ * extra batches that fill them left out: wall time would feed the link
+ * back into its own budget, docs/design.md) and the rule budgets in
+ * gossip_adapt_pace_us(): the mean of the last GOSSIP_ADAPT_PACE_STEPS
+ * steps with the slowest eighth of them left out.
+ *
+ * A mean over many steps, because a node that shares its cores steps
+ * fast while the others wait and slowly while they run: in the lab (4
+ * nodes on 2 cores) the median of 16 steps, the estimate before this one,
+ * swung between 1.6 and 8.6 ms within seconds, and K flipped with it, 11
+ * to 22 times a run (benchmarks.md 5.11). The slowest eighth is left out
+ * as the median left it out: a step that ran an evaluation or wrote a
+ * checkpoint is 20 steps long, every 50 steps in the benches.
+ */
+enum { GOSSIP_ADAPT_PACE_STEPS = 128 };
+
+struct gossip_adapt_pace {
+        double us[GOSSIP_ADAPT_PACE_STEPS]; /* a ring of the last steps */
+        uint64_t n;                         /* steps noted in all */
+};
+
+/* Note one step's time in microseconds (not finite or <= 0: ignored). */
+void gossip_adapt_pace_note(struct gossip_adapt_pace *p, double us);
+
+/* The step time to budget in; 0 before the first step. */
+double gossip_adapt_pace_us(const struct gossip_adapt_pace *p);
+
 /* "fp16 every 1 step" for logs; returns buf. */
 const char *gossip_adapt_say(const struct gossip_adapt_choice *c, char *buf,
                              size_t len);

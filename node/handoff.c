@@ -96,12 +96,12 @@ struct node_handoff {
         int health_news; /* the verdict changed; not yet taken */
         /* the averaging period in force (the loop's adaptation asks for
          * k_next; the trainer switches at a step that ends a round under
-         * both) and the trainer's time per step outside admission,
-         * the median of the last NODE_HANDOFF_STEP_WINDOW (stall_us:
-         * admission time of the step under way) */
+         * both) and the trainer's times per step outside admission
+         * (gossip_adapt_pace; stall_us: admission time of the step under
+         * way) */
         uint32_t k_now, k_next;
-        double step_us, step_win[NODE_HANDOFF_STEP_WINDOW];
-        uint64_t step_at_us, step_seen, stall_us, step_n;
+        struct gossip_adapt_pace pace;
+        uint64_t step_at_us, step_seen, stall_us;
         /* training thread */
         float *t_grad;
         float *t_in[NODE_HANDOFF_INBOX]; /* slices taken out of the inbox */
@@ -243,45 +243,22 @@ static struct gossip_plan_cfg plan_now(const struct node_handoff *h)
         return c;
 }
 
-/* The median of x[0..n), n <= NODE_HANDOFF_STEP_WINDOW (x is kept). */
-static double median(const double *x, size_t n)
-{
-        double v[NODE_HANDOFF_STEP_WINDOW];
-
-        for (size_t i = 0; i < n; i++) { /* insertion sort: n <= 16 */
-                size_t j = i;
-
-                for (; j > 0 && v[j - 1] > x[i]; j--)
-                        v[j] = v[j - 1];
-                v[j] = x[i];
-        }
-        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Under the lock, training thread: the time of a step less the time it
- * stood in admission (waits, and the extra batches that fill them), the
- * median of the last NODE_HANDOFF_STEP_WINDOW: what the adaptation
- * budgets a round's transfer in. Wall time would feed the link back into
- * its own budget: a K too small for the link makes steps wait, the longer
- * steps make that K fit, and the choice flipped between K and 2K every
- * 250 ms (lab, 100 Mbit/s: 27 changes in one run; docs/design.md). A
- * median, not a mean: a step with an evaluation (20 times as long, every
- * 50 steps in the benches) moves a 16-step mean by a quarter. */
+ * stood in admission (waits, and the extra batches that fill them), noted
+ * for the step time the adaptation budgets a round's transfer in
+ * (gossip_adapt_pace_us: a trimmed mean of the last 128). Wall time would
+ * feed the link back into its own budget: a K too small for the link
+ * makes steps wait, the longer steps make that K fit, and the choice
+ * flipped between K and 2K every 250 ms (lab, 100 Mbit/s: 27 changes in
+ * one run; docs/design.md). */
 static void note_step(struct node_handoff *h, uint64_t step, uint64_t now)
 {
         if (step == h->step_seen)
                 return;
         if (h->step_seen && step == h->step_seen + 1 &&
-            now > h->step_at_us + h->stall_us) {
-                size_t n;
-
-                h->step_win[h->step_n++ % NODE_HANDOFF_STEP_WINDOW] =
-                    (double)(now - h->step_at_us - h->stall_us);
-                n = h->step_n < NODE_HANDOFF_STEP_WINDOW
-                        ? (size_t)h->step_n
-                        : NODE_HANDOFF_STEP_WINDOW;
-                h->step_us = median(h->step_win, n);
-        }
+            now > h->step_at_us + h->stall_us)
+                gossip_adapt_pace_note(
+                    &h->pace, (double)(now - h->step_at_us - h->stall_us));
         h->step_seen = step;
         h->step_at_us = now;
         h->stall_us = 0;
@@ -300,7 +277,7 @@ double node_handoff_step_us(struct node_handoff *h)
         double v;
 
         pthread_mutex_lock(&h->mu);
-        v = h->step_us;
+        v = gossip_adapt_pace_us(&h->pace);
         pthread_mutex_unlock(&h->mu);
         return v;
 }
@@ -328,7 +305,7 @@ void node_handoff_stats(struct node_handoff *h, struct node_handoff_stats *st)
         gossip_merge_stats_get(&h->merge, &st->merge);
         st->exchange = h->health;
         st->avg_every = h->k_now;
-        st->step_us = h->step_us;
+        st->step_us = gossip_adapt_pace_us(&h->pace);
         pthread_mutex_unlock(&h->mu);
 }
 

@@ -39,10 +39,6 @@ enum {
         /* Received parameter slices held for the trainer's next step; a
          * node receives about one per step, a slow step may see a few. */
         NODE_HANDOFF_INBOX = 4,
-        /* The step time the adaptation budgets in is the median of this
-         * many steps: one slow step in it (an evaluation, a checkpoint)
-         * does not move it. */
-        NODE_HANDOFF_STEP_WINDOW = 16,
         /* After start, wait this long for membership before deciding we
          * are alone: a SWIM join round trip on a LAN is milliseconds; on a
          * loaded Pi a second or two. */
@@ -89,8 +85,9 @@ struct node_handoff_stats {
         struct gossip_plan_health exchange;
         uint32_t avg_every; /* the averaging period in force (adapted) */
         double step_us;     /* time per step outside admission (waits and
-                             * their extra batches), the median of the
-                             * last NODE_HANDOFF_STEP_WINDOW; 0: unknown */
+                             * their extra batches), the trimmed mean of
+                             * the last 128 (gossip_adapt_pace_us); 0:
+                             * unknown */
 };
 
 /* 0, or a negative errno (-EINVAL for a plan the ring cannot hold). */

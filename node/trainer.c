@@ -17,7 +17,9 @@
  * says; nobody calls back into it.
  *
  * The counters read by other threads live under stats_lock; everything
- * else belongs to the training thread while it runs.
+ * else belongs to the training thread while it runs. The training thread
+ * is the only writer of those counters, so it reads them without the
+ * lock.
  *
  * Over 800 lines on purpose: it is one thread's whole life (set-up, the
  * step with both exchange points, evaluation, checkpoints, stop), and a
@@ -127,8 +129,6 @@ struct node_trainer {
         char ckpt_path[4096];
 
         uint64_t step, start_step;
-        /* steps skipped to the partners' pace (catch_up), not trained */
-        uint64_t steps_skipped;
         uint32_t peers_at_start;
         uint32_t batch_epoch; /* 1-based epoch of the last batch trained */
         int resumed;
@@ -664,7 +664,7 @@ static int evaluate(struct node_trainer *t, struct window *ew)
                  train_acc, (double)loss, 100.0 * acc);
         node_evlog_eval(t->ev, t->step, display_epoch(t), train_acc,
                         100.0 * acc, loss, t->train_s, t->compute_s,
-                        t->steps_skipped);
+                        t->st.steps_skipped);
         pthread_mutex_lock(&t->stats_lock);
         t->st.test_acc = 100.0 * acc;
         t->st.test_loss = loss;
@@ -803,9 +803,8 @@ static void catch_up(struct node_trainer *t)
                  (unsigned long long)t->step, (unsigned long long)skip);
         node_evlog_catch_up(t->ev, t->step, skip);
         t->step += skip;
-        t->steps_skipped += skip;
         pthread_mutex_lock(&t->stats_lock);
-        t->st.steps_skipped = t->steps_skipped;
+        t->st.steps_skipped += skip;
         pthread_mutex_unlock(&t->stats_lock);
 }
 

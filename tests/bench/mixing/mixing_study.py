@@ -27,7 +27,8 @@ Codecs: fp32 (counted as fp16 bytes), int8, int4, int2 (stochastic
 rounding, one fp32 scale per 256 values), sign (scaled sign per 256),
 top1, top5 (top 1% / 5% by magnitude, 4 bytes each).
 
-Prints per run the test accuracy of the replicas (mean, min, max), the
+Prints per run the test accuracy of the replicas (mean, min, max) and of
+the replicas' mean model (what a closing all-reduce would give), the
 bytes each replica sent per step and the replicas' spread (RMS distance
 from their mean over the mean's norm); with --eval-every E also the mean
 and the lowest replica's accuracy every E steps.
@@ -197,7 +198,7 @@ def run(data, a, mode, codec, k, gamma, seed):
     mean = sum(x) / N
     spread = (sum(((xx - mean) ** 2).sum() for xx in x) / N /
               (mean ** 2).sum()).sqrt().item()
-    return accs, sent / N / a.steps, spread, hist
+    return accs, accuracy(mean), sent / N / a.steps, spread, hist
 
 
 def main():
@@ -224,12 +225,14 @@ def main():
     for c, mode, codec, k, gamma in configs:
         for seed in range(1, a.seeds + 1):
             t0 = time.time()
-            accs, bps, spread, hist = run(data, a, mode, codec, k, gamma, seed)
+            accs, acc_mean_model, bps, spread, hist = run(data, a, mode, codec,
+                                                          k, gamma, seed)
             if hist:
                 print("  " + " ".join(f"{s}:{m:.2f}/{lo:.2f}"
                                       for s, m, lo in hist))
             print(f"{c:22s} seed {seed}: acc mean {np.mean(accs):.2f} "
                   f"min {min(accs):.2f} max {max(accs):.2f}  "
+                  f"mean model {acc_mean_model:.2f}  "
                   f"sent/step {bps / 1e3:6.1f} KB  spread {spread:.4f}  "
                   f"({time.time() - t0:.0f} s)", flush=True)
 
