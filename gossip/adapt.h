@@ -144,8 +144,8 @@ uint32_t gossip_adapt_agree(const struct gossip_adapt_in *in, uint32_t own_k,
  * A mean over many steps, because a node that shares its cores steps
  * fast while the others wait and slowly while they run: in the lab (4
  * nodes on 2 cores) the median of 16 steps, the estimate before this one,
- * swung between 1.6 and 8.6 ms within seconds, and K flipped with it, 11
- * to 22 times a run (benchmarks.md 5.11). The slowest eighth is left out
+ * swung between 1.6 and 8.6 ms within seconds, and K flipped with it, 6
+ * to 30 times a run (benchmarks.md 5.11). The slowest eighth is left out
  * as the median left it out: a step that ran an evaluation or wrote a
  * checkpoint is 20 steps long, every 50 steps in the benches.
  */
