@@ -7,6 +7,7 @@
  * which comes down when the need that raised it expires; the step time it
  * budgets in (the pace), steady on cores shared with other nodes.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -286,7 +287,7 @@ static void test_pace(void **state)
         assert_true(gossip_adapt_pace_us(&p) == 0);
         gossip_adapt_pace_note(&p, 0);
         gossip_adapt_pace_note(&p, -5);
-        gossip_adapt_pace_note(&p, 0.0 / 0.0);
+        gossip_adapt_pace_note(&p, NAN);
         assert_true(gossip_adapt_pace_us(&p) == 0);
         gossip_adapt_pace_note(&p, 3000);
         assert_true(gossip_adapt_pace_us(&p) == 3000);
