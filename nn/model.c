@@ -22,7 +22,9 @@
  * n, and equal to the serial ones up to float rounding.  A dense first
  * layer (an MLP's biggest block) is not reduced: after the barrier each
  * thread computes its rows of that weight gradient over the whole batch
- * from every chunk's output gradient, gathered in m->dy0.  With one
+ * from every chunk's output gradient, gathered in m->dy0.  nn_model_step
+ * runs the optimizer as a job of its own: each thread updates the ranges
+ * whose gradient it wrote (step_part), still in its core's cache.  With one
  * thread (or a batch of one sample) the serial code path runs unchanged.
  * Workers are started on first use, block on a condition variable between
  * jobs (never spin: the host is often oversubscribed) and are joined in
@@ -744,7 +746,7 @@ static int argmax(const float *z, int n)
 
 /* ---- threads ----------------------------------------------------------- */
 
-enum job_kind { JOB_TRAIN, JOB_EVAL, JOB_PREDICT };
+enum job_kind { JOB_TRAIN, JOB_EVAL, JOB_PREDICT, JOB_STEP };
 
 struct worker_ref {
         struct nn_model *m;
@@ -773,9 +775,16 @@ struct pool {
         const float *x;
         const uint8_t *y;
         uint8_t *pred;
-        /* Results, one slot per thread: chunk loss sum and argmax hits. */
+        /* JOB_STEP: the optimizer step (nn_model_step) */
+        const struct nn_optim *optim;
+        float lr;
+        size_t copy_lo, copy_n;
+        float *copy;
+        /* Results, one slot per thread: chunk loss sum and argmax hits;
+         * JOB_STEP: the thread's sum of nn_optim_range's returns. */
         double loss[THREADS_MAX];
         int hits[THREADS_MAX];
+        double usq[THREADS_MAX];
 };
 
 /* Waits until all nt threads of the job have arrived. */
@@ -828,6 +837,14 @@ static int split_first(const struct nn_model *m)
         return m->layers[0].kind == L_DENSE;
 }
 
+/* Thread t's rows [*r0, *r1) of layer 0's weight gradient (split_first). */
+static void first_rows(const struct nn_model *m, int t, int nt, int *r0,
+                       int *r1)
+{
+        *r0 = (int)((long)m->layers[0].oc * t / nt);
+        *r1 = (int)((long)m->layers[0].oc * (t + 1) / nt);
+}
+
 /* Thread t's part of a training step, after the chunk's forward pass and
  * loss: backward into its own buffer (with split_first, layer 0 only up
  * to its bias gradient, its masked output gradient going to m->dy0);
@@ -856,9 +873,9 @@ static void train_part(struct nn_model *m, int t, const float *x, int b)
         }
         pool_barrier(p);
         if (skip_hi) {
-                int r0 = (int)((long)l0->oc * t / p->nt);
-                int r1 = (int)((long)l0->oc * (t + 1) / p->nt);
+                int r0, r1;
 
+                first_rows(m, t, p->nt, &r0, &r1);
                 /* dw[r0:r1, K] = dy0[B, r0:r1]^T x[B, K] */
                 nn_gemm(1, 0, r1 - r0, l0->in_size, p->batch, 1.0f, m->dy0 + r0,
                         l0->oc, p->x, l0->in_size, 0.0f,
@@ -870,15 +887,55 @@ static void train_part(struct nn_model *m, int t, const float *x, int b)
         reduce_range(m, p->nt, lo > skip_hi ? lo : skip_hi, hi);
 }
 
+/* Thread t's share of an optimizer step: the parameters whose gradient
+ * it wrote in a training step of nt threads (train_part), so that the
+ * update reads them from its own core's cache: its rows of layer 0's
+ * weights (split_first) and its reduction range less those weights. */
+static void step_part(struct nn_model *m, int t)
+{
+        struct pool *p = m->pool;
+        size_t lo = reduce_start(m, t, p->nt),
+               hi = reduce_start(m, t + 1, p->nt);
+        size_t r[3][2] = {{lo, hi}, {0, 0}, {0, 0}};
+        double usq = 0.0;
+
+        if (split_first(m)) {
+                const struct layer *l0 = &m->layers[0];
+                size_t skip_lo = l0->w_off, skip_hi = l0->w_off + l0->nw;
+                int r0, r1;
+
+                first_rows(m, t, p->nt, &r0, &r1);
+                r[0][0] = skip_lo + (size_t)r0 * l0->in_size;
+                r[0][1] = skip_lo + (size_t)r1 * l0->in_size;
+                r[1][0] = lo;
+                r[1][1] = hi < skip_lo ? hi : skip_lo;
+                r[2][0] = lo > skip_hi ? lo : skip_hi;
+                r[2][1] = hi;
+        }
+        for (int i = 0; i < 3; i++)
+                if (r[i][1] > r[i][0])
+                        usq += nn_optim_range(p->optim, m->params, m->grads,
+                                              p->lr, r[i][0], r[i][1] - r[i][0],
+                                              p->copy_lo, p->copy_n, p->copy);
+        p->usq[t] = usq;
+}
+
 /* Thread t's share of the job: its chunk, and for training its share of
- * the first layer's weight gradient and of the reduction. */
+ * the first layer's weight gradient and of the reduction; or its share
+ * of an optimizer step. */
 static void job_part(struct nn_model *m, int t)
 {
         struct pool *p = m->pool;
         struct ws *w = &m->ws[t];
         int lo = p->off[t], b = p->off[t + 1] - lo, hits = 0;
-        const float *x = p->x + (size_t)lo * m->in_size;
-        const float *z = forward(m, w, x, b);
+        const float *x, *z;
+
+        if (p->kind == JOB_STEP) {
+                step_part(m, t);
+                return;
+        }
+        x = p->x + (size_t)lo * m->in_size;
+        z = forward(m, w, x, b);
 
         switch (p->kind) {
         case JOB_TRAIN:
@@ -894,6 +951,8 @@ static void job_part(struct nn_model *m, int t)
                 for (int s = 0; s < b; s++)
                         p->pred[lo + s] = (uint8_t)argmax(
                             z + (size_t)s * m->classes, m->classes);
+                break;
+        case JOB_STEP: /* above */
                 break;
         }
         p->hits[t] = hits;
@@ -1124,6 +1183,33 @@ int nn_model_train_batch(struct nn_model *m, const float *x, const uint8_t *y,
         if (correct)
                 *correct = hits;
         return 0;
+}
+
+void nn_model_step(struct nn_model *m, struct nn_optim *o, float lr, size_t lo,
+                   size_t count, float *copy)
+{
+        struct pool *p;
+        double usq = 0.0;
+        int n = threads_for(m, INT_MAX);
+
+        /* the copy's range is clipped by nn_optim_range */
+        if (n < 2) {
+                nn_optim_step_copy(o, m->params, m->grads, lr, lo, count, copy);
+                return;
+        }
+        p = m->pool;
+        p->kind = JOB_STEP;
+        p->nt = n;
+        p->optim = o;
+        p->lr = lr;
+        p->copy_lo = lo;
+        p->copy_n = count;
+        p->copy = copy;
+        nn_optim_begin(o, lr);
+        job_run(m);
+        for (int t = 0; t < n; t++)
+                usq += p->usq[t];
+        nn_optim_end(o, lr, usq);
 }
 
 /* Evaluate or predict with n > 1 threads: blocks of n times the per-thread

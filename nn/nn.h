@@ -215,6 +215,22 @@ int nn_model_reserve(struct nn_model *m, int max_batch);
 int nn_model_train_batch(struct nn_model *m, const float *x, const uint8_t *y,
                          int batch, float *loss, int *correct);
 
+struct nn_optim;
+
+/*
+ * The optimizer step on the model's parameters with its gradient buffer:
+ * nn_optim_step_copy(o, nn_model_params(m), nn_model_grads(m), lr, lo,
+ * count, copy), split over the model's threads when nn_threads_set asked
+ * for more than one (see "Threads" in docs/nn.md): each thread updates the
+ * ranges of the gradient it wrote in the last training step, which are
+ * still in its core's cache.  o must be sized for m.  Same parameters,
+ * state and copy as the one-thread call; under quasi-global momentum the
+ * step's size is summed per thread and rounds differently in its last
+ * bits.
+ */
+void nn_model_step(struct nn_model *m, struct nn_optim *o, float lr, size_t lo,
+                   size_t count, float *copy);
+
 /*
  * Forward passes over n samples (internally batched; gradients untouched).
  * *loss gets the mean loss, *acc the fraction classified right, if non-NULL.
@@ -298,6 +314,22 @@ void nn_optim_moved(struct nn_optim *o, double sumsq);
  * to the model; copy NULL or count 0: plain nn_optim_step. */
 void nn_optim_step_copy(struct nn_optim *o, float *params, const float *grads,
                         float lr, size_t lo, size_t count, float *copy);
+
+/* One step split over threads (nn_model_step does this): nn_optim_begin
+ * on one thread; then nn_optim_range over disjoint ranges [off, off + n)
+ * that together cover the model, from any threads at once; then
+ * nn_optim_end with the sum of the ranges' returns.  Element by element
+ * the arithmetic of nn_optim_step; the sum (quasi-global momentum's size
+ * of the local step, which bounds the next step's weight of the caller's
+ * change) rounds by the order it is added in.  nn_optim_range writes only
+ * params, the state and copy within its range, and copies the updated
+ * params of [lo, lo + count) inside it to copy + (i - lo) (copy NULL:
+ * none), as nn_optim_step_copy. */
+void nn_optim_begin(struct nn_optim *o, float lr);
+double nn_optim_range(const struct nn_optim *o, float *params,
+                      const float *grads, float lr, size_t off, size_t n,
+                      size_t lo, size_t count, float *copy);
+void nn_optim_end(struct nn_optim *o, float lr, double usq);
 
 /* The optimizer state, nn_optim_state_len floats (SGD: velocity;
  * quasi-global SGD: m then post, the parameters the last update left;

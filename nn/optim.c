@@ -32,7 +32,6 @@ struct nn_optim {
                                none yet, use the current) */
         float ext;          /* this step's weight of the caller's change */
         double usq;         /* |u|^2 of the last update's local step */
-        double usq_next;    /* ... being summed by this step's passes */
         double moved_sumsq; /* |change|^2 reported since (nn_optim_moved) */
         float *state;
 };
@@ -186,7 +185,7 @@ NN_HOT static double sgd_quasi_global(float *restrict p,
  * params [off, off + n).  Vectorized only because this file is built with
  * -fno-math-errno (nn/CMakeLists.txt): with errno semantics GCC calls
  * sqrtf one element at a time; the results are the same bits. */
-NN_HOT_WIDE static void adam(struct nn_optim *o, float *restrict p,
+NN_HOT_WIDE static void adam(const struct nn_optim *o, float *restrict p,
                              const float *restrict g, float lr, size_t off,
                              size_t n)
 {
@@ -232,52 +231,83 @@ static float qg_ext(const struct nn_optim *o, float lr)
         return (float)(lambda / (double)r);
 }
 
-/* The update of params [off, off + n). */
-static void update(struct nn_optim *o, float *params, const float *grads,
-                   float lr, size_t off, size_t n)
+/* The update of params [off, off + n).  Reads o, writes only params and
+ * the state in that range, so disjoint ranges may run at once
+ * (nn_optim_range).  Returns the range's sum of u^2 (quasi-global
+ * momentum; 0 otherwise). */
+static double update(const struct nn_optim *o, float *params,
+                     const float *grads, float lr, size_t off, size_t n)
 {
         const struct nn_optim_config *c = &o->cfg;
 
         if (n == 0)
-                return;
+                return 0.0;
         if (c->kind == NN_OPTIM_ADAM)
                 adam(o, params, grads, lr, off, n);
         else if (o->len && c->quasi_global)
-                o->usq_next +=
-                    sgd_quasi_global(params + off, grads + off, o->state + off,
-                                     o->state + o->n + off, n, lr, o->ext,
-                                     c->momentum, c->weight_decay, c->nesterov);
+                return sgd_quasi_global(params + off, grads + off,
+                                        o->state + off, o->state + o->n + off,
+                                        n, lr, o->ext, c->momentum,
+                                        c->weight_decay, c->nesterov);
         else if (o->len)
                 sgd_momentum(params + off, grads + off, o->state + off, n, lr,
                              c->momentum, c->weight_decay, c->nesterov);
         else
                 sgd_plain(params + off, grads + off, n, lr, c->weight_decay);
+        return 0.0;
 }
 
 /* Before a step's passes: the quasi-global weight of the caller's change. */
-static void step_begin(struct nn_optim *o, float lr)
+void nn_optim_begin(struct nn_optim *o, float lr)
 {
-        if (o->cfg.quasi_global) {
+        if (o->cfg.quasi_global)
                 o->ext = qg_ext(o, lr);
-                o->usq_next = 0.0;
-        }
 }
 
 /* After them: count the step, keep its rate and size, forget the change. */
-static void step_end(struct nn_optim *o, float lr)
+void nn_optim_end(struct nn_optim *o, float lr, double usq)
 {
         o->steps++;
         o->last_lr = lr;
-        o->usq = o->usq_next;
+        o->usq = usq;
         o->moved_sumsq = 0.0;
+}
+
+double nn_optim_range(const struct nn_optim *o, float *params,
+                      const float *grads, float lr, size_t off, size_t n,
+                      size_t lo, size_t count, float *copy)
+{
+        size_t hi = 0, a, b;
+        double usq = 0.0;
+
+        if (off >= o->n)
+                return 0.0;
+        if (n > o->n - off)
+                n = o->n - off;
+        if (copy && lo < o->n)
+                hi = count < o->n - lo ? lo + count : o->n;
+        /* the part of [lo, hi) inside [off, off + n): [a, b) */
+        a = lo > off ? lo : off;
+        b = hi < off + n ? hi : off + n;
+        if (!copy || a >= b)
+                return update(o, params, grads, lr, off, n);
+        usq += update(o, params, grads, lr, off, a - off);
+        /* block by block, each copied while it is still in L1 */
+        for (size_t i = a; i < b; i += NN_OPTIM_COPY_BLOCK) {
+                size_t k =
+                    b - i < NN_OPTIM_COPY_BLOCK ? b - i : NN_OPTIM_COPY_BLOCK;
+
+                usq += update(o, params, grads, lr, i, k);
+                memcpy(copy + (i - lo), params + i, k * sizeof(float));
+        }
+        usq += update(o, params, grads, lr, b, off + n - b);
+        return usq;
 }
 
 void nn_optim_step(struct nn_optim *o, float *params, const float *grads,
                    float lr)
 {
-        step_begin(o, lr);
-        update(o, params, grads, lr, 0, o->n);
-        step_end(o, lr);
+        nn_optim_step_copy(o, params, grads, lr, 0, 0, NULL);
 }
 
 void nn_optim_moved(struct nn_optim *o, double sumsq)
@@ -289,29 +319,14 @@ void nn_optim_moved(struct nn_optim *o, double sumsq)
 void nn_optim_step_copy(struct nn_optim *o, float *params, const float *grads,
                         float lr, size_t lo, size_t count, float *copy)
 {
-        size_t hi;
-
         if (!copy || lo >= o->n)
                 count = 0;
         else if (count > o->n - lo)
                 count = o->n - lo;
-        hi = lo + count;
-        if (count == 0) {
-                nn_optim_step(o, params, grads, lr);
-                return;
-        }
-        step_begin(o, lr);
-        update(o, params, grads, lr, 0, lo);
-        /* block by block, each copied while it is still in L1 */
-        for (size_t b = lo; b < hi; b += NN_OPTIM_COPY_BLOCK) {
-                size_t k =
-                    hi - b < NN_OPTIM_COPY_BLOCK ? hi - b : NN_OPTIM_COPY_BLOCK;
-
-                update(o, params, grads, lr, b, k);
-                memcpy(copy + (b - lo), params + b, k * sizeof(float));
-        }
-        update(o, params, grads, lr, hi, o->n - hi);
-        step_end(o, lr);
+        nn_optim_begin(o, lr);
+        nn_optim_end(o, lr,
+                     nn_optim_range(o, params, grads, lr, 0, o->n, lo, count,
+                                    count ? copy : NULL));
 }
 
 float *nn_optim_state(struct nn_optim *o)

@@ -1045,8 +1045,7 @@ static int train_step(struct node_trainer *t, struct window *pw,
         }
         t0 = mono_s();
         lr = nn_lr_at(&t->lr, t->step);
-        nn_optim_step_copy(t->optim, nn_model_params(t->model), g, lr, lo,
-                           count, dst);
+        nn_model_step(t->model, t->optim, lr, lo, count, dst);
         t->compute_s += local + (mono_s() - t0);
         t->step++;
         if (t->box) {

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
                                      y + (size_t)b * batch, batch, &loss,
                                      &correct);
                 tb = now_s();
-                nn_optim_step(o, nn_model_params(m), nn_model_grads(m), 0.01f);
+                nn_model_step(m, o, 0.01f, 0, 0, NULL);
                 if (s >= warm) {
                         t_train += tb - ta;
                         t_opt += now_s() - tb;

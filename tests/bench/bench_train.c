@@ -107,8 +107,8 @@ int main(int argc, char **argv)
                         if (k < 0)
                                 goto out;
                         nn_model_train_batch(m, x, y, k, &loss, NULL);
-                        nn_optim_step(o, nn_model_params(m), nn_model_grads(m),
-                                      nn_lr_at(&sch, nn_optim_steps(o)));
+                        nn_model_step(m, o, nn_lr_at(&sch, nn_optim_steps(o)),
+                                      0, 0, NULL);
                         sum += loss;
                         nb++;
                 }

@@ -6,7 +6,9 @@
  * gradients overwritten, not accumulated; evaluate/predict consistency;
  * that a model learns a separable synthetic problem; and data parallelism
  * (nn_threads_set 2 and 3): gradients, loss, hits, evaluate and predict
- * agree with one thread, and runs are bit-identical for a fixed count.
+ * agree with one thread, and runs are bit-identical for a fixed count;
+ * the optimizer step split over the threads (nn_model_step) gives the
+ * one-thread step's bits.
  * Replay with GN_SEED=<seed>.
  */
 #include <math.h>
@@ -495,6 +497,108 @@ static void test_threads_determinism(void **state)
         free(ps);
 }
 
+/* One optimizer over spec's model, trained on a batch of 16 with n
+ * threads for 3 steps, stepped by nn_model_step (split over the threads)
+ * while a twin optimizer steps a copy of the parameters with
+ * nn_optim_step_copy on the same gradients: parameters, state and the
+ * copied slice must be the same bits.  Under quasi-global momentum only
+ * the first step is exact (the step's size is summed per thread); later
+ * steps agree to float rounding. */
+static void check_threads_step(const char *spec, int in_c, int h, int w, int n,
+                               const struct nn_optim_config *oc)
+{
+        enum { B = 16, STEPS = 3 };
+        struct nn_model *m = NULL;
+        struct nn_optim *o1 = NULL, *on = NULL;
+        uint64_t st = seed + 77;
+
+        assert_int_equal(nn_model_create(spec, in_c, h, w, seed, &m), 0);
+        int in = nn_model_input_size(m), classes = nn_model_classes(m);
+        size_t np = nn_model_nparams(m);
+        /* per step a copied slice: from the middle of layer 0 to past a
+         * thread's range; one past the end (clipped to 10); none */
+        const size_t los[STEPS] = {np / 7, np - 10, 0},
+                     counts[STEPS] = {np / 2, 1000, 0};
+        size_t count = np / 2;
+        float *x = malloc(sizeof(float) * in * B);
+        uint8_t *y = malloc(B);
+        float *p1 = malloc(sizeof(float) * np);
+        float *c1 = malloc(sizeof(float) * count),
+              *cn = malloc(sizeof(float) * count);
+
+        assert_int_equal(nn_optim_create(oc, np, &o1), 0);
+        assert_int_equal(nn_optim_create(oc, np, &on), 0);
+        memcpy(p1, nn_model_params(m), sizeof(float) * np);
+        nn_threads_set(n);
+        for (int k = 0; k < STEPS; k++) {
+                size_t lo = los[k],
+                       n_copied = np - lo < counts[k] ? np - lo : counts[k];
+
+                fill(x, (size_t)in * B, &st, 0, 1);
+                for (int i = 0; i < B; i++)
+                        y[i] = (uint8_t)(nn__rand_u64(&st) % (uint64_t)classes);
+                assert_int_equal(nn_model_train_batch(m, x, y, B, NULL, NULL),
+                                 0);
+                nn_optim_step_copy(o1, p1, nn_model_grads(m), 0.05f, lo,
+                                   counts[k], c1);
+                nn_model_step(m, on, 0.05f, lo, counts[k], cn);
+                assert_int_equal(nn_optim_steps(on), (uint64_t)k + 1);
+                if (k == 0 || !oc->quasi_global) {
+                        assert_memory_equal(p1, nn_model_params(m),
+                                            sizeof(float) * np);
+                        assert_memory_equal(
+                            nn_optim_state(o1), nn_optim_state(on),
+                            sizeof(float) * nn_optim_state_len(o1));
+                        if (n_copied)
+                                assert_memory_equal(c1, cn,
+                                                    sizeof(float) * n_copied);
+                } else {
+                        assert_true(compare_rel(p1, nn_model_params(m), np,
+                                                1e-5) <= 1.0);
+                }
+                /* the twin follows the model, so the next gradients are
+                 * its gradients too */
+                memcpy(p1, nn_model_params(m), sizeof(float) * np);
+        }
+        nn_threads_set(1);
+        nn_optim_free(o1);
+        nn_optim_free(on);
+        free(x);
+        free(y);
+        free(p1);
+        free(c1);
+        free(cn);
+        nn_model_free(m);
+}
+
+static void test_threads_step(void **state)
+{
+        const struct nn_optim_config ocs[] = {
+            {.kind = NN_OPTIM_SGD, .lr = 0.05f},
+            {.kind = NN_OPTIM_SGD,
+             .lr = 0.05f,
+             .momentum = 0.9f,
+             .weight_decay = 1e-4f},
+            {.kind = NN_OPTIM_SGD,
+             .lr = 0.05f,
+             .momentum = 0.9f,
+             .quasi_global = 1,
+             .quasi_global_bound = 2.0f},
+            {.kind = NN_OPTIM_ADAM,
+             .lr = 0.05f,
+             .beta1 = 0.9f,
+             .beta2 = 0.999f,
+             .eps = 1e-8f},
+        };
+
+        for (size_t i = 0; i < sizeof(ocs) / sizeof(ocs[0]); i++)
+                for (int n = 1; n <= 3; n++) {
+                        check_threads_step("784-64-10", 0, 0, 0, n, &ocs[i]);
+                        check_threads_step("c4k3-p2-c4k3-8-3", 1, 12, 12, n,
+                                           &ocs[i]);
+                }
+}
+
 /* evaluate and predict with n threads agree with one thread, across block
  * sizes (after reserve, and with workspaces grown by a bigger batch). */
 static void test_threads_evaluate(void **state)
@@ -584,6 +688,7 @@ int main(void)
             cmocka_unit_test(test_threads_grads),
             cmocka_unit_test(test_threads_determinism),
             cmocka_unit_test(test_threads_evaluate),
+            cmocka_unit_test(test_threads_step),
         };
         int rc;
 
