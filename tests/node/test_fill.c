@@ -242,10 +242,10 @@ static int slowdown(void)
 /* The step time the adaptation budgets in (node_handoff_step_us) leaves
  * out the time a step stands in admission: with no slice ever delivered,
  * every step from the third on waits 60 ms (times the slowdown) and times
- * out, so the wall time per step is over that, while a step's own work (a
- * batch of 20) is a small part of it. Measured as wall time, as it was,
- * step_us is the whole of it (failed so: 56 of 77 ms) and feeds the
- * link's stalls back into the budget. */
+ * out. Left out, step_us is the wall time per step less its waits; the
+ * test allows up to half a wait per step on top. Measured as wall time,
+ * as it was, step_us is the whole of it (failed so: 56 of 77 ms) and
+ * feeds the link's stalls back into the budget. */
 static void test_step_time(void **state)
 {
         const uint32_t wait_ms = 60 * (uint32_t)slowdown();
@@ -255,7 +255,7 @@ static void test_step_time(void **state)
         struct node_handoff_stats hs;
         struct seen s = {0};
         char err[512];
-        double t0, wall_per_step;
+        double t0, wall_per_step, wait_per_step;
 
         (void)state;
         parse(&o, "0", "0/200"); /* 300 samples: 15 steps */
@@ -271,12 +271,20 @@ static void test_step_time(void **state)
         wall_per_step = (now_s() - t0) / 15 * 1e6;
         assert_true(wall_per_step > wait_ms * 1000.0 * 14 / 15);
         assert_true(hs.step_us > 0);
-        printf("step time %.0f us, wall time per step %.0f us\n", hs.step_us,
-               wall_per_step);
-        if (hs.step_us > 0.4 * wall_per_step)
+        assert_true(hs.wait_s > 0);
+        wait_per_step = hs.wait_s / 15 * 1e6;
+        printf("step time %.0f us, wall time per step %.0f us, of which "
+               "waiting %.0f us\n",
+               hs.step_us, wall_per_step, wait_per_step);
+        /* Measured against the waits themselves, not a share of the wall
+         * time: a sanitizer build computes a step in about as long as a
+         * wait (TSan on a Zen 3 host: 65 ms of 146), and a share failed
+         * there with the waits left out. */
+        if (hs.step_us > wall_per_step - 0.5 * wait_per_step)
                 fail_msg("step time %.0f us of a wall time per step of %.0f "
-                         "us: the waits are counted in it",
-                         hs.step_us, wall_per_step);
+                         "us, %.0f us of it waiting: the waits are counted "
+                         "in it",
+                         hs.step_us, wall_per_step, wait_per_step);
         node_trainer_free(t);
         node_handoff_free(s.h);
         free(s.grads);
