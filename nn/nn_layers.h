@@ -29,7 +29,8 @@
 
 /*
  * NN_HOT_WIDE: an NN_HOT loop that is compute-bound (Adam: a square root
- * and a division per parameter), also built for AVX2 and AVX-512 and picked
+ * and a division per parameter; the direct convolution of a first layer),
+ * also built for AVX2 and AVX-512 and picked
  * at load time by CPUID (GCC's target_clones, an ifunc; the baseline is
  * SSE2).  No FMA in the clones (ISO C contracts nothing) and no reduction,
  * so every clone gives the same bits.  The memory-bound passes (SGD, bias,
@@ -98,13 +99,18 @@ double nn__softmax_ce(float *dz, const float *logits, const uint8_t *y,
 double nn__softmax_ce_rows(float *dz, const float *logits, const uint8_t *y,
                            int rows, int classes, int *correct, int batch);
 
-/* ---- conv2d, stride 1, "same" zero padding, via im2col + GEMM ---------- */
+/* ---- conv2d, stride 1, "same" zero padding: im2col + GEMM, or direct -- */
 
 struct nn__conv {
         int c, h, w;   /* input channels, height, width */
         int f, k;      /* filters, kernel side (odd) */
         int in_planar; /* input is [B][C][H][W] instead of [B][H][W][C] */
 };
+
+/* Whether layer s is computed directly rather than by im2col + GEMM: its
+ * patch K*K*C is too short for a GEMM (layers.c, "direct convolution").
+ * The direct path needs no col workspace, except for dx. */
+int nn__conv_direct(const struct nn__conv *s);
 
 /* Floats of im2col workspace needed to process `samples` samples at once. */
 size_t nn__conv_col_len(const struct nn__conv *s, int samples);

@@ -2,8 +2,9 @@
  * test_layers.c - every layer's backward pass against central finite
  * differences of its forward pass: dense (with and without fused ReLU),
  * ReLU, fused softmax cross-entropy, conv2d (planar and channels-last
- * input, with ReLU), max-pool; conv forward against a direct convolution;
- * and the softmax-CE value on huge logits (stability).
+ * input, with ReLU; im2col + GEMM and the direct path), max-pool; conv forward
+ * against a direct convolution; and the softmax-CE value on huge logits
+ * (stability).
  *
  * Method: for a layer y = f(x, w), take a fixed random r and the scalar
  * L = sum(r * y).  The analytic gradients are the backward pass fed with
@@ -345,42 +346,53 @@ static int numeric_conv_relu(struct conv_case *c, float *t, size_t len,
         return skipped;
 }
 
-static void check_conv(int planar, int relu, int chunk)
+/* One conv layer (c channels, f filters, 3x3 on 5x4 images, 3 samples)
+ * through the path `direct` names (nn__conv_direct): forward against the
+ * direct convolution above, backward against finite differences. */
+static void check_conv(int c_in, int f, int direct, int planar, int relu,
+                       int chunk)
 {
-        uint64_t st = seed + 100 + planar * 2 + relu;
-        struct conv_case c = {
-            .s = {.c = 3, .h = 5, .w = 4, .f = 2, .k = 3, .in_planar = planar},
-            .b = 3,
-            .relu = relu,
-            .chunk = chunk};
-        size_t nx = 3 * 3 * 5 * 4, nw = 2 * 3 * 3 * 3, ny = conv_out(&c);
+        uint64_t st = seed + 100 + planar * 2 + relu + c_in * 4 + f * 16;
+        struct conv_case c = {.s = {.c = c_in,
+                                    .h = 5,
+                                    .w = 4,
+                                    .f = f,
+                                    .k = 3,
+                                    .in_planar = planar},
+                              .b = 3,
+                              .relu = relu,
+                              .chunk = chunk};
+        size_t nx = (size_t)3 * c_in * 5 * 4, nw = (size_t)f * 3 * 3 * c_in;
+        size_t ny = conv_out(&c);
         float *x = malloc(sizeof(float) * nx), *w = malloc(sizeof(float) * nw);
-        float bias[2], *r = malloc(sizeof(float) * ny);
+        float *bias = malloc(sizeof(float) * f),
+              *r = malloc(sizeof(float) * ny);
         float *y = malloc(sizeof(float) * ny), *dy = malloc(sizeof(float) * ny);
         float *dx = malloc(sizeof(float) * nx),
               *dw = malloc(sizeof(float) * nw);
-        float db[2];
-        double *num = malloc(sizeof(double) * nx);
+        float *db = malloc(sizeof(float) * f);
+        double *num = malloc(sizeof(double) * (nx > nw ? nx : nw));
         float *col = malloc(sizeof(float) * nn__conv_col_len(&c.s, chunk));
         int bad = 0, skipped = 0;
 
+        assert_int_equal(nn__conv_direct(&c.s), direct);
         c.x = x, c.w = w, c.bias = bias, c.r = r, c.y = y, c.col = col;
         fill(w, nw, &st, -0.5f, 0.5f);
         fill(r, ny, &st, -1, 1);
         fill(x, nx, &st, -1, 1);
-        fill(bias, 2, &st, -0.5f, 0.5f);
+        fill(bias, f, &st, -0.5f, 0.5f);
         conv_loss_v(&c);
         /* Forward against the direct convolution. */
         for (int b = 0; b < c.b; b++)
                 for (int oh = 0; oh < c.s.h; oh++)
                         for (int ow = 0; ow < c.s.w; ow++)
-                                for (int f = 0; f < c.s.f; f++) {
+                                for (int o = 0; o < f; o++) {
                                         float want =
-                                            direct_conv(&c, b, oh, ow, f);
+                                            direct_conv(&c, b, oh, ow, o);
                                         float got =
                                             y[((b * c.s.h + oh) * c.s.w + ow) *
-                                                  c.s.f +
-                                              f];
+                                                  f +
+                                              o];
                                         bad += !(fabsf(got - want) < 1e-5f);
                                 }
         assert_int_equal(bad, 0);
@@ -398,31 +410,57 @@ static void check_conv(int planar, int relu, int chunk)
                 numeric(conv_loss_v, &c, w, nw, num);
         bad += compare("conv dw", dw, num, nw);
         if (relu)
-                skipped += numeric_conv_relu(&c, bias, 2, num);
+                skipped += numeric_conv_relu(&c, bias, f, num);
         else
-                numeric(conv_loss_v, &c, bias, 2, num);
-        bad += compare("conv db", db, num, 2);
+                numeric(conv_loss_v, &c, bias, f, num);
+        bad += compare("conv db", db, num, f);
+        /* Without dx (a first layer), dw must come out the same. */
+        memcpy(dy, r, sizeof(float) * ny);
+        conv_loss_v(&c);
+        float *dw2 = malloc(sizeof(float) * nw);
+        nn__conv_backward(NULL, dw2, db, dy, relu ? y : NULL, x, w, &c.s, c.b,
+                          col, chunk);
+        assert_memory_equal(dw, dw2, sizeof(float) * nw);
+        free(dw2);
         printf("  (%d entries at a ReLU kink skipped)\n", skipped);
         assert_int_equal(bad, 0);
         /* Most entries must have been checked. */
         assert_true(skipped < (int)(nx + nw) / 4);
         free(x), free(w), free(r), free(y), free(dy), free(dx), free(dw);
-        free(num), free(col);
+        free(num), free(col), free(bias), free(db);
 }
 
+/* im2col + GEMM: a patch of 3 x 3 x 5 = 45 values. */
 static void test_conv_nhwc(void **state)
 {
-        check_conv(0, 0, 3);
+        check_conv(5, 2, 0, 0, 0, 3);
 }
 
 static void test_conv_planar_relu(void **state)
 {
-        check_conv(1, 1, 2); /* chunk 2 of 3 samples: dw accumulates */
+        check_conv(5, 2, 0, 1, 1, 2); /* chunk 2 of 3 samples: dw accumulates */
 }
 
 static void test_conv_nhwc_relu_chunk1(void **state)
 {
-        check_conv(0, 1, 1);
+        check_conv(5, 2, 0, 0, 1, 1);
+}
+
+/* The direct path: patches of 27 (RGB), 9 (grey) and 18 values; filter
+ * counts below, at and across the direct path's block of 32. */
+static void test_conv_direct_rgb(void **state)
+{
+        check_conv(3, 2, 1, 1, 1, 2);
+}
+
+static void test_conv_direct_grey_blocks(void **state)
+{
+        check_conv(1, 33, 1, 0, 0, 1);
+}
+
+static void test_conv_direct_nhwc_32(void **state)
+{
+        check_conv(2, 32, 1, 0, 0, 3);
 }
 
 /* ---- max-pool ----------------------------------------------------------- */
@@ -499,6 +537,9 @@ int main(void)
             cmocka_unit_test(test_conv_nhwc),
             cmocka_unit_test(test_conv_planar_relu),
             cmocka_unit_test(test_conv_nhwc_relu_chunk1),
+            cmocka_unit_test(test_conv_direct_rgb),
+            cmocka_unit_test(test_conv_direct_grey_blocks),
+            cmocka_unit_test(test_conv_direct_nhwc_32),
             cmocka_unit_test(test_maxpool),
         };
         int rc;
