@@ -1,11 +1,13 @@
 /*
  * layers.c - forward/backward kernels: dense (+fused bias and ReLU), ReLU,
  * fused softmax cross-entropy, conv2d via im2col + GEMM (or directly, for
- * layers with short patches), max-pool; and the
- * splitmix64 generator that seeds the weights.
+ * layers with short patches), max-pool; and the splitmix64 generator that
+ * seeds the weights.
  *
- * All heavy lifting is nn_gemm(); the loops here are single passes over the
- * data (bias+ReLU after a GEMM, masks, im2col/col2im).  Shapes are given in
+ * The heavy lifting is nn_gemm(); the loops here are single passes over the
+ * data (bias+ReLU after a GEMM, masks, im2col/col2im), except the direct
+ * convolution of short-patch layers, which does its own sums ("direct
+ * convolution" below).  Shapes are given in
  * the comments as [rows, cols] of row-major arrays; see nn_layers.h for the
  * layouts.  Nothing here allocates: callers own every buffer.
  */
@@ -283,7 +285,7 @@ int nn__conv_direct(const struct nn__conv *s)
 
 /* CONV_FB floats as four 8-lane vectors (GCC/Clang vector extensions: one
  * AVX register each in the AVX2 and AVX-512 clones, two SSE or NEON ones
- * elsewhere), so that the sums stay in registers.  ld/st are unaligned. */
+ * elsewhere), so that the sums stay in registers. */
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 enum { CONV_V = CONV_FB / 8 }; /* 4: direct_forward names them a0..a3 */
@@ -494,7 +496,6 @@ void nn__conv_backward(float *dx, float *dw, float *db, float *dy,
 {
         int kkc = s->k * s->k * s->c, hw = s->h * s->w;
         size_t img = (size_t)s->c * hw;
-
         int direct = nn__conv_direct(s);
 
         mask_bias_grad(db, dy, relu_y, batch * hw, s->f);
