@@ -480,33 +480,52 @@ static double pool_loss_v(void *p)
                    (size_t)c->b * (c->h / c->s) * (c->w / c->s) * c->c);
 }
 
-static void test_maxpool(void **state)
+/* Max-pool S = 2 over B = 2 images of hh x w x 3 (odd sizes leave a row or
+ * column outside every window): forward against the first window, backward
+ * against finite differences, into a dx filled with NaN first (every entry
+ * must be written). */
+static void check_pool(int hh, int w)
 {
-        uint64_t st = seed + 200;
-        enum { B = 2, HH = 4, W = 6, C = 3, S = 2 };
-        enum { NX = B * HH * W * C, NY = B * (HH / S) * (W / S) * C };
-        float x[NX], y[NY], r[NY], dx[NX];
-        int32_t idx[NY];
-        double num[NX];
-        struct pool_case c = {x, y, r, idx, B, HH, W, C, S};
+        enum { B = 2, C = 3, S = 2 };
+        uint64_t st = seed + 200 + (uint64_t)hh * 16 + (uint64_t)w;
+        size_t nx = (size_t)B * hh * w * C,
+               ny = (size_t)B * (hh / S) * (w / S) * C;
+        float *x = malloc(sizeof(float) * nx), *y = malloc(sizeof(float) * ny);
+        float *r = malloc(sizeof(float) * ny), *dx = malloc(sizeof(float) * nx);
+        int32_t *idx = malloc(sizeof(int32_t) * ny);
+        double *num = malloc(sizeof(double) * nx);
+        struct pool_case c = {x, y, r, idx, B, hh, w, C, S};
 
         /* Distinct values spaced 0.05 apart (> 2H): no ties, no swaps. */
-        for (int i = 0; i < NX; i++)
+        for (size_t i = 0; i < nx; i++)
                 x[i] = 0.05f * (float)i - 3.0f;
-        for (int i = NX - 1; i > 0; i--) {
-                int j = (int)(nn__rand_u64(&st) % (uint64_t)(i + 1));
+        for (size_t i = nx - 1; i > 0; i--) {
+                size_t j = (size_t)(nn__rand_u64(&st) % (uint64_t)(i + 1));
                 float t = x[i];
                 x[i] = x[j];
                 x[j] = t;
         }
-        fill(r, NY, &st, -1, 1);
+        fill(r, ny, &st, -1, 1);
         pool_loss_v(&c);
         /* The first window of channel 0 is x[0,0], x[0,1], x[1,0], x[1,1]. */
-        float m0 = fmaxf(fmaxf(x[0], x[C]), fmaxf(x[W * C], x[W * C + C]));
+        float m0 = fmaxf(fmaxf(x[0], x[C]), fmaxf(x[w * C], x[w * C + C]));
         assert_true(y[0] == m0);
-        nn__maxpool_backward(dx, r, idx, B, HH, W, C, S);
-        numeric(pool_loss_v, &c, x, NX, num);
-        assert_int_equal(compare("maxpool dx", dx, num, NX), 0);
+        for (size_t i = 0; i < nx; i++)
+                dx[i] = NAN;
+        nn__maxpool_backward(dx, r, idx, B, hh, w, C, S);
+        numeric(pool_loss_v, &c, x, nx, num);
+        assert_int_equal(compare("maxpool dx", dx, num, nx), 0);
+        free(x), free(y), free(r), free(dx), free(idx), free(num);
+}
+
+static void test_maxpool(void **state)
+{
+        check_pool(4, 6);
+}
+
+static void test_maxpool_odd(void **state)
+{
+        check_pool(5, 7);
 }
 
 /* ---- PRNG -----------------------------------------------------------------
@@ -541,6 +560,7 @@ int main(void)
             cmocka_unit_test(test_conv_direct_grey_blocks),
             cmocka_unit_test(test_conv_direct_nhwc_32),
             cmocka_unit_test(test_maxpool),
+            cmocka_unit_test(test_maxpool_odd),
         };
         int rc;
 
