@@ -573,13 +573,70 @@ NN_HOT void nn__maxpool_forward(float *y, int32_t *idx, const float *x,
         }
 }
 
-NN_HOT void nn__maxpool_backward(float *dx, const float *dy, const int32_t *idx,
-                                 int batch, int h, int w, int c, int s)
+/* One window tap of the backward pass over c channels: dx is dy where
+ * this tap won the window (io holds the winners' offsets), 0 elsewhere;
+ * with yo (the windows' maxima) also 0 where the maximum is not > 0.
+ * The select is an AND of dy's bits with a mask: as a float ?: GCC 12
+ * left a branch per value and did not vectorize the loop. */
+static inline void unpool_tap(float *restrict dxo, const float *restrict dyo,
+                              const int32_t *restrict io,
+                              const float *restrict yo, int32_t o, int c)
 {
-        size_t img = (size_t)h * w * c, out = (size_t)(h / s) * (w / s) * c;
+        for (int ch = 0; ch < c; ch++) {
+                int32_t keep = -(int32_t)(io[ch] == o + ch);
+                uint32_t bits;
 
-        memset(dx, 0, sizeof(*dx) * img * batch);
-        for (int b = 0; b < batch; b++)
-                for (size_t i = 0; i < out; i++)
-                        dx[b * img + idx[b * out + i]] += dy[b * out + i];
+                if (yo)
+                        keep &= -(int32_t)(yo[ch] > 0.0f);
+                memcpy(&bits, &dyo[ch], sizeof(bits));
+                bits &= (uint32_t)keep;
+                memcpy(&dxo[ch], &bits, sizeof(bits));
+        }
+}
+
+NN_HOT void nn__maxpool_backward(float *dx, const float *dy, const int32_t *idx,
+                                 const float *relu_y, int batch, int h, int w,
+                                 int c, int s)
+{
+        int oh_n = h / s, ow_n = w / s;
+        size_t img = (size_t)h * w * c, out = (size_t)oh_n * ow_n * c;
+        size_t tail = (size_t)(w - ow_n * s) * c;
+
+        /* One pass writing every input of dx in order, window row by
+         * window row: no memset and no scatter (which took 3.1 % of a CNN
+         * step each), and with relu_y the mask pass of the layer below
+         * (3.4 %) is folded in, read from the windows' maxima instead of
+         * the 4x larger input. Windows do not overlap (stride s), so each
+         * input is written once. */
+        for (int b = 0; b < batch; b++) {
+                float *dxb = dx + (size_t)b * img;
+                const float *dyb = dy + (size_t)b * out;
+                const int32_t *ib = idx + (size_t)b * out;
+                const float *yb = relu_y ? relu_y + (size_t)b * out : NULL;
+
+                for (int oh = 0; oh < oh_n; oh++)
+                        for (int i = 0; i < s; i++) {
+                                int32_t row = (oh * s + i) * w * c;
+
+                                for (int ow = 0; ow < ow_n; ow++) {
+                                        size_t po = ((size_t)oh * ow_n + ow) *
+                                                    (size_t)c;
+
+                                        for (int j = 0; j < s; j++) {
+                                                int32_t o =
+                                                    row + (ow * s + j) * c;
+
+                                                unpool_tap(
+                                                    dxb + o, dyb + po, ib + po,
+                                                    yb ? yb + po : NULL, o, c);
+                                        }
+                                }
+                                /* columns right of the last window */
+                                memset(dxb + row + (size_t)ow_n * s * c, 0,
+                                       sizeof(*dx) * tail);
+                        }
+                /* rows below the last window */
+                memset(dxb + (size_t)oh_n * s * w * c, 0,
+                       sizeof(*dx) * (size_t)(h - oh_n * s) * w * c);
+        }
 }

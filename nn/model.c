@@ -682,12 +682,20 @@ static float *backward(struct nn_model *m, struct ws *w, const float *x,
         float *d = w->d0, *other = w->d1, *t;
         const float *p = m->params;
         float *g = w->grads;
+        int masked = 0; /* d already carries layer i's ReLU mask */
 
         for (int i = m->nlayers - 1; i >= last; i--) {
                 struct layer *l = &m->layers[i];
                 const float *in = i ? w->out[i - 1] : x;
                 float *dx = i ? other : NULL;
-                const float *ry = l->relu ? w->out[i] : NULL;
+                const float *ry = l->relu && !masked ? w->out[i] : NULL;
+                /* a pool applies the ReLU mask of the layer below it (from
+                 * its own output: the windows' maxima of that layer's)
+                 * when that layer's backward runs in this call */
+                const float *pool_mask =
+                    l->kind == L_POOL && i > last && m->layers[i - 1].relu
+                        ? w->out[i]
+                        : NULL;
 
                 switch (l->kind) {
                 case L_DENSE:
@@ -702,10 +710,12 @@ static float *backward(struct nn_model *m, struct ws *w, const float *x,
                         break;
                 case L_POOL:
                         if (dx)
-                                nn__maxpool_backward(dx, d, w->idx[i], batch,
-                                                     l->h, l->w, l->c, l->k);
+                                nn__maxpool_backward(dx, d, w->idx[i],
+                                                     pool_mask, batch, l->h,
+                                                     l->w, l->c, l->k);
                         break;
                 }
+                masked = dx && pool_mask;
                 t = d;
                 d = other;
                 other = t;

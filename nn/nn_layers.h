@@ -135,8 +135,14 @@ void nn__conv_backward(float *dx, float *dw, float *db, float *dy,
 void nn__maxpool_forward(float *y, int32_t *idx, const float *x, int batch,
                          int h, int w, int c, int s);
 
-/* dx[B,H,W,C] = dy routed to the winners recorded in idx, 0 elsewhere. */
+/* dx[B,H,W,C] = dy routed to the winners recorded in idx, 0 elsewhere;
+ * every entry of dx is written. relu_y: NULL, or the forward pass's y
+ * when x is the output of a ReLU layer whose mask the caller wants
+ * applied here: a window's winner is x's value y, so dx is then also 0
+ * where x <= 0, and that layer's backward pass gets relu_y = NULL (its
+ * mask pass is folded into this one). */
 void nn__maxpool_backward(float *dx, const float *dy, const int32_t *idx,
-                          int batch, int h, int w, int c, int s);
+                          const float *relu_y, int batch, int h, int w, int c,
+                          int s);
 
 #endif

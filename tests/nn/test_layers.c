@@ -483,8 +483,10 @@ static double pool_loss_v(void *p)
 /* Max-pool S = 2 over B = 2 images of hh x w x 3 (odd sizes leave a row or
  * column outside every window): forward against the first window, backward
  * against finite differences, into a dx filled with NaN first (every entry
- * must be written). */
-static void check_pool(int hh, int w)
+ * must be written). relu: x stands for a ReLU layer's output and the
+ * backward pass applies its mask (dx must be 0 wherever x <= 0: three
+ * quarters of x are negative then, so some windows' winners are). */
+static void check_pool(int hh, int w, int relu)
 {
         enum { B = 2, C = 3, S = 2 };
         uint64_t st = seed + 200 + (uint64_t)hh * 16 + (uint64_t)w;
@@ -498,7 +500,7 @@ static void check_pool(int hh, int w)
 
         /* Distinct values spaced 0.05 apart (> 2H): no ties, no swaps. */
         for (size_t i = 0; i < nx; i++)
-                x[i] = 0.05f * (float)i - 3.0f;
+                x[i] = 0.05f * (float)i - (relu ? 8.0f : 3.0f);
         for (size_t i = nx - 1; i > 0; i--) {
                 size_t j = (size_t)(nn__rand_u64(&st) % (uint64_t)(i + 1));
                 float t = x[i];
@@ -512,20 +514,35 @@ static void check_pool(int hh, int w)
         assert_true(y[0] == m0);
         for (size_t i = 0; i < nx; i++)
                 dx[i] = NAN;
-        nn__maxpool_backward(dx, r, idx, B, hh, w, C, S);
+        nn__maxpool_backward(dx, r, idx, relu ? y : NULL, B, hh, w, C, S);
         numeric(pool_loss_v, &c, x, nx, num);
+        if (relu) {
+                size_t masked = 0;
+
+                for (size_t i = 0; i < nx; i++)
+                        if (!(x[i] > 0.0f)) {
+                                masked += num[i] != 0.0;
+                                num[i] = 0.0;
+                        }
+                assert_true(masked > 0); /* the case tests the mask */
+        }
         assert_int_equal(compare("maxpool dx", dx, num, nx), 0);
         free(x), free(y), free(r), free(dx), free(idx), free(num);
 }
 
 static void test_maxpool(void **state)
 {
-        check_pool(4, 6);
+        check_pool(4, 6, 0);
 }
 
 static void test_maxpool_odd(void **state)
 {
-        check_pool(5, 7);
+        check_pool(5, 7, 0);
+}
+
+static void test_maxpool_relu(void **state)
+{
+        check_pool(5, 7, 1);
 }
 
 /* ---- PRNG -----------------------------------------------------------------
@@ -561,6 +578,7 @@ int main(void)
             cmocka_unit_test(test_conv_direct_nhwc_32),
             cmocka_unit_test(test_maxpool),
             cmocka_unit_test(test_maxpool_odd),
+            cmocka_unit_test(test_maxpool_relu),
         };
         int rc;
 
