@@ -428,6 +428,12 @@ void node_cluster__log_summary(struct node_cluster *c)
                     c->adapt.k,
                     gossip_plan_health_say(&hs.exchange, why, sizeof(why)));
         }
+        if (c->rates_told || c->rates_heard)
+                node_log(NODE_LOG_INFO,
+                         "link rate reports: %llu told to partners, %llu "
+                         "heard from them",
+                         (unsigned long long)c->rates_told,
+                         (unsigned long long)c->rates_heard);
         if (hs.waits)
                 node_log(NODE_LOG_INFO,
                          "averaging waits: %llu, %llu timed out, %.3f s "
