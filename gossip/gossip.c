@@ -268,7 +268,7 @@ static void deliver_app(struct gossip *g, struct swim_member *from,
                         const struct gossip_msg *m)
 {
         struct gossip_member_info mi;
-        struct gossip_app a = {app_kind(m->kind), m->step, 0, 0, NULL, 0};
+        struct gossip_app a = {.kind = app_kind(m->kind), .step = m->step};
 
         if (GOSSIP_WIRE_IS_TENSOR(m->kind)) {
                 a.payload = m->u.tensor.payload;
@@ -277,6 +277,8 @@ static void deliver_app(struct gossip *g, struct swim_member *from,
                 if (m->kind == GOSSIP_MSG_PARAMS) {
                         a.period = m->u.tensor.period;
                         a.need = m->u.tensor.need;
+                        a.rx_rate = m->u.tensor.rx_rate;
+                        a.rx_span = m->u.tensor.rx_span;
                 }
         } else if (m->kind == GOSSIP_MSG_STATE) {
                 a.payload = m->u.state.data;
@@ -566,8 +568,9 @@ void gossip_stats_get(const struct gossip *g, struct gossip_stats *out)
 }
 
 static int send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
-                    int kind, uint64_t step, uint32_t period, uint32_t need,
-                    const void *payload, size_t len)
+                    int kind, uint64_t step,
+                    const struct gossip_params_tell *tell, const void *payload,
+                    size_t len)
 {
         struct gossip_msg m = {0};
         struct swim_member *to;
@@ -592,9 +595,11 @@ static int send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
                     kind == GOSSIP_APP_SAMPLES ? len : len / sizeof(float);
                 m.u.tensor.payload = payload;
                 m.u.tensor.payload_len = len;
-                if (kind == GOSSIP_APP_PARAMS) {
-                        m.u.tensor.period = period;
-                        m.u.tensor.need = need;
+                if (kind == GOSSIP_APP_PARAMS && tell) {
+                        m.u.tensor.period = tell->period;
+                        m.u.tensor.need = tell->need;
+                        m.u.tensor.rx_rate = tell->rx_rate;
+                        m.u.tensor.rx_span = tell->rx_span;
                 }
                 break;
         case GOSSIP_APP_STATE_REQ:
@@ -622,13 +627,12 @@ static int send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
 int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
                     int kind, uint64_t step, const void *payload, size_t len)
 {
-        return send_app(g, key, kind, step, 0, 0, payload, len);
+        return send_app(g, key, kind, step, NULL, payload, len);
 }
 
 int gossip_send_params(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
-                       uint64_t step, uint32_t period, uint32_t need,
+                       uint64_t step, const struct gossip_params_tell *tell,
                        const void *payload, size_t len)
 {
-        return send_app(g, key, GOSSIP_APP_PARAMS, step, period, need, payload,
-                        len);
+        return send_app(g, key, GOSSIP_APP_PARAMS, step, tell, payload, len);
 }

@@ -68,6 +68,10 @@ struct gossip_app {
         /* PARAMS: the period the sender's own link needs (key 16); 0 =
          * not told, and for every other kind */
         uint32_t need;
+        /* PARAMS: the rate (bytes/s) at which the sender received our
+         * stream frames and the microseconds that covers (keys 17-18,
+         * gossip/link.h); 0 = not told, and for every other kind */
+        uint32_t rx_rate, rx_span;
         const void *payload; /* borrowed for the duration of the call */
         size_t len;
 };
@@ -253,11 +257,19 @@ void gossip_stats_get(const struct gossip *g, struct gossip_stats *out);
 int gossip_send_app(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
                     int kind, uint64_t step, const void *payload, size_t len);
 
-/* gossip_send_app() of a PARAMS slice that also tells the receiver the
- * averaging period it was made under and the period our own link needs
- * (each >= 1; 0: not told). */
+/* What a PARAMS frame tells besides its slice (docs/protocol.md keys
+ * 15-18); a field of 0 is not told. */
+struct gossip_params_tell {
+        uint32_t period;  /* the averaging period the slice was made under */
+        uint32_t need;    /* the period our own link needs */
+        uint32_t rx_rate; /* bytes/s we received the receiver's frames at */
+        uint32_t rx_span; /* the microseconds rx_rate covers */
+};
+
+/* gossip_send_app() of a PARAMS slice that also tells the receiver what
+ * *tell holds. */
 int gossip_send_params(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES],
-                       uint64_t step, uint32_t period, uint32_t need,
+                       uint64_t step, const struct gossip_params_tell *tell,
                        const void *payload, size_t len);
 
 /* "alive", "suspect", "dead", "left" (or "?"). */

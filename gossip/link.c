@@ -48,10 +48,22 @@ void gossip_link_app_sample(struct gossip_link *l, uint64_t now_us,
                             double rate_Bps, uint64_t span_us,
                             uint64_t frame_bytes)
 {
-        if (frame_bytes < GOSSIP_LINK_APP_FRAME_MIN)
-                return;
+        if (frame_bytes < GOSSIP_LINK_APP_FRAME_MIN || l->peer_samples > 0)
+                return; /* too short, or the peer's own reports rule */
         gossip_link_rate_sample(l, now_us, rate_Bps * (double)span_us / 1e6,
                                 span_us, 1);
+}
+
+void gossip_link_peer_sample(struct gossip_link *l, uint64_t now_us,
+                             double rate_Bps, uint64_t span_us)
+{
+        if (!(rate_Bps > 0) || span_us == 0)
+                return;
+        if (span_us > GOSSIP_LINK_TAU_US)
+                span_us = GOSSIP_LINK_TAU_US;
+        l->peer_samples++;
+        gossip_link_rate_sample(l, now_us, rate_Bps * (double)span_us / 1e6,
+                                span_us, 0);
 }
 
 void gossip_link_rtt_sample(struct gossip_link *l, uint64_t now_us,
@@ -105,6 +117,37 @@ void gossip_link_get(const struct gossip_link *l,
         out->samples = l->samples;
         out->raised = l->raised;
         out->rtt_samples = l->rtt_samples;
+        out->peer_samples = l->peer_samples;
         out->updated_us = l->updated_us;
         out->confident = l->samples >= GOSSIP_LINK_CONFIDENT;
+}
+
+void gossip_link_rx_frame(struct gossip_link_rx *rx, uint64_t frame_bytes,
+                          uint64_t bytes_after_first, uint64_t span_us)
+{
+        if (frame_bytes < GOSSIP_LINK_APP_FRAME_MIN || bytes_after_first == 0 ||
+            span_us == 0)
+                return;
+        rx->bytes += bytes_after_first;
+        rx->span_us += span_us;
+        if (rx->span_us > GOSSIP_LINK_TAU_US) {
+                rx->bytes = (uint64_t)((double)rx->bytes * GOSSIP_LINK_TAU_US /
+                                       (double)rx->span_us);
+                rx->span_us = GOSSIP_LINK_TAU_US;
+        }
+}
+
+int gossip_link_rx_take(struct gossip_link_rx *rx, uint32_t *rate_Bps,
+                        uint32_t *span_us)
+{
+        double rate;
+        if (rx->span_us < GOSSIP_LINK_SPAN_MIN_US)
+                return 0;
+        rate = (double)rx->bytes * 1e6 / (double)rx->span_us;
+        *rate_Bps = rate < 1            ? 1
+                    : rate > UINT32_MAX ? UINT32_MAX
+                                        : (uint32_t)(rate + 0.5);
+        *span_us = (uint32_t)rx->span_us;
+        rx->bytes = rx->span_us = 0;
+        return 1;
 }

@@ -21,12 +21,26 @@
  *    socket is never a sample: the kernel absorbs up to a congestion
  *    window plus the unsent low-water mark before it completes, so such a
  *    time over-states the rate (it is not even a lower bound).
- *  - gossip_link_rate_sample(.., app_limited = 1) for a rate measured
- *    while we were not keeping the link busy, e.g. the kernel's
- *    ACK-based delivery rate (Linux tcpi_delivery_rate) when our queue is
- *    empty. Such a sample is a lower bound on what the link carries: it
- *    may raise the estimate, never lower it (tcp_rate.c's and BBR's
- *    app-limited rule).
+ *  - gossip_link_peer_sample() with the rate at which the peer received
+ *    our frames, as it measured them and told us (docs/protocol.md, PARAMS
+ *    keys 17-18; its side is struct gossip_link_rx below). The receiver
+ *    times only the bytes after the read that brought a frame's first
+ *    ones, from that read to the frame's last, so the idle time between
+ *    frames is never in it: a real sample even when we idle between
+ *    slices (averaging period K > 1), counted in samples, and it may
+ *    lower the estimate as well as raise it.
+ *  - gossip_link_app_sample() for a rate measured while we were not
+ *    keeping the link busy: the kernel's ACK-based delivery rate (Linux
+ *    tcpi_delivery_rate) when our queue is empty. Such a sample is a
+ *    lower bound on what the link carries: it may raise the estimate,
+ *    never lower it (tcp_rate.c's and BBR's app-limited rule). It is
+ *    biased low for a frame sent into an idle connection (about B /
+ *    (B/R + RTT)) and tcp_rate.c keeps its highest app-limited sample, so
+ *    it sticks at one value over many frames (docs/design.md, "What sets
+ *    K now"). Hence: once a destination has had one peer-reported sample
+ *    these are ignored (they would pull the estimate back up to their
+ *    stuck maximum after the peer's samples lowered it); a peer that never
+ *    reports (an older version) keeps them.
  *  - gossip_link_rtt_sample() with an RTT measured elsewhere (the kernel's
  *    smoothed tcpi_rtt on the connection, or a modelled link's).
  *
@@ -44,10 +58,21 @@
  * cover rather than the first one standing for the rest; the RTT's first
  * sample sets it.
  *
- * Confidence: samples counts backlogged goodput samples; the estimate is
- * "confident" from GOSSIP_LINK_CONFIDENT of them on. A link that never
- * backlogs has only raise-only samples: its goodput is a lower bound and
- * samples stays 0 (the link was never the bottleneck).
+ * Confidence: samples counts backlogged goodput samples (our own spans
+ * and the peer's reports); the estimate is "confident" from
+ * GOSSIP_LINK_CONFIDENT of them on. A link that never backlogs and whose
+ * peer never reports has only raise-only samples: its goodput is a lower
+ * bound and samples stays 0 (the link was never the bottleneck).
+ *
+ * The receiver's side (struct gossip_link_rx): per sending peer, the
+ * bytes of its stream frames that arrived after each frame's first read
+ * and the time from that read to the frame's completion, summed over
+ * frames of at least GOSSIP_LINK_APP_FRAME_MIN until the sum covers
+ * GOSSIP_LINK_SPAN_MIN_US. Summed, because one int8 slice at 100 Mbit/s
+ * arrives in ~8 ms (too short to be a sample alone, for the reasons of
+ * GOSSIP_LINK_SPAN_MIN_US), and the sum of busy spans is busy time, as
+ * the sender's own spans are. A frame that arrived in one read says
+ * nothing of the rate and is skipped.
  */
 #ifndef GOSSIP_LINK_H
 #define GOSSIP_LINK_H
@@ -81,20 +106,21 @@ enum {
 };
 
 struct gossip_link_estimate {
-        double goodput_Bps;   /* smoothed; 0 before the first sample */
-        uint32_t rtt_us;      /* smoothed; 0 before the first sample */
-        uint64_t samples;     /* backlogged goodput samples taken */
-        uint64_t raised;      /* app-limited samples that raised it */
-        uint64_t rtt_samples; /* RTT samples taken */
-        uint64_t updated_us;  /* time of the last goodput sample used */
-        int confident;        /* samples >= GOSSIP_LINK_CONFIDENT */
+        double goodput_Bps;    /* smoothed; 0 before the first sample */
+        uint32_t rtt_us;       /* smoothed; 0 before the first sample */
+        uint64_t samples;      /* backlogged goodput samples taken */
+        uint64_t raised;       /* app-limited samples that raised it */
+        uint64_t rtt_samples;  /* RTT samples taken */
+        uint64_t peer_samples; /* of samples, reported by the receiver */
+        uint64_t updated_us;   /* time of the last goodput sample used */
+        int confident;         /* samples >= GOSSIP_LINK_CONFIDENT */
 };
 
 /* One destination's estimator; caller-owned, zeroed by init. */
 struct gossip_link {
         double goodput_Bps, rtt_us;
         double rate_num, rate_den; /* the bias-corrected EWMA's sums */
-        uint64_t samples, raised, rtt_samples;
+        uint64_t samples, raised, rtt_samples, peer_samples;
         uint64_t updated_us, rtt_us_at;
         /* the backlogged span in progress (frame completions) */
         int spanning;
@@ -113,10 +139,19 @@ void gossip_link_rate_sample(struct gossip_link *l, uint64_t now_us,
 /* The kernel's delivery rate (bytes/s over span_us ending at now_us)
  * after a stream frame of frame_bytes completed with nothing of ours
  * queued behind it: an app-limited sample, a lower bound. Frames under
- * GOSSIP_LINK_APP_FRAME_MIN are ignored. */
+ * GOSSIP_LINK_APP_FRAME_MIN are ignored, and so is every such sample
+ * once the destination has reported a rate (gossip_link_peer_sample). */
 void gossip_link_app_sample(struct gossip_link *l, uint64_t now_us,
                             double rate_Bps, uint64_t span_us,
                             uint64_t frame_bytes);
+
+/* The peer received our frames at rate_Bps over span_us of busy time
+ * (its report, taken at now_us): a backlogged sample, which may lower the
+ * estimate; from now on the kernel's app-limited samples are ignored. A
+ * span over GOSSIP_LINK_TAU_US counts as tau (a report's weight is at
+ * most a time constant's); a rate or span of 0 is ignored. */
+void gossip_link_peer_sample(struct gossip_link *l, uint64_t now_us,
+                             double rate_Bps, uint64_t span_us);
 
 /* A round-trip time sample (0 is ignored). */
 void gossip_link_rtt_sample(struct gossip_link *l, uint64_t now_us,
@@ -135,5 +170,26 @@ void gossip_link_break(struct gossip_link *l);
 /* The current estimate. */
 void gossip_link_get(const struct gossip_link *l,
                      struct gossip_link_estimate *out);
+
+/* The receiver's side, one per sending peer; caller-owned, zeroed. */
+struct gossip_link_rx {
+        uint64_t bytes;   /* bytes after each frame's first read, summed */
+        uint64_t span_us; /* from each first read to its completion */
+};
+
+/* A stream frame of frame_bytes from the peer completed; of them,
+ * bytes_after_first arrived after the read that brought its first ones,
+ * over span_us from that read to the completing one. Frames under
+ * GOSSIP_LINK_APP_FRAME_MIN, or with no byte or no time after the first
+ * read, are skipped. The sum is capped at GOSSIP_LINK_TAU_US, scaled so
+ * the rate is kept (a peer we have not reported to for long). */
+void gossip_link_rx_frame(struct gossip_link_rx *rx, uint64_t frame_bytes,
+                          uint64_t bytes_after_first, uint64_t span_us);
+
+/* Take the sample to report: 1 with *rate_Bps (1 .. 2^32-1) and *span_us
+ * set and rx emptied when the sum covers GOSSIP_LINK_SPAN_MIN_US; 0 and
+ * nothing changed before that. */
+int gossip_link_rx_take(struct gossip_link_rx *rx, uint32_t *rate_Bps,
+                        uint32_t *span_us);
 
 #endif

@@ -84,9 +84,11 @@ enum {
         K_N_ELEMS = 11,
         K_PAYLOAD = 12,
         K_REQ_SEQ = 13,
-        K_STOP = 14,   /* LEAVE: why (gossip/stop.h), optional */
-        K_PERIOD = 15, /* PARAMS: the sender's averaging period, optional */
-        K_NEED = 16,   /* PARAMS: the period the sender's link needs, opt. */
+        K_STOP = 14,    /* LEAVE: why (gossip/stop.h), optional */
+        K_PERIOD = 15,  /* PARAMS: the sender's averaging period, optional */
+        K_NEED = 16,    /* PARAMS: the period the sender's link needs, opt. */
+        K_RX_RATE = 17, /* PARAMS: how fast the sender received ours, opt. */
+        K_RX_SPAN = 18, /* PARAMS: the microseconds that rate covers, opt. */
         K_COUNT
 };
 #define BIT(k) (1u << (k))
@@ -132,8 +134,9 @@ static const struct kind_info kinds[GOSSIP_MSG_KIND_COUNT] = {
     [GOSSIP_MSG_STATE_REQ] = {0, 0, 0, 0},
     [GOSSIP_MSG_STATE] = {BIT(K_STEP) | BIT(K_REQ_SEQ) | BIT(K_PAYLOAD),
                           BIT(K_STEP) | BIT(K_PAYLOAD), 3, 1},
-    /* period, need: written if set */
-    [GOSSIP_MSG_PARAMS] = {TENSOR_KEYS | BIT(K_PERIOD) | BIT(K_NEED),
+    /* period, need, rx_rate, rx_span: written if set */
+    [GOSSIP_MSG_PARAMS] = {TENSOR_KEYS | BIT(K_PERIOD) | BIT(K_NEED) |
+                               BIT(K_RX_RATE) | BIT(K_RX_SPAN),
                            TENSOR_KEYS, 6, 1},
     [GOSSIP_MSG_SAMPLES] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
 };
@@ -336,7 +339,8 @@ static uint32_t fields_count(const struct gossip_msg *m)
                 return m->u.leave.reason != 0;
         if (m->kind == GOSSIP_MSG_PARAMS)
                 return kinds[m->kind].n_fields + (m->u.tensor.period != 0) +
-                       (m->u.tensor.need != 0);
+                       (m->u.tensor.need != 0) + (m->u.tensor.rx_rate != 0) +
+                       (m->u.tensor.rx_span != 0);
         return kinds[m->kind].n_fields;
 }
 
@@ -364,6 +368,10 @@ static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
                         r = pack_kv_u64(pk, K_PERIOD, m->u.tensor.period);
                 if (!r && m->u.tensor.need)
                         r = pack_kv_u64(pk, K_NEED, m->u.tensor.need);
+                if (!r && m->u.tensor.rx_rate)
+                        r = pack_kv_u64(pk, K_RX_RATE, m->u.tensor.rx_rate);
+                if (!r && m->u.tensor.rx_span)
+                        r = pack_kv_u64(pk, K_RX_SPAN, m->u.tensor.rx_span);
                 return r;
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_SAMPLES:
@@ -837,6 +845,10 @@ static int get_field(int key, const msgpack_object *v, struct gossip_msg *m)
                 return get_u32(v, &t->period) || t->period == 0 ? -1 : 0;
         case K_NEED:
                 return get_u32(v, &t->need) || t->need == 0 ? -1 : 0;
+        case K_RX_RATE:
+                return get_u32(v, &t->rx_rate) || t->rx_rate == 0 ? -1 : 0;
+        case K_RX_SPAN:
+                return get_u32(v, &t->rx_span) || t->rx_span == 0 ? -1 : 0;
         }
         return -1;
 }

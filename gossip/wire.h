@@ -153,6 +153,13 @@ struct gossip_tensor {
          * link needs (gossip/adapt.h, one period for all), >= 1; 0 = not
          * told (an older sender, or one that does not adapt). */
         uint32_t need;
+        /* PARAMS only (keys 17 and 18, optional): the rate, bytes/s, at
+         * which the sender received the frame's receiver's last stream
+         * frames, and the microseconds of arrival that covers
+         * (gossip/link.h, struct gossip_link_rx), each >= 1; 0 = not
+         * told. A receiver takes the sample only when both are set. */
+        uint32_t rx_rate;
+        uint32_t rx_span;
 };
 
 /* STATE. */

@@ -186,13 +186,13 @@ static void on_app(void *ctx, const struct gossip_member_info *from,
         uint64_t step = msg->step;
         size_t len = msg->len;
 
+        node_cluster__heard_frame(c, from);
         switch (msg->kind) {
         case GOSSIP_APP_GRADIENT:
                 node_cluster__on_gradient(c, from, step, payload, len);
                 break;
         case GOSSIP_APP_PARAMS:
-                node_cluster__on_params(c, from, step, msg->period, msg->need,
-                                        payload, len);
+                node_cluster__on_params(c, from, msg);
                 break;
         case GOSSIP_APP_STATE_REQ:
                 node_cluster__on_state_req(c, from);
@@ -248,13 +248,19 @@ static void on_member(void *ctx, const struct gossip_member_info *m,
 }
 
 static void on_frame(void *ctx, const struct gossip_addr *from, const void *buf,
-                     size_t len, int channel)
+                     size_t len, int channel, const struct node_net_rx *rx)
 {
         struct node_cluster *c = ctx;
 
         if (c->closing)
                 return;
+        /* how it arrived, for on_app (gossip_on_message calls it, or not,
+         * before it returns) */
+        c->rx_now = *rx;
+        c->rx_len = len;
         gossip_on_message(c->g, from, buf, len, channel);
+        c->rx_now = (struct node_net_rx){0, 0};
+        c->rx_len = 0;
         node_cluster__arm(c);
 }
 

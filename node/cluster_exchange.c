@@ -168,6 +168,7 @@ struct node_cluster_peer_grads *node_cluster__peer_grads(struct node_cluster *c,
                 return NULL;
         memset(&c->pg[c->npg], 0, sizeof(c->pg[0]));
         memset(&c->needs[c->npg], 0, sizeof(c->needs[0]));
+        memset(&c->rx[c->npg], 0, sizeof(c->rx[0]));
         memcpy(c->pg[c->npg].key, key, GOSSIP_KEY_BYTES);
         return &c->pg[c->npg++];
 }
@@ -216,10 +217,12 @@ static void send_gradient(struct node_cluster *c, const float *g, uint64_t step)
 
 /* Our uplink's goodput: the best estimate over the peers we send to.
  * A destination's estimate is confident after a few backlogged samples;
- * since we never queue a slice behind another (send_params), most samples
- * are app-limited ones (the kernel's delivery rate of a whole slice sent
- * on an idle uplink), which only ever raise it: a lower bound that is
- * close to the link when each slice fills it for tens of milliseconds. */
+ * since we never queue a slice behind another (send_params), those are
+ * mostly the rates our partners report receiving our slices at (PARAMS
+ * keys 17-18, hear_rate). A peer that does not report (an older version)
+ * leaves only app-limited samples, the kernel's delivery rate of a slice
+ * sent on an idle uplink, which only ever raise the estimate: a lower
+ * bound, and a low one (docs/design.md, "What sets K now"). */
 static double uplink_Bps(struct node_cluster *c)
 {
         struct gossip_member_info *mi;
@@ -311,6 +314,47 @@ static void hear_need(struct node_cluster *c, const uint8_t *key, uint32_t need)
         c->needs[pg - c->pg].heard_ms = node_net_now_ms(c->net);
 }
 
+/* A partner told us the rate at which it received our frames: a sample
+ * for our link estimate toward it. */
+static void hear_rate(struct node_cluster *c,
+                      const struct gossip_member_info *from, uint32_t rate,
+                      uint32_t span_us)
+{
+        if (rate && span_us &&
+            node_net_peer_rate_sample(c->net, &from->addr, rate, span_us) == 0)
+                c->rates_heard++;
+}
+
+void node_cluster__heard_frame(struct node_cluster *c,
+                               const struct gossip_member_info *from)
+{
+        struct node_cluster_peer_grads *pg;
+
+        if (c->rx_len == 0 || c->rx_now.span_us == 0)
+                return;
+        pg = node_cluster__peer_grads(c, from->key);
+        if (pg)
+                gossip_link_rx_frame(&c->rx[pg - c->pg], c->rx_len,
+                                     c->rx_now.bytes_after_first,
+                                     c->rx_now.span_us);
+}
+
+/* What we tell the PARAMS we send to key besides the slice: the period it
+ * was made under, our need, and the rate we received key's frames at
+ * (each rate sample told once). */
+static void params_tell(struct node_cluster *c, const uint8_t *key, uint32_t k,
+                        struct gossip_params_tell *t)
+{
+        struct node_cluster_peer_grads *pg = node_cluster__peer_grads(c, key);
+
+        memset(t, 0, sizeof(*t));
+        t->period = k;
+        t->need = c->o->adapt ? c->adapt.k : 0;
+        if (pg &&
+            gossip_link_rx_take(&c->rx[pg - c->pg], &t->rx_rate, &t->rx_span))
+                c->rates_told++;
+}
+
 /* Bytes accepted by the transport and not yet handed to the kernel, over
  * every destination: our uplink's backlog (TCP_NOTSENT_LOWAT keeps the
  * kernel's share small, so a backlog shows here). */
@@ -343,6 +387,7 @@ static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
         const struct gossip_codec *enc =
             c->adapt.codec == GOSSIP_CODEC_INT8 ? &c->penc8 : &c->penc;
         uint8_t key[GOSSIP_KEY_BYTES];
+        struct gossip_params_tell tell;
         size_t lo, count, len = 0;
         uint32_t k, part = node_handoff_slot_slice(c->h, slot, &lo, &count, &k);
         int rc;
@@ -358,10 +403,11 @@ static void send_params(struct node_cluster *c, uint64_t step, unsigned slot)
         node_handoff_slot_done(c->h, slot);
         if (rc == 0)
                 rc = node_cluster__partner(c, step, key);
-        if (rc == 0)
-                rc = gossip_send_params(c->g, key, step, k,
-                                        c->o->adapt ? c->adapt.k : 0,
-                                        c->params_buf, len);
+        if (rc == 0) {
+                params_tell(c, key, k, &tell);
+                rc = gossip_send_params(c->g, key, step, &tell, c->params_buf,
+                                        len);
+        }
         if (rc == 0)
                 c->params_sent++;
         node_log(NODE_LOG_DEBUG, "parameters of step %llu sent: %s",
@@ -493,16 +539,20 @@ void node_cluster__on_gradient(struct node_cluster *c,
 
 void node_cluster__on_params(struct node_cluster *c,
                              const struct gossip_member_info *from,
-                             uint64_t step, uint32_t period, uint32_t need,
-                             const void *p, size_t len)
+                             const struct gossip_app *msg)
 {
         struct gossip_codec_info info = {0};
         size_t cap = node_handoff_slice_cap(c->h);
+        uint64_t step = msg->step;
+        uint32_t period = msg->period;
+        const void *p = msg->payload;
+        size_t len = msg->len;
         int rc = 0;
 
         if (!from_partner(c, from, step))
                 return;
-        hear_need(c, from->key, need);
+        hear_need(c, from->key, msg->need);
+        hear_rate(c, from, msg->rx_rate, msg->rx_span);
         /* decoded outside the lock into the loop's spare slice, which the
          * box then swaps into its inbox: the trainer never waits for a
          * decode or a copy */

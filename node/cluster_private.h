@@ -71,7 +71,15 @@ struct node_cluster {
          * us, needs[i] being pg[i]'s */
         uint32_t k_force;
         struct gossip_adapt_need needs[NODE_CLUSTER_PEER_STATS];
-        uint8_t *grad_buf, *params_buf; /* encoded payloads */
+        /* the receiver's side of each partner's link (gossip/link.h):
+         * how its frames arrived here, summed until we tell it (PARAMS
+         * keys 17-18), rx[i] being pg[i]'s; rx_now is the stream frame
+         * being delivered (cluster.c's on_frame), rx_len its length */
+        struct gossip_link_rx rx[NODE_CLUSTER_PEER_STATS];
+        struct node_net_rx rx_now;
+        size_t rx_len;
+        uint64_t rates_told, rates_heard; /* rx samples sent, and taken */
+        uint8_t *grad_buf, *params_buf;   /* encoded payloads */
         size_t grad_cap, params_cap;
         float *scratch; /* a received gradient, decoded */
         int warned_parts;
@@ -115,11 +123,15 @@ void node_cluster__on_async(uv_async_t *a);
 void node_cluster__on_gradient(struct node_cluster *c,
                                const struct gossip_member_info *from,
                                uint64_t step, const void *p, size_t len);
-/* period: the K the sender made the slice under (0: not told) */
+/* A PARAMS slice and what its frame tells (msg: period, need, rx_rate,
+ * rx_span; 0 = not told). */
 void node_cluster__on_params(struct node_cluster *c,
                              const struct gossip_member_info *from,
-                             uint64_t step, uint32_t period, uint32_t need,
-                             const void *p, size_t len);
+                             const struct gossip_app *msg);
+/* The stream frame being delivered (c->rx_now) is from `from`: how it
+ * arrived goes into the rate we tell from next (gossip_link_rx_frame). */
+void node_cluster__heard_frame(struct node_cluster *c,
+                               const struct gossip_member_info *from);
 /* --shuffle-samples: a SAMPLES payload into the reservoir (refused and
  * counted when we have no shuffle or it does not fit our data). */
 void node_cluster__on_samples(struct node_cluster *c,

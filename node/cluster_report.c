@@ -60,8 +60,8 @@ static void pack_robust(msgpack_packer *pk, const char *k, const uint64_t *r)
                                            r[i]);
 }
 
-/* The link estimate toward addr (issue 12, gossip/link.h): 2 keys, or 3
- * with the sample count; NaN while nothing was measured. */
+/* The link estimate toward addr (issue 12, gossip/link.h): 2 keys, or 4
+ * with the sample counts; NaN while nothing was measured. */
 static void pack_link(struct node_cluster *c, msgpack_packer *pk,
                       const struct gossip_addr *addr, int samples)
 {
@@ -72,8 +72,10 @@ static void pack_link(struct node_cluster *c, msgpack_packer *pk,
                            have && e.goodput_Bps > 0 ? e.goodput_Bps : NAN);
         node_ctl_pack_kdbl(pk, "link_rtt_ms",
                            have && e.rtt_us ? e.rtt_us / 1000.0 : NAN);
-        if (samples)
+        if (samples) {
                 node_ctl_pack_ku64(pk, "link_samples", e.samples);
+                node_ctl_pack_ku64(pk, "link_peer_samples", e.peer_samples);
+        }
 }
 
 static void pack_member(struct node_cluster *c, msgpack_packer *pk,
@@ -140,7 +142,7 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
                 }
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 19);
+        msgpack_pack_map(pk, 20);
         node_ctl_pack_kstr(pk, "name", m->name);
         node_ctl_pack_kstr(pk, "addr", a);
         node_ctl_pack_kstr(pk, "key", k);
@@ -426,6 +428,12 @@ void node_cluster__log_summary(struct node_cluster *c)
                     c->adapt.k,
                     gossip_plan_health_say(&hs.exchange, why, sizeof(why)));
         }
+        if (c->rates_told || c->rates_heard)
+                node_log(NODE_LOG_INFO,
+                         "link rate reports: %llu told to partners, %llu "
+                         "heard from them",
+                         (unsigned long long)c->rates_told,
+                         (unsigned long long)c->rates_heard);
         if (hs.waits)
                 node_log(NODE_LOG_INFO,
                          "averaging waits: %llu, %llu timed out, %.3f s "

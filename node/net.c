@@ -79,6 +79,9 @@ struct conn {
         uint64_t last_rx_ms;    /* last byte received */
         uint64_t frame_ms;      /* first header byte of the current frame */
         uint64_t last_frame_ms; /* last complete frame */
+        uint64_t rx_first_us;   /* the read with the current frame's first
+                                   bytes (uv_hrtime, microseconds) */
+        uint64_t rx_after;      /* its bytes that came in later reads */
         struct conn *prev, *next;
         /* reassembly of the incoming stream */
         uint8_t hdr[4];
@@ -271,9 +274,11 @@ static void conn__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
         *buf = uv_buf_init((char *)c->net->rbuf, NET_RBUF);
 }
 
-/* Hand a complete frame up; the first one of an inbound connection must
- * pass cfg.verify. 0, or -EACCES when the connection must be closed. */
-static int conn__deliver(struct conn *c, const uint8_t *p, size_t len)
+/* Hand a complete frame up, with how it arrived; the first one of an
+ * inbound connection must pass cfg.verify. 0, or -EACCES when the
+ * connection must be closed. */
+static int conn__deliver(struct conn *c, const uint8_t *p, size_t len,
+                         const struct node_net_rx *rx)
 {
         struct node_net *net = c->net;
         c->last_frame_ms = uv_now(net->loop);
@@ -290,7 +295,7 @@ static int conn__deliver(struct conn *c, const uint8_t *p, size_t len)
         net->st.bytes_in += len;
         if (net->cfg.on_frame)
                 net->cfg.on_frame(net->cfg.ctx, &c->peer, p, len,
-                                  GOSSIP_CH_STREAM);
+                                  GOSSIP_CH_STREAM, rx);
         return 0;
 }
 
@@ -320,19 +325,40 @@ static int conn__grow(struct conn *c, size_t n)
         return 0;
 }
 
-/* Feed n stream bytes into the reassembler; delivers complete frames.
- * 0, or negative when the connection must be closed. */
-static int conn__feed(struct conn *c, const uint8_t *p, size_t n)
+/* How the frame just completed by the read at now_us arrived; fresh:
+ * its first bytes came in that same read (then it is no sample). */
+static struct node_net_rx conn__rx(const struct conn *c, int fresh,
+                                   uint64_t now_us)
+{
+        struct node_net_rx rx = {0, 0};
+        if (!fresh && now_us > c->rx_first_us) {
+                rx.bytes_after_first = c->rx_after;
+                rx.span_us = now_us - c->rx_first_us;
+        }
+        return rx;
+}
+
+/* Feed n stream bytes of one read, made at now_us, into the reassembler;
+ * delivers complete frames. 0, or negative when the connection must be
+ * closed. */
+static int conn__feed(struct conn *c, const uint8_t *p, size_t n,
+                      uint64_t now_us)
 {
         struct node_net *net = c->net;
-        int err;
+        struct node_net_rx rx;
+        int err, fresh = 0; /* the current frame began in this read */
         c->last_rx_ms = uv_now(net->loop);
         while (n > 0 && !c->closing && !net->closing) {
-                if (c->hdr_have == 0)
+                if (c->hdr_have == 0) {
                         c->frame_ms = c->last_rx_ms;
+                        c->rx_first_us = now_us;
+                        c->rx_after = 0;
+                        fresh = 1;
+                }
                 if (c->hdr_have < 4) {
                         size_t k = 4 - c->hdr_have;
                         k = k < n ? k : n;
+                        c->rx_after += fresh ? 0 : k;
                         memcpy(c->hdr + c->hdr_have, p, k);
                         c->hdr_have += k;
                         p += k;
@@ -353,9 +379,11 @@ static int conn__feed(struct conn *c, const uint8_t *p, size_t n)
                 }
                 size_t k = c->want - c->body_have;
                 k = k < n ? k : n;
+                c->rx_after += fresh ? 0 : k;
+                rx = conn__rx(c, fresh, now_us);
                 if (c->body_have == 0 && k == c->want) {
                         c->hdr_have = 0; /* whole frame in hand: no copy */
-                        if ((err = conn__deliver(c, p, k)) != 0)
+                        if ((err = conn__deliver(c, p, k, &rx)) != 0)
                                 return err;
                 } else {
                         if (conn__grow(c, k) != 0)
@@ -364,7 +392,7 @@ static int conn__feed(struct conn *c, const uint8_t *p, size_t n)
                         c->body_have += k;
                         if (c->body_have == c->want) {
                                 c->hdr_have = 0;
-                                err = conn__deliver(c, c->body, c->want);
+                                err = conn__deliver(c, c->body, c->want, &rx);
                                 if (c->body_cap > NET_KEEP_BODY || err)
                                         conn__free_body(c);
                                 if (err)
@@ -399,7 +427,8 @@ static void conn__read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
                 }
                 return;
         }
-        if (conn__feed(c, (const uint8_t *)buf->base, (size_t)nread) != 0) {
+        if (conn__feed(c, (const uint8_t *)buf->base, (size_t)nread,
+                       uv_hrtime() / 1000) != 0) {
                 if (c->dest)
                         dest__lost(c->dest, -EMSGSIZE);
                 else
@@ -464,13 +493,24 @@ static void dest__lost(struct dest *d, int err)
         d->state = D_IDLE;
 }
 
+/* Copy d's link estimate into its stats. */
+static void dest__publish_link(struct dest *d)
+{
+        struct gossip_link_estimate e;
+        gossip_link_get(&d->link, &e);
+        d->st.goodput_Bps = e.goodput_Bps;
+        d->st.link_rtt_us = e.rtt_us;
+        d->st.link_samples = e.samples;
+        d->st.link_peer_samples = e.peer_samples;
+}
+
 /* A frame of `bytes` completed on c: feed the link estimator our queue's
  * view, then the kernel's (RTT always; its delivery rate, a lower bound,
- * only when our queue ran empty, i.e. we were app-limited). */
+ * only when our queue ran empty, i.e. we were app-limited, and the
+ * estimator drops it once the peer has reported a rate). */
 static void dest__link_done(struct dest *d, struct conn *c, size_t bytes)
 {
         uint64_t now = uv_hrtime() / 1000, span;
-        struct gossip_link_estimate e;
         struct node_tcpinfo ti;
         uv_os_fd_t fd;
         gossip_link_frame_done(&d->link, now, bytes, d->queued);
@@ -487,10 +527,7 @@ static void dest__link_done(struct dest *d, struct conn *c, size_t bytes)
                                                bytes);
                 d->kern_us = now;
         }
-        gossip_link_get(&d->link, &e);
-        d->st.goodput_Bps = e.goodput_Bps;
-        d->st.link_rtt_us = e.rtt_us;
-        d->st.link_samples = e.samples;
+        dest__publish_link(d);
 }
 
 static void frame__written(uv_write_t *req, int status)
@@ -810,7 +847,7 @@ static void udp__recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
         net->st.dgram_bytes_in += (uint64_t)nread;
         if (net->cfg.on_frame)
                 net->cfg.on_frame(net->cfg.ctx, &from, buf->base, (size_t)nread,
-                                  GOSSIP_CH_DGRAM);
+                                  GOSSIP_CH_DGRAM, &(struct node_net_rx){0, 0});
 }
 
 static void udp__sent(uv_udp_send_t *req, int status)
@@ -1163,6 +1200,20 @@ int node_net_peer_link(const struct node_net *net, const struct gossip_addr *a,
         for (size_t i = 0; i < net->ndests; i++)
                 if (node_net_addr_equal(&net->dests[i]->st.addr, a)) {
                         gossip_link_get(&net->dests[i]->link, out);
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+int node_net_peer_rate_sample(struct node_net *net, const struct gossip_addr *a,
+                              uint32_t rate_Bps, uint32_t span_us)
+{
+        for (size_t i = 0; i < net->ndests; i++)
+                if (node_net_addr_equal(&net->dests[i]->st.addr, a)) {
+                        struct dest *d = net->dests[i];
+                        gossip_link_peer_sample(&d->link, uv_hrtime() / 1000,
+                                                rate_Bps, span_us);
+                        dest__publish_link(d);
                         return 0;
                 }
         return -ENOENT;

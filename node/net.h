@@ -13,7 +13,9 @@
  * while it connects are queued. On the wire a stream frame is a 4-byte
  * big-endian length followed by that many bytes.
  *
- * Incoming datagrams and reassembled stream frames are handed to on_frame.
+ * Incoming datagrams and reassembled stream frames are handed to on_frame,
+ * a stream frame with how it arrived (struct node_net_rx: the receiver's
+ * view of the sender's link, for gossip/link.h).
  * A stream frame's length is checked against stream_max before any byte of
  * its body is buffered; an oversize length closes the connection
  * and is counted. The body buffer grows with the bytes that actually arrive,
@@ -74,7 +76,8 @@
  * Link estimate: every completed write of a stream frame feeds the
  * destination's struct gossip_link (gossip/link.h) with the bytes still
  * queued behind it, and the connection's TCP_INFO (RTT; the delivery rate
- * as a raise-only sample when the queue ran empty). Outgoing connections
+ * as a raise-only sample when the queue ran empty, until the peer reports
+ * a rate: node_net_peer_rate_sample). Outgoing connections
  * set TCP_NOTSENT_LOWAT (notsent_lowat) so the kernel's unsent queue
  * stays short and a completion means the bytes are close to leaving.
  *
@@ -158,10 +161,21 @@ enum {
         NODE_NET_NOTSENT_LOWAT = 64 << 10,
 };
 
-/* Called for every complete incoming frame; buf is borrowed for the call.
- * channel is GOSSIP_CH_DGRAM or GOSSIP_CH_STREAM. */
+/* How a stream frame arrived, for the receiver's rate sample
+ * (gossip_link_rx_frame): the bytes of it (length prefix included) that
+ * came after the read which brought its first ones, and the microseconds
+ * (uv_hrtime) from that read to the one that completed it. Both 0 for a
+ * datagram and for a frame that arrived in one read. */
+struct node_net_rx {
+        uint64_t bytes_after_first;
+        uint64_t span_us;
+};
+
+/* Called for every complete incoming frame; buf and rx are borrowed for
+ * the call. channel is GOSSIP_CH_DGRAM or GOSSIP_CH_STREAM. */
 typedef void (*node_net_frame_cb)(void *ctx, const struct gossip_addr *from,
-                                  const void *buf, size_t len, int channel);
+                                  const void *buf, size_t len, int channel,
+                                  const struct node_net_rx *rx);
 
 /* Called with the first complete frame of each inbound TCP connection,
  * before on_frame; buf is borrowed for the call. Return 0 when the frame
@@ -238,9 +252,10 @@ struct node_net_peer_stats {
         int connected;         /* 1 if a connection is up now */
         int last_error;        /* last connect/write error, 0 if none */
         /* the link estimate (node_net_peer_link has all of it) */
-        double goodput_Bps;    /* smoothed goodput; 0: not measured */
-        uint32_t link_rtt_us;  /* the kernel's smoothed RTT, smoothed */
-        uint64_t link_samples; /* backlogged goodput samples taken */
+        double goodput_Bps;         /* smoothed goodput; 0: not measured */
+        uint32_t link_rtt_us;       /* the kernel's smoothed RTT, smoothed */
+        uint64_t link_samples;      /* backlogged goodput samples taken */
+        uint64_t link_peer_samples; /* of them, reported by the peer */
 };
 
 struct node_net;
@@ -285,12 +300,20 @@ size_t node_net_peer_stats(const struct node_net *net,
                            struct node_net_peer_stats *out, size_t max);
 
 /* The link estimate of destination a (gossip/link.h: goodput from our
- * write completions while its queue is backlogged, raised by the kernel's
- * app-limited delivery rate, RTT from TCP_INFO). out->updated_us is on
- * the uv_hrtime() clock in microseconds (not uv_now's milliseconds).
+ * write completions while its queue is backlogged and from the rates the
+ * peer reports, raised by the kernel's app-limited delivery rate until
+ * the peer reports one, RTT from TCP_INFO). out->updated_us is on the
+ * uv_hrtime() clock in microseconds (not uv_now's milliseconds).
  * 0, or -ENOENT when we never sent a stream frame to a. */
 int node_net_peer_link(const struct node_net *net, const struct gossip_addr *a,
                        struct gossip_link_estimate *out);
+
+/* Destination a's peer told us it received our frames at rate_Bps over
+ * span_us (PARAMS keys 17-18): a sample for its link estimate
+ * (gossip_link_peer_sample). 0, or -ENOENT when we never sent a stream
+ * frame to a. */
+int node_net_peer_rate_sample(struct node_net *net, const struct gossip_addr *a,
+                              uint32_t rate_Bps, uint32_t span_us);
 
 /* 1 if a and b name the same family, address and port (bytes beyond an
  * IPv4 address and struct padding are ignored), else 0. */

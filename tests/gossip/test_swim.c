@@ -796,7 +796,7 @@ static uint64_t cap_now(void *ctx)
 struct got {
         int kind;
         uint64_t step;
-        uint32_t period, need;
+        uint32_t period, need, rx_rate, rx_span;
         uint8_t data[64];
         size_t len;
         uint8_t from[GOSSIP_KEY_BYTES];
@@ -812,6 +812,8 @@ static void on_app(void *ctx, const struct gossip_member_info *from,
         g->step = msg->step;
         g->period = msg->period;
         g->need = msg->need;
+        g->rx_rate = msg->rx_rate;
+        g->rx_span = msg->rx_span;
         g->len = msg->len < sizeof(g->data) ? msg->len : sizeof(g->data);
         if (g->len) /* a STATE_REQ has no payload (may be NULL) */
                 memcpy(g->data, msg->payload, g->len);
@@ -1101,11 +1103,14 @@ static void test_facade_app_and_rejects(void **state)
             gossip_send_app(a, pk[2], GOSSIP_APP_GRADIENT, 1, payload, 4),
             GOSSIP_ENOPEER);
 
-        /* PARAMS tell the averaging period they were made under and the
-         * one the sender's link needs; the other kinds never carry them */
-        assert_int_equal(
-            gossip_send_params(a, pk[1], 48, 16, 32, payload, sizeof(payload)),
-            0);
+        /* PARAMS tell the averaging period they were made under, the
+         * one the sender's link needs and the rate it received the
+         * receiver's frames at; the other kinds never carry them */
+        assert_int_equal(gossip_send_params(a, pk[1], 48,
+                                            &(struct gossip_params_tell){
+                                                16, 32, 1250000, 40000},
+                                            payload, sizeof(payload)),
+                         0);
         assert_int_equal(gossip_on_message(b, &peers[0].addr, xa.buf, xa.len,
                                            GOSSIP_CH_STREAM),
                          0);
@@ -1114,6 +1119,8 @@ static void test_facade_app_and_rejects(void **state)
         assert_int_equal(got.step, 48);
         assert_int_equal(got.period, 16);
         assert_int_equal(got.need, 32);
+        assert_int_equal(got.rx_rate, 1250000);
+        assert_int_equal(got.rx_span, 40000);
         assert_memory_equal(got.data, payload, sizeof(payload));
         assert_int_equal(
             gossip_send_app(a, pk[1], GOSSIP_APP_PARAMS, 64, payload, 4), 0);
@@ -1123,6 +1130,8 @@ static void test_facade_app_and_rejects(void **state)
         assert_int_equal(got.n, 3);
         assert_int_equal(got.period, 0);
         assert_int_equal(got.need, 0);
+        assert_int_equal(got.rx_rate, 0);
+        assert_int_equal(got.rx_span, 0);
 
         /* STATE names the STATE_REQ it answers (req_seq = its seq). */
         assert_int_equal(

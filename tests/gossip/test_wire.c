@@ -251,6 +251,9 @@ static void assert_msg_equal(const struct gossip_msg *a,
                 assert_int_equal(
                     a->kind == GOSSIP_MSG_PARAMS ? a->u.tensor.period : 0,
                     b->u.tensor.period);
+                assert_int_equal(
+                    a->kind == GOSSIP_MSG_PARAMS ? a->u.tensor.rx_rate : 0,
+                    b->u.tensor.rx_rate);
                 assert_int_equal(a->u.tensor.payload_len,
                                  b->u.tensor.payload_len);
                 assert_memory_equal(a->u.tensor.payload, b->u.tensor.payload,
@@ -1183,6 +1186,101 @@ static void test_params_period(void **state)
         assert_int_equal(got.u.tensor.period, 0);
         assert_int_equal(got.u.tensor.need, 0);
 }
+
+/* PARAMS' optional rx_rate and rx_span (protocol.md 3.1, keys 17 and 18,
+ * issue 12): written only when set and only for PARAMS; round-trip;
+ * decode as 0 when absent (an older PARAMS); 0, 2^32, a negative, a
+ * string or a repeat are refused; other kinds ignore them. */
+static void test_params_rx_rate(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg m, got;
+        size_t len, plain;
+        const struct {
+                const char *name;
+                int kind;
+                size_t n;
+                const uint8_t *body;
+                int err;
+                uint32_t rx_rate, rx_span;
+        } cases[] = {
+#define TENSOR6                                                                \
+        0x07, 0x2a, 0x08, 0x00, 0x09, 0x00, 0x0a, 0x01, 0x0b, 0x01, 0x0c,      \
+            0xc4, 0x04, 0x01, 0x02, 0x03, 0x04
+            {"old PARAMS, period and need", GOSSIP_MSG_PARAMS,
+             B(0x88, TENSOR6, 0x0f, 0x08, 0x10, 0x08), 0, 0, 0},
+            {"rate 12.5 MB/s over 40 ms", GOSSIP_MSG_PARAMS,
+             B(0x88, TENSOR6, 0x11, 0xce, 0x00, 0xbe, 0xbc, 0x20, 0x12, 0xcd,
+               0x9c, 0x40),
+             0, 12500000, 40000},
+            {"rate 2^32-1, span 1", GOSSIP_MSG_PARAMS,
+             B(0x88, TENSOR6, 0x11, 0xce, 0xff, 0xff, 0xff, 0xff, 0x12, 0x01),
+             0, UINT32_MAX, 1},
+            {"rate alone", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x11, 0x7f), 0,
+             127, 0},
+            {"rate 0", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x11, 0x00),
+             GOSSIP_EDECODE, 0, 0},
+            {"rate 2^32", GOSSIP_MSG_PARAMS,
+             B(0x87, TENSOR6, 0x11, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0),
+             GOSSIP_EDECODE, 0, 0},
+            {"rate -1", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x11, 0xff),
+             GOSSIP_EDECODE, 0, 0},
+            {"rate a string", GOSSIP_MSG_PARAMS,
+             B(0x87, TENSOR6, 0x11, 0xa1, '8'), GOSSIP_EDECODE, 0, 0},
+            {"rate twice", GOSSIP_MSG_PARAMS,
+             B(0x88, TENSOR6, 0x11, 0x08, 0x11, 0x08), GOSSIP_EDECODE, 0, 0},
+            {"span 0", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x12, 0x00),
+             GOSSIP_EDECODE, 0, 0},
+            {"span 2^32", GOSSIP_MSG_PARAMS,
+             B(0x87, TENSOR6, 0x12, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0),
+             GOSSIP_EDECODE, 0, 0},
+            {"GRADIENT ignores them", GOSSIP_MSG_GRADIENT,
+             B(0x88, TENSOR6, 0x11, 0x00, 0x12, 0x00), 0, 0, 0},
+#undef TENSOR6
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                len = raw_frame(f->buf, cases[i].kind, cases[i].body,
+                                cases[i].n, -1, 1);
+                int rc = decode(f, f->buf, len, GOSSIP_CH_STREAM, &got);
+                if (rc != cases[i].err)
+                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
+                                 cases[i].err);
+                if (rc == 0 && (got.u.tensor.rx_rate != cases[i].rx_rate ||
+                                got.u.tensor.rx_span != cases[i].rx_span))
+                        fail_msg("%s: rx_rate %u rx_span %u, want %u %u",
+                                 cases[i].name, got.u.tensor.rx_rate,
+                                 got.u.tensor.rx_span, cases[i].rx_rate,
+                                 cases[i].rx_span);
+        }
+        /* the encoder: neither set, the bytes of before; both set, two
+         * more keys in ascending order after period, and they round-trip */
+        make_msg(f, GOSSIP_MSG_PARAMS, &m, 0);
+        m.u.tensor.period = 8;
+        plain = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44], 0x87);
+        m.u.tensor.rx_rate = 12500000;
+        m.u.tensor.rx_span = 40000;
+        m.seq++;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44], 0x89);
+        /* + 0x11, 0xce, 4 bytes, 0x12, 0xcd, 2 bytes */
+        assert_int_equal(len, plain + 10);
+        assert_int_equal(decode(f, f->buf, len, m.channel, &got), 0);
+        assert_int_equal(got.u.tensor.period, 8);
+        assert_int_equal(got.u.tensor.rx_rate, 12500000);
+        assert_int_equal(got.u.tensor.rx_span, 40000);
+        /* a SAMPLES frame never writes them */
+        make_msg(f, GOSSIP_MSG_SAMPLES, &m, 0);
+        m.u.tensor.rx_rate = 12500000;
+        m.u.tensor.rx_span = 40000;
+        m.seq += 2;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44], 0x86);
+        assert_int_equal(decode(f, f->buf, len, m.channel, &got), 0);
+        assert_int_equal(got.u.tensor.rx_rate, 0);
+        assert_int_equal(got.u.tensor.rx_span, 0);
+}
 #undef B
 static void test_encode_rejects_bad_messages(void **state)
 {
@@ -1880,6 +1978,7 @@ int main(void)
             T(test_update_origin_compat),
             T(test_leave_stop),
             T(test_params_period),
+            T(test_params_rx_rate),
             T(test_update_version_compat),
             T(test_encode_rejects_bad_messages),
             T(test_keyring),

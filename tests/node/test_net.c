@@ -65,10 +65,11 @@ struct sink {
         size_t len[SINK_MAX];
         int ch[SINK_MAX];
         struct gossip_addr from[SINK_MAX];
+        struct node_net_rx rx[SINK_MAX];
 };
 
 static void sink_cb(void *ctx, const struct gossip_addr *from, const void *buf,
-                    size_t len, int channel)
+                    size_t len, int channel, const struct node_net_rx *rx)
 {
         struct sink *s = ctx;
         if (s->n >= SINK_MAX)
@@ -78,6 +79,7 @@ static void sink_cb(void *ctx, const struct gossip_addr *from, const void *buf,
         s->len[s->n] = len;
         s->ch[s->n] = channel;
         s->from[s->n] = *from;
+        s->rx[s->n] = *rx;
         s->n++;
 }
 
@@ -200,6 +202,9 @@ static void test_dgram_both_ways(void **state)
         assert_int_equal(sb.len[0], 1200);
         assert_int_equal(sb.ch[0], GOSSIP_CH_DGRAM);
         assert_memory_equal(sb.buf[0], m1, 1200);
+        /* a datagram is no rate sample */
+        assert_int_equal(sb.rx[0].bytes_after_first, 0);
+        assert_int_equal(sb.rx[0].span_us, 0);
         /* UDP's from is the sender's bound port */
         assert_int_equal(sb.from[0].port, aa.port);
         assert_int_equal(sa.len[0], 60000);
@@ -254,6 +259,14 @@ static void test_stream_large_both_ways(void **state)
         assert_int_equal(sb.ch[2], GOSSIP_CH_STREAM);
         assert_int_equal(sa.len[0], big);
         assert_memory_equal(sa.buf[0], y, big);
+        /* how a 2 MB frame arrived: in reads of at most 64 KB, so all but
+         * the first read's bytes (length prefix included) came after it,
+         * over some time (the receiver's rate sample, gossip/link.h) */
+        for (int i = 0; i < 3; i += 2) {
+                assert_true(sb.rx[i].bytes_after_first <= big + 4 &&
+                            sb.rx[i].bytes_after_first >= big + 4 - (64 << 10));
+                assert_true(sb.rx[i].span_us > 0);
+        }
 
         /* one pooled connection carried all three */
         struct node_net_peer_stats ps[4];
@@ -280,6 +293,14 @@ static void test_stream_large_both_ways(void **state)
         assert_true(ps[0].goodput_Bps == le.goodput_Bps);
         assert_int_equal(ps[0].link_rtt_us, le.rtt_us);
         assert_int_equal(node_net_peer_link(a, &aa, &le), -ENOENT);
+        /* the peer's report of its receiving rate is a sample toward it */
+        assert_int_equal(node_net_peer_rate_sample(a, &ab, 5000000, 20000), 0);
+        assert_int_equal(node_net_peer_link(a, &ab, &le), 0);
+        assert_int_equal(le.peer_samples, 1);
+        assert_int_equal(node_net_peer_stats(a, ps, 4), 1);
+        assert_int_equal(ps[0].link_peer_samples, 1);
+        assert_int_equal(node_net_peer_rate_sample(a, &aa, 5000000, 20000),
+                         -ENOENT);
         struct node_net_stats st;
         node_net_stats(b, &st);
         assert_int_equal(st.frames_in, 3);
