@@ -1077,6 +1077,46 @@ static void test_leave_stop(void **state)
             GOSSIP_EINVAL);
 }
 
+/* A tensor body (PARAMS, GRADIENT, SAMPLES) in raw bytes, the decode
+ * result it must give and, when it decodes, the optional PARAMS keys
+ * 15-18 it must give (0: absent). */
+struct params_case {
+        const char *name;
+        int kind;
+        size_t n;
+        const uint8_t *body;
+        int err;
+        uint32_t period, need, rx_rate, rx_span;
+};
+
+/* The six keys every tensor body has, a 4-byte payload. */
+#define TENSOR6                                                                \
+        0x07, 0x2a, 0x08, 0x00, 0x09, 0x00, 0x0a, 0x01, 0x0b, 0x01, 0x0c,      \
+            0xc4, 0x04, 0x01, 0x02, 0x03, 0x04
+
+static void check_params_cases(struct fx *f, const struct params_case *c,
+                               size_t n)
+{
+        struct gossip_msg got;
+
+        for (size_t i = 0; i < n; i++, c++) {
+                size_t len = raw_frame(f->buf, c->kind, c->body, c->n, -1, 1);
+                int rc = decode(f, f->buf, len, GOSSIP_CH_STREAM, &got);
+                const struct gossip_tensor *t = &got.u.tensor;
+
+                if (rc != c->err)
+                        fail_msg("%s: got %d, want %d", c->name, rc, c->err);
+                if (rc == 0 &&
+                    (t->period != c->period || t->need != c->need ||
+                     t->rx_rate != c->rx_rate || t->rx_span != c->rx_span))
+                        fail_msg("%s: period %u need %u rx_rate %u rx_span "
+                                 "%u, want %u %u %u %u",
+                                 c->name, t->period, t->need, t->rx_rate,
+                                 t->rx_span, c->period, c->need, c->rx_rate,
+                                 c->rx_span);
+        }
+}
+
 /* PARAMS' optional period (protocol.md 3.1, key 15): written only when
  * set and only for PARAMS (a v1 PARAMS without it keeps its bytes);
  * round-trips; decodes as 0 when absent; 0, a negative, a string or a
@@ -1086,70 +1126,48 @@ static void test_params_period(void **state)
         struct fx *f = *state;
         struct gossip_msg m, got;
         size_t len, plain;
-        const struct {
-                const char *name;
-                int kind;
-                size_t n;
-                const uint8_t *body;
-                int err;
-                uint32_t period, need;
-        } cases[] = {
-#define TENSOR6                                                                \
-        0x07, 0x2a, 0x08, 0x00, 0x09, 0x00, 0x0a, 0x01, 0x0b, 0x01, 0x0c,      \
-            0xc4, 0x04, 0x01, 0x02, 0x03, 0x04
+        const struct params_case cases[] = {
             {"v1 PARAMS, no period", GOSSIP_MSG_PARAMS, B(0x86, TENSOR6), 0, 0,
-             0},
+             0, 0, 0},
             {"period 64", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x0f, 0x40), 0,
-             64, 0},
+             64, 0, 0, 0},
             {"period 2^32-1", GOSSIP_MSG_PARAMS,
              B(0x87, TENSOR6, 0x0f, 0xce, 0xff, 0xff, 0xff, 0xff), 0,
-             UINT32_MAX, 0},
+             UINT32_MAX, 0, 0, 0},
             {"period 0", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x0f, 0x00),
-             GOSSIP_EDECODE, 0, 0},
+             GOSSIP_EDECODE, 0, 0, 0, 0},
             {"period 2^32", GOSSIP_MSG_PARAMS,
              B(0x87, TENSOR6, 0x0f, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0),
-             GOSSIP_EDECODE, 0, 0},
+             GOSSIP_EDECODE, 0, 0, 0, 0},
             {"period -1", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x0f, 0xff),
-             GOSSIP_EDECODE, 0, 0},
+             GOSSIP_EDECODE, 0, 0, 0, 0},
             {"period a string", GOSSIP_MSG_PARAMS,
-             B(0x87, TENSOR6, 0x0f, 0xa1, '8'), GOSSIP_EDECODE, 0, 0},
+             B(0x87, TENSOR6, 0x0f, 0xa1, '8'), GOSSIP_EDECODE, 0, 0, 0, 0},
             {"period twice", GOSSIP_MSG_PARAMS,
-             B(0x88, TENSOR6, 0x0f, 0x08, 0x0f, 0x08), GOSSIP_EDECODE, 0, 0},
+             B(0x88, TENSOR6, 0x0f, 0x08, 0x0f, 0x08), GOSSIP_EDECODE, 0, 0, 0,
+             0},
             {"GRADIENT ignores it", GOSSIP_MSG_GRADIENT,
-             B(0x87, TENSOR6, 0x0f, 0x00), 0, 0, 0},
+             B(0x87, TENSOR6, 0x0f, 0x00), 0, 0, 0, 0, 0},
             /* key 16, need: the same rules */
             {"need 32", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x10, 0x20), 0, 0,
-             32},
+             32, 0, 0},
             {"period 16 and need 64", GOSSIP_MSG_PARAMS,
-             B(0x88, TENSOR6, 0x0f, 0x10, 0x10, 0x40), 0, 16, 64},
+             B(0x88, TENSOR6, 0x0f, 0x10, 0x10, 0x40), 0, 16, 64, 0, 0},
             {"need 0", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x10, 0x00),
-             GOSSIP_EDECODE, 0, 0},
+             GOSSIP_EDECODE, 0, 0, 0, 0},
             {"need 2^32", GOSSIP_MSG_PARAMS,
              B(0x87, TENSOR6, 0x10, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0),
-             GOSSIP_EDECODE, 0, 0},
+             GOSSIP_EDECODE, 0, 0, 0, 0},
             {"need twice", GOSSIP_MSG_PARAMS,
-             B(0x88, TENSOR6, 0x10, 0x08, 0x10, 0x08), GOSSIP_EDECODE, 0, 0},
+             B(0x88, TENSOR6, 0x10, 0x08, 0x10, 0x08), GOSSIP_EDECODE, 0, 0, 0,
+             0},
             {"need a string", GOSSIP_MSG_PARAMS,
-             B(0x87, TENSOR6, 0x10, 0xa1, '8'), GOSSIP_EDECODE, 0, 0},
+             B(0x87, TENSOR6, 0x10, 0xa1, '8'), GOSSIP_EDECODE, 0, 0, 0, 0},
             {"SAMPLES ignores it", GOSSIP_MSG_SAMPLES,
-             B(0x87, TENSOR6, 0x10, 0x00), 0, 0, 0},
-#undef TENSOR6
+             B(0x87, TENSOR6, 0x10, 0x00), 0, 0, 0, 0, 0},
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                len = raw_frame(f->buf, cases[i].kind, cases[i].body,
-                                cases[i].n, -1, 1);
-                int rc = decode(f, f->buf, len, GOSSIP_CH_STREAM, &got);
-                if (rc != cases[i].err)
-                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
-                                 cases[i].err);
-                if (rc == 0 && got.u.tensor.period != cases[i].period)
-                        fail_msg("%s: period %u, want %u", cases[i].name,
-                                 got.u.tensor.period, cases[i].period);
-                if (rc == 0 && got.u.tensor.need != cases[i].need)
-                        fail_msg("%s: need %u, want %u", cases[i].name,
-                                 got.u.tensor.need, cases[i].need);
-        }
+        check_params_cases(f, cases, sizeof(cases) / sizeof(cases[0]));
         /* the encoder: no period, v1's six fields; with one, seven, and
          * the value round-trips */
         make_msg(f, GOSSIP_MSG_PARAMS, &m, 0);
@@ -1196,63 +1214,40 @@ static void test_params_rx_rate(void **state)
         struct fx *f = *state;
         struct gossip_msg m, got;
         size_t len, plain;
-        const struct {
-                const char *name;
-                int kind;
-                size_t n;
-                const uint8_t *body;
-                int err;
-                uint32_t rx_rate, rx_span;
-        } cases[] = {
-#define TENSOR6                                                                \
-        0x07, 0x2a, 0x08, 0x00, 0x09, 0x00, 0x0a, 0x01, 0x0b, 0x01, 0x0c,      \
-            0xc4, 0x04, 0x01, 0x02, 0x03, 0x04
+        const struct params_case cases[] = {
             {"old PARAMS, period and need", GOSSIP_MSG_PARAMS,
-             B(0x88, TENSOR6, 0x0f, 0x08, 0x10, 0x08), 0, 0, 0},
+             B(0x88, TENSOR6, 0x0f, 0x08, 0x10, 0x08), 0, 8, 8, 0, 0},
             {"rate 12.5 MB/s over 40 ms", GOSSIP_MSG_PARAMS,
              B(0x88, TENSOR6, 0x11, 0xce, 0x00, 0xbe, 0xbc, 0x20, 0x12, 0xcd,
                0x9c, 0x40),
-             0, 12500000, 40000},
+             0, 0, 0, 12500000, 40000},
             {"rate 2^32-1, span 1", GOSSIP_MSG_PARAMS,
              B(0x88, TENSOR6, 0x11, 0xce, 0xff, 0xff, 0xff, 0xff, 0x12, 0x01),
-             0, UINT32_MAX, 1},
+             0, 0, 0, UINT32_MAX, 1},
             {"rate alone", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x11, 0x7f), 0,
-             127, 0},
+             0, 0, 127, 0},
             {"rate 0", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x11, 0x00),
-             GOSSIP_EDECODE, 0, 0},
+             GOSSIP_EDECODE, 0, 0, 0, 0},
             {"rate 2^32", GOSSIP_MSG_PARAMS,
              B(0x87, TENSOR6, 0x11, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0),
-             GOSSIP_EDECODE, 0, 0},
+             GOSSIP_EDECODE, 0, 0, 0, 0},
             {"rate -1", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x11, 0xff),
-             GOSSIP_EDECODE, 0, 0},
+             GOSSIP_EDECODE, 0, 0, 0, 0},
             {"rate a string", GOSSIP_MSG_PARAMS,
-             B(0x87, TENSOR6, 0x11, 0xa1, '8'), GOSSIP_EDECODE, 0, 0},
+             B(0x87, TENSOR6, 0x11, 0xa1, '8'), GOSSIP_EDECODE, 0, 0, 0, 0},
             {"rate twice", GOSSIP_MSG_PARAMS,
-             B(0x88, TENSOR6, 0x11, 0x08, 0x11, 0x08), GOSSIP_EDECODE, 0, 0},
+             B(0x88, TENSOR6, 0x11, 0x08, 0x11, 0x08), GOSSIP_EDECODE, 0, 0, 0,
+             0},
             {"span 0", GOSSIP_MSG_PARAMS, B(0x87, TENSOR6, 0x12, 0x00),
-             GOSSIP_EDECODE, 0, 0},
+             GOSSIP_EDECODE, 0, 0, 0, 0},
             {"span 2^32", GOSSIP_MSG_PARAMS,
              B(0x87, TENSOR6, 0x12, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0),
-             GOSSIP_EDECODE, 0, 0},
+             GOSSIP_EDECODE, 0, 0, 0, 0},
             {"GRADIENT ignores them", GOSSIP_MSG_GRADIENT,
-             B(0x88, TENSOR6, 0x11, 0x00, 0x12, 0x00), 0, 0, 0},
-#undef TENSOR6
+             B(0x88, TENSOR6, 0x11, 0x00, 0x12, 0x00), 0, 0, 0, 0, 0},
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                len = raw_frame(f->buf, cases[i].kind, cases[i].body,
-                                cases[i].n, -1, 1);
-                int rc = decode(f, f->buf, len, GOSSIP_CH_STREAM, &got);
-                if (rc != cases[i].err)
-                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
-                                 cases[i].err);
-                if (rc == 0 && (got.u.tensor.rx_rate != cases[i].rx_rate ||
-                                got.u.tensor.rx_span != cases[i].rx_span))
-                        fail_msg("%s: rx_rate %u rx_span %u, want %u %u",
-                                 cases[i].name, got.u.tensor.rx_rate,
-                                 got.u.tensor.rx_span, cases[i].rx_rate,
-                                 cases[i].rx_span);
-        }
+        check_params_cases(f, cases, sizeof(cases) / sizeof(cases[0]));
         /* the encoder: neither set, the bytes of before; both set, two
          * more keys in ascending order after period, and they round-trip */
         make_msg(f, GOSSIP_MSG_PARAMS, &m, 0);
@@ -1281,6 +1276,7 @@ static void test_params_rx_rate(void **state)
         assert_int_equal(got.u.tensor.rx_rate, 0);
         assert_int_equal(got.u.tensor.rx_span, 0);
 }
+#undef TENSOR6
 #undef B
 static void test_encode_rejects_bad_messages(void **state)
 {
