@@ -545,6 +545,73 @@ static void test_maxpool_relu(void **state)
         check_pool(5, 7, 1);
 }
 
+/* Max-pool forward against a scalar oracle (the first strict maximum of
+ * each window, taps in row order; NaN never wins), y's bits and idx
+ * exactly: channel counts that exercise the 32- and 8-channel vector
+ * blocks and the leftover channels, s = 2 and 3, sizes that leave rows and
+ * columns outside every window, and values from {-1, 0, 1, NaN, -0}, so
+ * most windows hold ties and some a NaN (also as the first tap, which
+ * then stays the maximum). */
+static void check_pool_oracle(int c, int s, int hh, int w)
+{
+        enum { B = 2 };
+        uint64_t st = seed + 300 + (uint64_t)c * 64 + (uint64_t)s * 16 + hh;
+        int oh_n = hh / s, ow_n = w / s;
+        size_t nx = (size_t)B * hh * w * c, ny = (size_t)B * oh_n * ow_n * c;
+        float *x = malloc(sizeof(float) * nx), *y = malloc(sizeof(float) * ny);
+        int32_t *idx = malloc(sizeof(int32_t) * ny);
+        const float vals[] = {-1.0f, 0.0f, 1.0f, NAN, -0.0f, 1.0f, 0.0f};
+        int bad = 0, nan_first = 0;
+
+        for (size_t i = 0; i < nx; i++)
+                x[i] = vals[nn__rand_u64(&st) % 7];
+        nn__maxpool_forward(y, idx, x, B, hh, w, c, s);
+        for (int b = 0; b < B; b++)
+                for (int oh = 0; oh < oh_n; oh++)
+                        for (int ow = 0; ow < ow_n; ow++)
+                                for (int ch = 0; ch < c; ch++) {
+                                        const float *xb =
+                                            x + (size_t)b * hh * w * c;
+                                        int32_t win = -1;
+                                        for (int i = 0; i < s; i++)
+                                                for (int j = 0; j < s; j++) {
+                                                        int32_t o =
+                                                            ((oh * s + i) * w +
+                                                             ow * s + j) *
+                                                                c +
+                                                            ch;
+                                                        if (win < 0 ||
+                                                            xb[o] > xb[win])
+                                                                win = o;
+                                                }
+                                        size_t k =
+                                            (((size_t)b * oh_n + oh) * ow_n +
+                                             ow) *
+                                                c +
+                                            ch;
+                                        nan_first += isnan(xb[win]);
+                                        bad += idx[k] != win ||
+                                               memcmp(&y[k], &xb[win],
+                                                      sizeof(float)) != 0;
+                                }
+        if (bad)
+                printf("  maxpool c=%d s=%d %dx%d: %d of %zu wrong\n", c, s, hh,
+                       w, bad, ny);
+        assert_int_equal(bad, 0);
+        assert_true(nan_first > 0); /* the case covers a NaN first tap */
+        free(x), free(y), free(idx);
+}
+
+static void test_maxpool_oracle(void **state)
+{
+        const int cs[] = {1, 3, 8, 11, 32, 40, 64, 75};
+
+        for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+                check_pool_oracle(cs[i], 2, 5, 7);
+                check_pool_oracle(cs[i], 3, 7, 8);
+        }
+}
+
 /* ---- PRNG -----------------------------------------------------------------
  */
 
@@ -579,6 +646,7 @@ int main(void)
             cmocka_unit_test(test_maxpool),
             cmocka_unit_test(test_maxpool_odd),
             cmocka_unit_test(test_maxpool_relu),
+            cmocka_unit_test(test_maxpool_oracle),
         };
         int rc;
 
