@@ -271,11 +271,12 @@ NN_HOT static void col2im(float *restrict dx, const float *restrict col,
  * directly instead, CONV_FB filters at a time: the forward pass keeps one
  * output pixel's CONV_FB sums in registers and adds each tap's input value
  * times the tap's weights (transposed once per call into [tap][CONV_FB]);
- * the weight gradient runs, image by image, tap by tap over the output
- * pixels the tap reaches, with that tap's CONV_FB sums in registers, and
- * adds them to the batch's.  Each sum is in a fixed order and no multiply
- * and add are fused, so results do not depend on the vector width (the
- * clones of NN_HOT_WIDE give the same bits). */
+ * the weight gradient runs, two images at a time, tap by tap over the output
+ * pixels the tap reaches, with each image's CONV_FB sums in registers, and
+ * adds them to the batch's image by image.  Each sum is in a fixed order
+ * and no multiply and add are fused, so results do not depend on the
+ * vector width (the clones of NN_HOT_WIDE give the same bits) nor on the
+ * pairing. */
 enum { CONV_DIRECT_KKC = 32, CONV_FB = 32 };
 
 int nn__conv_direct(const struct nn__conv *s)
@@ -366,65 +367,107 @@ direct_forward(float *restrict y, const float *restrict x,
         }
 }
 
+/* Tap t's part of the weight gradient from ni images (1 or 2: xb and
+ * dyb, the next image img and dimg further; dy at filter f0), added to
+ * dt[CONV_FB] image by image.  Each image's sum over the output pixels the
+ * tap reaches runs in its own registers: two images make eight
+ * independent chains of adds instead of four, which the latency of an
+ * add (not the loads or the arithmetic) limited. */
+static inline __attribute__((always_inline)) void
+dw_tap(float *restrict dt, const float *restrict xb, const float *restrict dyb,
+       size_t img, size_t dimg, const struct nn__conv *s, size_t cs, size_t hs,
+       size_t ws, int t, int ni)
+{
+        int p = s->k / 2, kh = t / (s->k * s->c), kw = t / s->c % s->k;
+        int c = t % s->c;
+        /* Output rows and columns this tap reaches. */
+        int rlo = p - kh > 0 ? p - kh : 0;
+        int rhi = s->h + p - kh < s->h ? s->h + p - kh : s->h;
+        int clo = p - kw > 0 ? p - kw : 0;
+        int chi = s->w + p - kw < s->w ? s->w + p - kw : s->w;
+        v8f acc[2][CONV_V] = {{{0}}};
+
+        for (int oh = rlo; oh < rhi; oh++) {
+                /* xr[j * ws] and dr[j * F]: output column clo + j */
+                const float *xr =
+                    xb + (oh + kh - p) * hs + (clo + kw - p) * ws + c * cs;
+                const float *dr = dyb + ((size_t)oh * s->w + clo) * s->f;
+                for (int j = 0; j < chi - clo; j++)
+                        for (int m = 0; m < ni; m++) {
+                                float xv = xr[m * img + j * ws];
+                                for (int v = 0; v < CONV_V; v++) {
+                                        v8f dv;
+                                        LD8(dv, dr + m * dimg +
+                                                    (size_t)j * s->f + 8 * v);
+                                        acc[m][v] += xv * dv;
+                                }
+                        }
+        }
+        for (int m = 0; m < ni; m++)
+                for (int v = 0; v < CONV_V; v++) {
+                        v8f sum;
+                        LD8(sum, dt + 8 * v);
+                        sum += acc[m][v];
+                        ST8(dt + 8 * v, sum);
+                }
+}
+
+/* The same for the last block of filters (fb < CONV_FB) and one image:
+ * rows of dt end at fb and the products go straight into dt. */
+static void dw_tap_narrow(float *restrict dt, const float *restrict xb,
+                          const float *restrict dyb, const struct nn__conv *s,
+                          size_t cs, size_t hs, size_t ws, int t, int fb)
+{
+        int p = s->k / 2, kh = t / (s->k * s->c), kw = t / s->c % s->k;
+        int c = t % s->c;
+        int rlo = p - kh > 0 ? p - kh : 0;
+        int rhi = s->h + p - kh < s->h ? s->h + p - kh : s->h;
+        int clo = p - kw > 0 ? p - kw : 0;
+        int chi = s->w + p - kw < s->w ? s->w + p - kw : s->w;
+
+        for (int oh = rlo; oh < rhi; oh++) {
+                const float *xr =
+                    xb + (oh + kh - p) * hs + (clo + kw - p) * ws + c * cs;
+                const float *dr = dyb + ((size_t)oh * s->w + clo) * s->f;
+                for (int j = 0; j < chi - clo; j++)
+                        for (int o = 0; o < fb; o++)
+                                dt[o] += xr[j * ws] * dr[(size_t)j * s->f + o];
+        }
+}
+
 /* dwt[kkc][CONV_FB] = the weight gradient of filters [f0, f0+fb) over n
- * images (dy already masked); columns beyond fb are left 0.  Each tap's
- * sums run over one image's pixels in registers, then into dwt. */
+ * images (dy already masked); columns beyond fb are left 0.  Images go in
+ * pairs (dw_tap); each tap's sums are added to dwt image by image, in
+ * image order, so pairing changes no bit. */
 NN_HOT_WIDE static void direct_dw(float *restrict dwt, const float *restrict x,
                                   const float *restrict dy,
                                   const struct nn__conv *s, int n, int f0,
                                   int fb)
 {
         size_t cs, hs, ws, img = (size_t)s->c * s->h * s->w;
-        int p = s->k / 2, kkc = s->k * s->k * s->c;
+        size_t dimg = (size_t)s->h * s->w * s->f;
+        int kkc = s->k * s->k * s->c;
 
         conv_strides(s, &cs, &hs, &ws);
         memset(dwt, 0, sizeof(*dwt) * (size_t)kkc * CONV_FB);
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n; i += 2) {
                 const float *xb = x + (size_t)i * img;
-                const float *dyb = dy + (size_t)i * s->h * s->w * s->f + f0;
+                const float *dyb = dy + (size_t)i * dimg + f0;
                 for (int t = 0; t < kkc; t++) {
-                        int kh = t / (s->k * s->c), kw = t / s->c % s->k;
-                        int c = t % s->c;
-                        /* Output rows and columns this tap reaches. */
-                        int rlo = p - kh > 0 ? p - kh : 0;
-                        int rhi = s->h + p - kh < s->h ? s->h + p - kh : s->h;
-                        int clo = p - kw > 0 ? p - kw : 0;
-                        int chi = s->w + p - kw < s->w ? s->w + p - kw : s->w;
                         float *dt = dwt + (size_t)t * CONV_FB;
-                        v8f acc[CONV_V] = {{0}};
 
-                        for (int oh = rlo; oh < rhi; oh++) {
-                                /* xr[j * ws] and dr[j * F]: output
-                                 * column clo + j */
-                                const float *xr = xb + (oh + kh - p) * hs +
-                                                  (clo + kw - p) * ws + c * cs;
-                                const float *dr =
-                                    dyb + ((size_t)oh * s->w + clo) * s->f;
-                                if (fb < CONV_FB) {
-                                        /* the last block: rows end at fb */
-                                        for (int j = 0; j < chi - clo; j++)
-                                                for (int o = 0; o < fb; o++)
-                                                        dt[o] += xr[j * ws] *
-                                                                 dr[(size_t)j *
-                                                                        s->f +
-                                                                    o];
-                                        continue;
-                                }
-                                for (int j = 0; j < chi - clo; j++) {
-                                        float xv = xr[j * ws];
-                                        for (int v = 0; v < CONV_V; v++) {
-                                                v8f dv;
-                                                LD8(dv, dr + (size_t)j * s->f +
-                                                            8 * v);
-                                                acc[v] += xv * dv;
-                                        }
-                                }
-                        }
-                        for (int v = 0; v < CONV_V; v++) {
-                                v8f sum;
-                                LD8(sum, dt + 8 * v);
-                                sum += acc[v];
-                                ST8(dt + 8 * v, sum);
+                        if (fb < CONV_FB) {
+                                dw_tap_narrow(dt, xb, dyb, s, cs, hs, ws, t,
+                                              fb);
+                                if (i + 1 < n)
+                                        dw_tap_narrow(dt, xb + img, dyb + dimg,
+                                                      s, cs, hs, ws, t, fb);
+                        } else if (i + 1 < n) {
+                                dw_tap(dt, xb, dyb, img, dimg, s, cs, hs, ws, t,
+                                       2);
+                        } else {
+                                dw_tap(dt, xb, dyb, img, dimg, s, cs, hs, ws, t,
+                                       1);
                         }
                 }
         }

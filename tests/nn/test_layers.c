@@ -4,7 +4,9 @@
  * ReLU, fused softmax cross-entropy, conv2d (planar and channels-last
  * input, with ReLU; im2col + GEMM and the direct path), max-pool; conv forward
  * against a direct convolution; and the softmax-CE value on huge logits
- * (stability).
+ * (stability).  Bit for bit: the direct conv path against float sums in
+ * its documented order, and max-pool forward (maxima and winners, with
+ * ties and NaN) against a scalar oracle.
  *
  * Method: for a layer y = f(x, w), take a fixed random r and the scalar
  * L = sum(r * y).  The analytic gradients are the backward pass fed with
@@ -463,6 +465,114 @@ static void test_conv_direct_nhwc_32(void **state)
         check_conv(2, 32, 1, 0, 0, 3);
 }
 
+/* Input x[b, ih, iw, ch] of a conv case, 0 outside the image. */
+static float conv_in(const struct conv_case *c, int b, int ih, int iw, int ch)
+{
+        const struct nn__conv *s = &c->s;
+
+        if (ih < 0 || ih >= s->h || iw < 0 || iw >= s->w)
+                return 0.0f;
+        return s->in_planar
+                   ? c->x[(((size_t)b * s->c + ch) * s->h + ih) * s->w + iw]
+                   : c->x[(((size_t)b * s->h + ih) * s->w + iw) * s->c + ch];
+}
+
+/* The direct path's results bit for bit against float sums in the order
+ * it documents: forward, the bias plus the taps inside the image in
+ * (kh, kw, c) order (then ReLU); weight gradient, per image a sum from 0
+ * over the output pixels in row order, added to the total image by image.
+ * Sizes with several inner pixels per row, odd and even batches (the
+ * weight gradient takes images in pairs); f a multiple of the block of 32. */
+static void check_conv_direct_exact(int c_in, int f, int h, int w, int b,
+                                    int planar)
+{
+        uint64_t st = seed + 400 + (uint64_t)c_in * 8 + (uint64_t)h * 64 + b;
+        struct conv_case c = {.s = {.c = c_in,
+                                    .h = h,
+                                    .w = w,
+                                    .f = f,
+                                    .k = 3,
+                                    .in_planar = planar},
+                              .b = b,
+                              .relu = 1,
+                              .chunk = 1};
+        const struct nn__conv *s = &c.s;
+        size_t nx = (size_t)b * c_in * h * w, nw = (size_t)f * 9 * c_in;
+        size_t ny = conv_out(&c);
+        float *x = malloc(sizeof(float) * nx), *wt = malloc(sizeof(float) * nw);
+        float *bias = malloc(sizeof(float) * f),
+              *y = malloc(sizeof(float) * ny);
+        float *dy = malloc(sizeof(float) * ny),
+              *dw = malloc(sizeof(float) * nw);
+        float *db = malloc(sizeof(float) * f);
+        int bad_y = 0, bad_w = 0;
+
+        assert_int_equal(nn__conv_direct(s), 1);
+        c.x = x, c.w = wt, c.bias = bias;
+        fill(x, nx, &st, -1, 1);
+        fill(wt, nw, &st, -0.5f, 0.5f);
+        fill(bias, f, &st, -0.5f, 0.5f);
+        fill(dy, ny, &st, -1, 1);
+        nn__conv_forward(y, x, wt, bias, s, b, NULL, 1, 1);
+        for (size_t k = 0; k < ny; k++) {
+                int o = (int)(k % f), ow = (int)(k / f % w);
+                int oh = (int)(k / f / w % h), n = (int)(k / f / w / h);
+                float acc = bias[o];
+                for (int kh = 0; kh < 3; kh++)
+                        for (int kw = 0; kw < 3; kw++)
+                                for (int ch = 0; ch < c_in; ch++) {
+                                        if (oh + kh - 1 < 0 ||
+                                            oh + kh - 1 >= h ||
+                                            ow + kw - 1 < 0 || ow + kw - 1 >= w)
+                                                continue;
+                                        acc +=
+                                            conv_in(&c, n, oh + kh - 1,
+                                                    ow + kw - 1, ch) *
+                                            wt[((o * 3 + kh) * 3 + kw) * c_in +
+                                               ch];
+                                }
+                acc = acc > 0.0f ? acc : 0.0f;
+                bad_y += memcmp(&acc, &y[k], sizeof(acc)) != 0;
+        }
+        nn__conv_backward(NULL, dw, db, dy, NULL, x, wt, s, b, NULL, 1);
+        for (size_t k = 0; k < nw; k++) {
+                int o = (int)(k / (9 * c_in)), t = (int)(k % (9 * c_in));
+                int kh = t / (3 * c_in), kw = t / c_in % 3, ch = t % c_in;
+                float total = 0.0f;
+                for (int n = 0; n < b; n++) {
+                        float acc = 0.0f;
+                        for (int oh = 0; oh < h; oh++)
+                                for (int ow = 0; ow < w; ow++) {
+                                        int ih = oh + kh - 1, iw = ow + kw - 1;
+                                        if (ih < 0 || ih >= h || iw < 0 ||
+                                            iw >= w)
+                                                continue;
+                                        acc +=
+                                            conv_in(&c, n, ih, iw, ch) *
+                                            dy[(((size_t)n * h + oh) * w + ow) *
+                                                   f +
+                                               o];
+                                }
+                        total += acc;
+                }
+                bad_w += memcmp(&total, &dw[k], sizeof(total)) != 0;
+        }
+        if (bad_y || bad_w)
+                printf("  direct c=%d f=%d %dx%d b=%d: y %d of %zu, dw %d of "
+                       "%zu differ\n",
+                       c_in, f, h, w, b, bad_y, ny, bad_w, nw);
+        assert_int_equal(bad_y + bad_w, 0);
+        free(x), free(wt), free(bias), free(y), free(dy), free(dw), free(db);
+}
+
+static void test_conv_direct_exact(void **state)
+{
+        check_conv_direct_exact(1, 32, 7, 8, 3, 1);
+        check_conv_direct_exact(1, 64, 6, 9, 4, 0);
+        check_conv_direct_exact(3, 32, 5, 6, 1, 1); /* RGB, a batch of 1 */
+        check_conv_direct_exact(2, 32, 4, 5, 2, 0);
+}
+
 /* ---- max-pool ----------------------------------------------------------- */
 
 struct pool_case {
@@ -643,6 +753,7 @@ int main(void)
             cmocka_unit_test(test_conv_direct_rgb),
             cmocka_unit_test(test_conv_direct_grey_blocks),
             cmocka_unit_test(test_conv_direct_nhwc_32),
+            cmocka_unit_test(test_conv_direct_exact),
             cmocka_unit_test(test_maxpool),
             cmocka_unit_test(test_maxpool_odd),
             cmocka_unit_test(test_maxpool_relu),
