@@ -1,8 +1,8 @@
 /*
  * layers.c - forward/backward kernels: dense (+fused bias and ReLU), ReLU,
  * fused softmax cross-entropy, conv2d via im2col + GEMM (or directly, for
- * layers with short patches), max-pool; and the splitmix64 generator that
- * seeds the weights.
+ * layers with short patches), max-pool, a direct conv fused with the
+ * max-pool after it; and the splitmix64 generator that seeds the weights.
  *
  * The heavy lifting is nn_gemm(); the loops here are single passes over the
  * data (bias+ReLU after a GEMM, masks, im2col/col2im), except the direct
@@ -473,23 +473,152 @@ NN_HOT_WIDE static void direct_dw(float *restrict dwt, const float *restrict x,
         }
 }
 
+/* wt[kkc][CONV_FB] and bb[CONV_FB]: the weights and biases of filters
+ * [f0, f0+fb), transposed, 0 beyond fb. */
+static void direct_weights(float *wt, float *bb, const float *w, const float *b,
+                           const struct nn__conv *s, int f0, int fb)
+{
+        int kkc = s->k * s->k * s->c;
+
+        for (int j = 0; j < CONV_FB; j++) {
+                bb[j] = j < fb ? b[f0 + j] : 0.0f;
+                for (int t = 0; t < kkc; t++)
+                        wt[t * CONV_FB + j] =
+                            j < fb ? w[(size_t)(f0 + j) * kkc + t] : 0.0f;
+        }
+}
+
 static void conv_forward_direct(float *y, const float *x, const float *w,
                                 const float *b, const struct nn__conv *s,
                                 int batch, int relu)
 {
-        int kkc = s->k * s->k * s->c;
         float wt[CONV_DIRECT_KKC * CONV_FB], bb[CONV_FB];
 
         for (int f0 = 0; f0 < s->f; f0 += CONV_FB) {
                 int fb = s->f - f0 < CONV_FB ? s->f - f0 : CONV_FB;
-                for (int j = 0; j < CONV_FB; j++) {
-                        bb[j] = j < fb ? b[f0 + j] : 0.0f;
-                        for (int t = 0; t < kkc; t++)
-                                wt[t * CONV_FB + j] =
-                                    j < fb ? w[(size_t)(f0 + j) * kkc + t]
-                                           : 0.0f;
-                }
+                direct_weights(wt, bb, w, b, s, f0, fb);
                 direct_forward(y, x, wt, bb, s, batch, f0, fb, relu);
+        }
+}
+
+/* ---- a direct conv and the max-pool after it, fused --------------------
+ *
+ * The first conv's output is the largest activation of the CNN preset
+ * (10 MB at batch 100); written by the conv and read back by the pool, it
+ * made those two passes memory-bound (docs/nn.md).  When the pool folds
+ * the conv's ReLU mask in its backward pass nothing else reads that
+ * output, so it need not exist: each pooled pixel's window of conv pixels
+ * is computed in registers, as direct_forward computes them, and pooled
+ * there, as nn__maxpool_forward pools (first strict maximum in row
+ * order).  Same bits as the two passes. */
+
+/* a[CONV_V] = bias + the taps of conv pixel (oh, ow) inside the image, in
+ * wt's order (kh, kw, c), then ReLU: direct_forward's sums. */
+static inline __attribute__((always_inline)) void
+direct_sums(v8f *restrict a, const float *restrict xb, const float *restrict wt,
+            const float *restrict bb, const struct nn__conv *s, size_t cs,
+            size_t hs, size_t ws, int oh, int ow)
+{
+        int p = s->k / 2, lo, hi;
+        int klo = p - oh > 0 ? p - oh : 0;
+        int khi = s->h + p - oh < s->k ? s->h + p - oh : s->k;
+
+        kw_range(ow, p, s->k, s->w, &lo, &hi);
+        for (int v = 0; v < CONV_V; v++)
+                LD8(a[v], bb + 8 * v);
+        for (int kh = klo; kh < khi; kh++)
+                for (int kw = lo; kw < hi; kw++) {
+                        const float *xp =
+                            xb + (oh + kh - p) * hs + (ow + kw - p) * ws;
+                        const float *wp =
+                            wt + (size_t)(kh * s->k + kw) * s->c * CONV_FB;
+                        for (int c = 0; c < s->c; c++, wp += CONV_FB) {
+                                float xv = xp[c * cs];
+                                for (int v = 0; v < CONV_V; v++) {
+                                        v8f wv;
+                                        LD8(wv, wp + 8 * v);
+                                        a[v] += xv * wv;
+                                }
+                        }
+                }
+        for (int v = 0; v < CONV_V; v++) /* NaN and -0 give 0 */
+                a[v] = (v8f)((v8i)a[v] & (a[v] > 0.0f));
+}
+
+/* y[n, H/ps, W/ps, F] and idx, filters [f0, f0+fb): the ps x ps max-pool
+ * of the ReLU conv, wt and bb as for direct_forward.  idx holds offsets
+ * into the conv output each sample would have had ([H][W][F]). */
+NN_HOT_WIDE static void
+direct_forward_pool(float *restrict y, int32_t *restrict idx,
+                    const float *restrict x, const float *restrict wt,
+                    const float *restrict bb, const struct nn__conv *s, int n,
+                    int f0, int fb, int ps)
+{
+        size_t cs, hs, ws, img = (size_t)s->c * s->h * s->w;
+        int ph_n = s->h / ps, pw_n = s->w / ps;
+        const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+
+        conv_strides(s, &cs, &hs, &ws);
+        for (int i = 0; i < n; i++) {
+                const float *xb = x + (size_t)i * img;
+                for (int ph = 0; ph < ph_n; ph++)
+                        for (int pw = 0; pw < pw_n; pw++) {
+                                v8f m[CONV_V], a[CONV_V];
+                                v8i id[CONV_V];
+                                size_t po =
+                                    (((size_t)i * ph_n + ph) * pw_n + pw) *
+                                        s->f +
+                                    f0;
+
+                                int32_t o0 =
+                                    (ph * ps * s->w + pw * ps) * s->f + f0;
+
+                                /* the window's first pixel seeds it */
+                                direct_sums(m, xb, wt, bb, s, cs, hs, ws,
+                                            ph * ps, pw * ps);
+                                for (int v = 0; v < CONV_V; v++)
+                                        id[v] = (o0 + 8 * v) + lane;
+                                for (int t = 1; t < ps * ps; t++) {
+                                        int oh = ph * ps + t / ps;
+                                        int ow = pw * ps + t % ps;
+                                        int32_t o =
+                                            (oh * s->w + ow) * s->f + f0;
+
+                                        direct_sums(a, xb, wt, bb, s, cs, hs,
+                                                    ws, oh, ow);
+                                        for (int v = 0; v < CONV_V; v++) {
+                                                v8i oi = (o + 8 * v) + lane;
+                                                v8i win = a[v] > m[v];
+                                                m[v] =
+                                                    (v8f)(((v8i)a[v] & win) |
+                                                          ((v8i)m[v] & ~win));
+                                                id[v] =
+                                                    (oi & win) | (id[v] & ~win);
+                                        }
+                                }
+                                float out[CONV_FB];
+                                int32_t oid[CONV_FB];
+                                for (int v = 0; v < CONV_V; v++) {
+                                        ST8(out + 8 * v, m[v]);
+                                        memcpy(oid + 8 * v, &id[v],
+                                               sizeof(v8i));
+                                }
+                                memcpy(y + po, out, sizeof(*out) * fb);
+                                memcpy(idx + po, oid, sizeof(*oid) * fb);
+                        }
+        }
+}
+
+void nn__conv_pool_forward(float *y, int32_t *idx, const float *x,
+                           const float *w, const float *b,
+                           const struct nn__conv *s, int batch, int ps)
+{
+        float wt[CONV_DIRECT_KKC * CONV_FB], bb[CONV_FB];
+
+        for (int f0 = 0; f0 < s->f; f0 += CONV_FB) {
+                int fb = s->f - f0 < CONV_FB ? s->f - f0 : CONV_FB;
+                direct_weights(wt, bb, w, b, s, f0, fb);
+                direct_forward_pool(y, idx, x, wt, bb, s, batch, f0, fb, ps);
         }
 }
 

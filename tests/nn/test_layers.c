@@ -6,7 +6,8 @@
  * against a direct convolution; and the softmax-CE value on huge logits
  * (stability).  Bit for bit: the direct conv path against float sums in
  * its documented order, and max-pool forward (maxima and winners, with
- * ties and NaN) against a scalar oracle.
+ * ties and NaN) against a scalar oracle; the fused direct conv + max-pool
+ * against the two passes.
  *
  * Method: for a layer y = f(x, w), take a fixed random r and the scalar
  * L = sum(r * y).  The analytic gradients are the backward pass fed with
@@ -722,6 +723,64 @@ static void test_maxpool_oracle(void **state)
         }
 }
 
+/* The fused direct conv + ReLU + max-pool against the two passes, y's
+ * bits and idx exactly: grey and RGB input, planar and NHWC, 32 filters
+ * and 33 and 64 (blocks of 32, a narrow last one), pools of 2 and 3 on
+ * sizes that leave conv rows and columns outside every window.  Many
+ * ReLU outputs are 0, so windows hold ties; inputs include NaN (the ReLU
+ * turns a NaN sum into 0).  coarse: inputs and weights from {-1, 0, 1}
+ * and {-0.5, 0, 0.5}, so positive sums tie too, at any tap of a window. */
+static void check_conv_pool(int c_in, int f, int h, int w, int ps, int planar,
+                            int coarse)
+{
+        enum { B = 3 };
+        uint64_t st = seed + 500 + (uint64_t)c_in * 8 + (uint64_t)f * 64 + ps;
+        struct nn__conv s = {
+            .c = c_in, .h = h, .w = w, .f = f, .k = 3, .in_planar = planar};
+        size_t nx = (size_t)B * c_in * h * w, nw = (size_t)f * 9 * c_in;
+        size_t ny = (size_t)B * h * w * f,
+               np = (size_t)B * (h / ps) * (w / ps) * f;
+        float *x = malloc(sizeof(float) * nx), *wt = malloc(sizeof(float) * nw);
+        float *bias = malloc(sizeof(float) * f),
+              *y = malloc(sizeof(float) * ny);
+        float *p1 = malloc(sizeof(float) * np),
+              *p2 = malloc(sizeof(float) * np);
+        int32_t *i1 = malloc(sizeof(int32_t) * np),
+                *i2 = malloc(sizeof(int32_t) * np);
+        int bad = 0;
+
+        fill(x, nx, &st, -1, 1);
+        fill(wt, nw, &st, -0.5f, 0.5f);
+        fill(bias, f, &st, -0.5f, 0.5f);
+        for (size_t k = 0; coarse && k < nx; k++)
+                x[k] = nearbyintf(x[k]);
+        for (size_t k = 0; coarse && k < nw; k++)
+                wt[k] = 0.5f * nearbyintf(2.0f * wt[k]);
+        x[nx / 2] = NAN;
+        nn__conv_forward(y, x, wt, bias, &s, B, NULL, 1, 1);
+        nn__maxpool_forward(p1, i1, y, B, h, w, f, ps);
+        nn__conv_pool_forward(p2, i2, x, wt, bias, &s, B, ps);
+        for (size_t k = 0; k < np; k++)
+                bad += i1[k] != i2[k] || memcmp(&p1[k], &p2[k], sizeof(float));
+        if (bad)
+                printf("  conv+pool c=%d f=%d %dx%d p%d coarse=%d: %d of %zu "
+                       "differ\n",
+                       c_in, f, h, w, ps, coarse, bad, np);
+        assert_int_equal(bad, 0);
+        free(x), free(wt), free(bias), free(y), free(p1), free(p2), free(i1);
+        free(i2);
+}
+
+static void test_conv_pool_fused(void **state)
+{
+        for (int coarse = 0; coarse < 2; coarse++) {
+                check_conv_pool(1, 32, 7, 9, 2, 1, coarse);
+                check_conv_pool(1, 64, 8, 8, 2, 0, coarse);
+                check_conv_pool(3, 33, 7, 8, 3, 1, coarse);
+                check_conv_pool(2, 32, 5, 5, 2, 0, coarse);
+        }
+}
+
 /* ---- PRNG -----------------------------------------------------------------
  */
 
@@ -758,6 +817,7 @@ int main(void)
             cmocka_unit_test(test_maxpool_odd),
             cmocka_unit_test(test_maxpool_relu),
             cmocka_unit_test(test_maxpool_oracle),
+            cmocka_unit_test(test_conv_pool_fused),
         };
         int rc;
 
