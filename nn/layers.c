@@ -1,8 +1,8 @@
 /*
  * layers.c - forward/backward kernels: dense (+fused bias and ReLU), ReLU,
  * fused softmax cross-entropy, conv2d via im2col + GEMM (or directly, for
- * layers with short patches), max-pool; and the splitmix64 generator that
- * seeds the weights.
+ * layers with short patches), max-pool, a direct conv fused with the
+ * max-pool after it; and the splitmix64 generator that seeds the weights.
  *
  * The heavy lifting is nn_gemm(); the loops here are single passes over the
  * data (bias+ReLU after a GEMM, masks, im2col/col2im), except the direct
@@ -271,11 +271,12 @@ NN_HOT static void col2im(float *restrict dx, const float *restrict col,
  * directly instead, CONV_FB filters at a time: the forward pass keeps one
  * output pixel's CONV_FB sums in registers and adds each tap's input value
  * times the tap's weights (transposed once per call into [tap][CONV_FB]);
- * the weight gradient runs, image by image, tap by tap over the output
- * pixels the tap reaches, with that tap's CONV_FB sums in registers, and
- * adds them to the batch's.  Each sum is in a fixed order and no multiply
- * and add are fused, so results do not depend on the vector width (the
- * clones of NN_HOT_WIDE give the same bits). */
+ * the weight gradient runs, two images at a time, tap by tap over the output
+ * pixels the tap reaches, with each image's CONV_FB sums in registers, and
+ * adds them to the batch's image by image.  Each sum is in a fixed order
+ * and no multiply and add are fused, so results do not depend on the
+ * vector width (the clones of NN_HOT_WIDE give the same bits) nor on the
+ * pairing. */
 enum { CONV_DIRECT_KKC = 32, CONV_FB = 32 };
 
 int nn__conv_direct(const struct nn__conv *s)
@@ -366,67 +367,124 @@ direct_forward(float *restrict y, const float *restrict x,
         }
 }
 
+/* Tap t's part of the weight gradient from ni images (1 or 2: xb and
+ * dyb, the next image img and dimg further; dy at filter f0), added to
+ * dt[CONV_FB] image by image.  Each image's sum over the output pixels the
+ * tap reaches runs in its own registers: two images make eight
+ * independent chains of adds instead of four, which the latency of an
+ * add (not the loads or the arithmetic) limited. */
+static inline __attribute__((always_inline)) void
+dw_tap(float *restrict dt, const float *restrict xb, const float *restrict dyb,
+       size_t img, size_t dimg, const struct nn__conv *s, size_t cs, size_t hs,
+       size_t ws, int t, int ni)
+{
+        int p = s->k / 2, kh = t / (s->k * s->c), kw = t / s->c % s->k;
+        int c = t % s->c;
+        /* Output rows and columns this tap reaches. */
+        int rlo = p - kh > 0 ? p - kh : 0;
+        int rhi = s->h + p - kh < s->h ? s->h + p - kh : s->h;
+        int clo = p - kw > 0 ? p - kw : 0;
+        int chi = s->w + p - kw < s->w ? s->w + p - kw : s->w;
+        v8f acc[2][CONV_V] = {{{0}}};
+
+        for (int oh = rlo; oh < rhi; oh++) {
+                /* xr[j * ws] and dr[j * F]: output column clo + j */
+                const float *xr =
+                    xb + (oh + kh - p) * hs + (clo + kw - p) * ws + c * cs;
+                const float *dr = dyb + ((size_t)oh * s->w + clo) * s->f;
+                for (int j = 0; j < chi - clo; j++)
+                        for (int m = 0; m < ni; m++) {
+                                float xv = xr[m * img + j * ws];
+                                for (int v = 0; v < CONV_V; v++) {
+                                        v8f dv;
+                                        LD8(dv, dr + m * dimg +
+                                                    (size_t)j * s->f + 8 * v);
+                                        acc[m][v] += xv * dv;
+                                }
+                        }
+        }
+        for (int m = 0; m < ni; m++)
+                for (int v = 0; v < CONV_V; v++) {
+                        v8f sum;
+                        LD8(sum, dt + 8 * v);
+                        sum += acc[m][v];
+                        ST8(dt + 8 * v, sum);
+                }
+}
+
+/* The same for the last block of filters (fb < CONV_FB) and one image:
+ * rows of dt end at fb and the products go straight into dt. */
+static void dw_tap_narrow(float *restrict dt, const float *restrict xb,
+                          const float *restrict dyb, const struct nn__conv *s,
+                          size_t cs, size_t hs, size_t ws, int t, int fb)
+{
+        int p = s->k / 2, kh = t / (s->k * s->c), kw = t / s->c % s->k;
+        int c = t % s->c;
+        int rlo = p - kh > 0 ? p - kh : 0;
+        int rhi = s->h + p - kh < s->h ? s->h + p - kh : s->h;
+        int clo = p - kw > 0 ? p - kw : 0;
+        int chi = s->w + p - kw < s->w ? s->w + p - kw : s->w;
+
+        for (int oh = rlo; oh < rhi; oh++) {
+                const float *xr =
+                    xb + (oh + kh - p) * hs + (clo + kw - p) * ws + c * cs;
+                const float *dr = dyb + ((size_t)oh * s->w + clo) * s->f;
+                for (int j = 0; j < chi - clo; j++)
+                        for (int o = 0; o < fb; o++)
+                                dt[o] += xr[j * ws] * dr[(size_t)j * s->f + o];
+        }
+}
+
 /* dwt[kkc][CONV_FB] = the weight gradient of filters [f0, f0+fb) over n
- * images (dy already masked); columns beyond fb are left 0.  Each tap's
- * sums run over one image's pixels in registers, then into dwt. */
+ * images (dy already masked); columns beyond fb are left 0.  Images go in
+ * pairs (dw_tap); each tap's sums are added to dwt image by image, in
+ * image order, so pairing changes no bit. */
 NN_HOT_WIDE static void direct_dw(float *restrict dwt, const float *restrict x,
                                   const float *restrict dy,
                                   const struct nn__conv *s, int n, int f0,
                                   int fb)
 {
         size_t cs, hs, ws, img = (size_t)s->c * s->h * s->w;
-        int p = s->k / 2, kkc = s->k * s->k * s->c;
+        size_t dimg = (size_t)s->h * s->w * s->f;
+        int kkc = s->k * s->k * s->c;
 
         conv_strides(s, &cs, &hs, &ws);
         memset(dwt, 0, sizeof(*dwt) * (size_t)kkc * CONV_FB);
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n; i += 2) {
                 const float *xb = x + (size_t)i * img;
-                const float *dyb = dy + (size_t)i * s->h * s->w * s->f + f0;
+                const float *dyb = dy + (size_t)i * dimg + f0;
                 for (int t = 0; t < kkc; t++) {
-                        int kh = t / (s->k * s->c), kw = t / s->c % s->k;
-                        int c = t % s->c;
-                        /* Output rows and columns this tap reaches. */
-                        int rlo = p - kh > 0 ? p - kh : 0;
-                        int rhi = s->h + p - kh < s->h ? s->h + p - kh : s->h;
-                        int clo = p - kw > 0 ? p - kw : 0;
-                        int chi = s->w + p - kw < s->w ? s->w + p - kw : s->w;
                         float *dt = dwt + (size_t)t * CONV_FB;
-                        v8f acc[CONV_V] = {{0}};
 
-                        for (int oh = rlo; oh < rhi; oh++) {
-                                /* xr[j * ws] and dr[j * F]: output
-                                 * column clo + j */
-                                const float *xr = xb + (oh + kh - p) * hs +
-                                                  (clo + kw - p) * ws + c * cs;
-                                const float *dr =
-                                    dyb + ((size_t)oh * s->w + clo) * s->f;
-                                if (fb < CONV_FB) {
-                                        /* the last block: rows end at fb */
-                                        for (int j = 0; j < chi - clo; j++)
-                                                for (int o = 0; o < fb; o++)
-                                                        dt[o] += xr[j * ws] *
-                                                                 dr[(size_t)j *
-                                                                        s->f +
-                                                                    o];
-                                        continue;
-                                }
-                                for (int j = 0; j < chi - clo; j++) {
-                                        float xv = xr[j * ws];
-                                        for (int v = 0; v < CONV_V; v++) {
-                                                v8f dv;
-                                                LD8(dv, dr + (size_t)j * s->f +
-                                                            8 * v);
-                                                acc[v] += xv * dv;
-                                        }
-                                }
-                        }
-                        for (int v = 0; v < CONV_V; v++) {
-                                v8f sum;
-                                LD8(sum, dt + 8 * v);
-                                sum += acc[v];
-                                ST8(dt + 8 * v, sum);
+                        if (fb < CONV_FB) {
+                                dw_tap_narrow(dt, xb, dyb, s, cs, hs, ws, t,
+                                              fb);
+                                if (i + 1 < n)
+                                        dw_tap_narrow(dt, xb + img, dyb + dimg,
+                                                      s, cs, hs, ws, t, fb);
+                        } else if (i + 1 < n) {
+                                dw_tap(dt, xb, dyb, img, dimg, s, cs, hs, ws, t,
+                                       2);
+                        } else {
+                                dw_tap(dt, xb, dyb, img, dimg, s, cs, hs, ws, t,
+                                       1);
                         }
                 }
+        }
+}
+
+/* wt[kkc][CONV_FB] and bb[CONV_FB]: the weights and biases of filters
+ * [f0, f0+fb), transposed, 0 beyond fb. */
+static void direct_weights(float *wt, float *bb, const float *w, const float *b,
+                           const struct nn__conv *s, int f0, int fb)
+{
+        int kkc = s->k * s->k * s->c;
+
+        for (int j = 0; j < CONV_FB; j++) {
+                bb[j] = j < fb ? b[f0 + j] : 0.0f;
+                for (int t = 0; t < kkc; t++)
+                        wt[t * CONV_FB + j] =
+                            j < fb ? w[(size_t)(f0 + j) * kkc + t] : 0.0f;
         }
 }
 
@@ -434,19 +492,133 @@ static void conv_forward_direct(float *y, const float *x, const float *w,
                                 const float *b, const struct nn__conv *s,
                                 int batch, int relu)
 {
-        int kkc = s->k * s->k * s->c;
         float wt[CONV_DIRECT_KKC * CONV_FB], bb[CONV_FB];
 
         for (int f0 = 0; f0 < s->f; f0 += CONV_FB) {
                 int fb = s->f - f0 < CONV_FB ? s->f - f0 : CONV_FB;
-                for (int j = 0; j < CONV_FB; j++) {
-                        bb[j] = j < fb ? b[f0 + j] : 0.0f;
-                        for (int t = 0; t < kkc; t++)
-                                wt[t * CONV_FB + j] =
-                                    j < fb ? w[(size_t)(f0 + j) * kkc + t]
-                                           : 0.0f;
-                }
+                direct_weights(wt, bb, w, b, s, f0, fb);
                 direct_forward(y, x, wt, bb, s, batch, f0, fb, relu);
+        }
+}
+
+/* ---- a direct conv and the max-pool after it, fused --------------------
+ *
+ * The first conv's output is the largest activation of the CNN preset
+ * (10 MB at batch 100); written by the conv and read back by the pool, it
+ * made those two passes memory-bound (docs/nn.md).  When the pool folds
+ * the conv's ReLU mask in its backward pass nothing else reads that
+ * output, so it need not exist: each pooled pixel's window of conv pixels
+ * is computed in registers, as direct_forward computes them, and pooled
+ * there, as nn__maxpool_forward pools (first strict maximum in row
+ * order).  Same bits as the two passes. */
+
+/* a[CONV_V] = bias + the taps of conv pixel (oh, ow) inside the image, in
+ * wt's order (kh, kw, c), then ReLU: direct_forward's sums. */
+static inline __attribute__((always_inline)) void
+direct_sums(v8f *restrict a, const float *restrict xb, const float *restrict wt,
+            const float *restrict bb, const struct nn__conv *s, size_t cs,
+            size_t hs, size_t ws, int oh, int ow)
+{
+        int p = s->k / 2, lo, hi;
+        int klo = p - oh > 0 ? p - oh : 0;
+        int khi = s->h + p - oh < s->k ? s->h + p - oh : s->k;
+
+        kw_range(ow, p, s->k, s->w, &lo, &hi);
+        for (int v = 0; v < CONV_V; v++)
+                LD8(a[v], bb + 8 * v);
+        for (int kh = klo; kh < khi; kh++)
+                for (int kw = lo; kw < hi; kw++) {
+                        const float *xp =
+                            xb + (oh + kh - p) * hs + (ow + kw - p) * ws;
+                        const float *wp =
+                            wt + (size_t)(kh * s->k + kw) * s->c * CONV_FB;
+                        for (int c = 0; c < s->c; c++, wp += CONV_FB) {
+                                float xv = xp[c * cs];
+                                for (int v = 0; v < CONV_V; v++) {
+                                        v8f wv;
+                                        LD8(wv, wp + 8 * v);
+                                        a[v] += xv * wv;
+                                }
+                        }
+                }
+        for (int v = 0; v < CONV_V; v++) /* NaN and -0 give 0 */
+                a[v] = (v8f)((v8i)a[v] & (a[v] > 0.0f));
+}
+
+/* y[n, H/ps, W/ps, F] and idx, filters [f0, f0+fb): the ps x ps max-pool
+ * of the ReLU conv, wt and bb as for direct_forward.  idx holds offsets
+ * into the conv output each sample would have had ([H][W][F]). */
+NN_HOT_WIDE static void
+direct_forward_pool(float *restrict y, int32_t *restrict idx,
+                    const float *restrict x, const float *restrict wt,
+                    const float *restrict bb, const struct nn__conv *s, int n,
+                    int f0, int fb, int ps)
+{
+        size_t cs, hs, ws, img = (size_t)s->c * s->h * s->w;
+        int ph_n = s->h / ps, pw_n = s->w / ps;
+        const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+
+        conv_strides(s, &cs, &hs, &ws);
+        for (int i = 0; i < n; i++) {
+                const float *xb = x + (size_t)i * img;
+                for (int ph = 0; ph < ph_n; ph++)
+                        for (int pw = 0; pw < pw_n; pw++) {
+                                v8f m[CONV_V], a[CONV_V];
+                                v8i id[CONV_V];
+                                size_t po =
+                                    (((size_t)i * ph_n + ph) * pw_n + pw) *
+                                        s->f +
+                                    f0;
+
+                                int32_t o0 =
+                                    (ph * ps * s->w + pw * ps) * s->f + f0;
+
+                                /* the window's first pixel seeds it */
+                                direct_sums(m, xb, wt, bb, s, cs, hs, ws,
+                                            ph * ps, pw * ps);
+                                for (int v = 0; v < CONV_V; v++)
+                                        id[v] = (o0 + 8 * v) + lane;
+                                for (int t = 1; t < ps * ps; t++) {
+                                        int oh = ph * ps + t / ps;
+                                        int ow = pw * ps + t % ps;
+                                        int32_t o =
+                                            (oh * s->w + ow) * s->f + f0;
+
+                                        direct_sums(a, xb, wt, bb, s, cs, hs,
+                                                    ws, oh, ow);
+                                        for (int v = 0; v < CONV_V; v++) {
+                                                v8i oi = (o + 8 * v) + lane;
+                                                v8i win = a[v] > m[v];
+                                                m[v] =
+                                                    (v8f)(((v8i)a[v] & win) |
+                                                          ((v8i)m[v] & ~win));
+                                                id[v] =
+                                                    (oi & win) | (id[v] & ~win);
+                                        }
+                                }
+                                float out[CONV_FB];
+                                int32_t oid[CONV_FB];
+                                for (int v = 0; v < CONV_V; v++) {
+                                        ST8(out + 8 * v, m[v]);
+                                        memcpy(oid + 8 * v, &id[v],
+                                               sizeof(v8i));
+                                }
+                                memcpy(y + po, out, sizeof(*out) * fb);
+                                memcpy(idx + po, oid, sizeof(*oid) * fb);
+                        }
+        }
+}
+
+void nn__conv_pool_forward(float *y, int32_t *idx, const float *x,
+                           const float *w, const float *b,
+                           const struct nn__conv *s, int batch, int ps)
+{
+        float wt[CONV_DIRECT_KKC * CONV_FB], bb[CONV_FB];
+
+        for (int f0 = 0; f0 < s->f; f0 += CONV_FB) {
+                int fb = s->f - f0 < CONV_FB ? s->f - f0 : CONV_FB;
+                direct_weights(wt, bb, w, b, s, f0, fb);
+                direct_forward_pool(y, idx, x, wt, bb, s, batch, f0, fb, ps);
         }
 }
 

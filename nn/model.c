@@ -640,6 +640,19 @@ int nn_model_layer(const struct nn_model *m, int i, struct nn_layer_info *out)
 
 /* ---- forward / backward ------------------------------------------------ */
 
+/* Whether layer i (a direct conv with ReLU, a max-pool after it) runs
+ * fused with that pool (nn__conv_pool_forward), leaving w->out[i] unset.
+ * Nothing reads it: backward() processes layer i only with the pool above
+ * it, which then folds the conv's ReLU mask (pool_mask) and reads its own
+ * output instead. */
+static int fuse_pool(const struct nn_model *m, int i)
+{
+        const struct layer *l = &m->layers[i];
+
+        return l->kind == L_CONV && l->relu && nn__conv_direct(&l->conv) &&
+               i + 1 < m->nlayers && m->layers[i + 1].kind == L_POOL;
+}
+
 /* Runs every layer on batch samples of x in w; returns the logits
  * [B, classes]. */
 static const float *forward(struct nn_model *m, struct ws *w, const float *x,
@@ -658,6 +671,14 @@ static const float *forward(struct nn_model *m, struct ws *w, const float *x,
                                           l->oc, l->relu);
                         break;
                 case L_CONV:
+                        if (fuse_pool(m, i)) {
+                                i++; /* the pool, done here */
+                                nn__conv_pool_forward(w->out[i], w->idx[i], in,
+                                                      p + l->w_off,
+                                                      p + l->b_off, &l->conv,
+                                                      batch, m->layers[i].k);
+                                break;
+                        }
                         nn__conv_forward(w->out[i], in, p + l->w_off,
                                          p + l->b_off, &l->conv, batch, w->col,
                                          conv_chunk(w, l), l->relu);

@@ -128,6 +128,15 @@ void nn__conv_backward(float *dx, float *dw, float *db, float *dy,
                        const struct nn__conv *s, int batch, float *col,
                        int chunk);
 
+/* y[B,H/ps,W/ps,F] and idx: nn__conv_forward with ReLU, then
+ * nn__maxpool_forward with size ps, in one pass that never writes the
+ * conv's output (same bits, same idx).  Only for nn__conv_direct(s); for
+ * a caller whose max-pool backward folds the ReLU mask (relu_y), since
+ * the conv's output is then read by nobody. */
+void nn__conv_pool_forward(float *y, int32_t *idx, const float *x,
+                           const float *w, const float *b,
+                           const struct nn__conv *s, int batch, int ps);
+
 /* ---- max-pool s x s, stride s, NHWC ------------------------------------ */
 
 /* y[B,H/s,W/s,C] = window maxima of x[B,H,W,C]; idx[i] = offset of the

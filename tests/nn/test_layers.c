@@ -4,7 +4,10 @@
  * ReLU, fused softmax cross-entropy, conv2d (planar and channels-last
  * input, with ReLU; im2col + GEMM and the direct path), max-pool; conv forward
  * against a direct convolution; and the softmax-CE value on huge logits
- * (stability).
+ * (stability).  Bit for bit: the direct conv path against float sums in
+ * its documented order, and max-pool forward (maxima and winners, with
+ * ties and NaN) against a scalar oracle; the fused direct conv + max-pool
+ * against the two passes.
  *
  * Method: for a layer y = f(x, w), take a fixed random r and the scalar
  * L = sum(r * y).  The analytic gradients are the backward pass fed with
@@ -463,6 +466,114 @@ static void test_conv_direct_nhwc_32(void **state)
         check_conv(2, 32, 1, 0, 0, 3);
 }
 
+/* Input x[b, ih, iw, ch] of a conv case, 0 outside the image. */
+static float conv_in(const struct conv_case *c, int b, int ih, int iw, int ch)
+{
+        const struct nn__conv *s = &c->s;
+
+        if (ih < 0 || ih >= s->h || iw < 0 || iw >= s->w)
+                return 0.0f;
+        return s->in_planar
+                   ? c->x[(((size_t)b * s->c + ch) * s->h + ih) * s->w + iw]
+                   : c->x[(((size_t)b * s->h + ih) * s->w + iw) * s->c + ch];
+}
+
+/* The direct path's results bit for bit against float sums in the order
+ * it documents: forward, the bias plus the taps inside the image in
+ * (kh, kw, c) order (then ReLU); weight gradient, per image a sum from 0
+ * over the output pixels in row order, added to the total image by image.
+ * Sizes with several inner pixels per row, odd and even batches (the
+ * weight gradient takes images in pairs); f a multiple of the block of 32. */
+static void check_conv_direct_exact(int c_in, int f, int h, int w, int b,
+                                    int planar)
+{
+        uint64_t st = seed + 400 + (uint64_t)c_in * 8 + (uint64_t)h * 64 + b;
+        struct conv_case c = {.s = {.c = c_in,
+                                    .h = h,
+                                    .w = w,
+                                    .f = f,
+                                    .k = 3,
+                                    .in_planar = planar},
+                              .b = b,
+                              .relu = 1,
+                              .chunk = 1};
+        const struct nn__conv *s = &c.s;
+        size_t nx = (size_t)b * c_in * h * w, nw = (size_t)f * 9 * c_in;
+        size_t ny = conv_out(&c);
+        float *x = malloc(sizeof(float) * nx), *wt = malloc(sizeof(float) * nw);
+        float *bias = malloc(sizeof(float) * f),
+              *y = malloc(sizeof(float) * ny);
+        float *dy = malloc(sizeof(float) * ny),
+              *dw = malloc(sizeof(float) * nw);
+        float *db = malloc(sizeof(float) * f);
+        int bad_y = 0, bad_w = 0;
+
+        assert_int_equal(nn__conv_direct(s), 1);
+        c.x = x, c.w = wt, c.bias = bias;
+        fill(x, nx, &st, -1, 1);
+        fill(wt, nw, &st, -0.5f, 0.5f);
+        fill(bias, f, &st, -0.5f, 0.5f);
+        fill(dy, ny, &st, -1, 1);
+        nn__conv_forward(y, x, wt, bias, s, b, NULL, 1, 1);
+        for (size_t k = 0; k < ny; k++) {
+                int o = (int)(k % f), ow = (int)(k / f % w);
+                int oh = (int)(k / f / w % h), n = (int)(k / f / w / h);
+                float acc = bias[o];
+                for (int kh = 0; kh < 3; kh++)
+                        for (int kw = 0; kw < 3; kw++)
+                                for (int ch = 0; ch < c_in; ch++) {
+                                        if (oh + kh - 1 < 0 ||
+                                            oh + kh - 1 >= h ||
+                                            ow + kw - 1 < 0 || ow + kw - 1 >= w)
+                                                continue;
+                                        acc +=
+                                            conv_in(&c, n, oh + kh - 1,
+                                                    ow + kw - 1, ch) *
+                                            wt[((o * 3 + kh) * 3 + kw) * c_in +
+                                               ch];
+                                }
+                acc = acc > 0.0f ? acc : 0.0f;
+                bad_y += memcmp(&acc, &y[k], sizeof(acc)) != 0;
+        }
+        nn__conv_backward(NULL, dw, db, dy, NULL, x, wt, s, b, NULL, 1);
+        for (size_t k = 0; k < nw; k++) {
+                int o = (int)(k / (9 * c_in)), t = (int)(k % (9 * c_in));
+                int kh = t / (3 * c_in), kw = t / c_in % 3, ch = t % c_in;
+                float total = 0.0f;
+                for (int n = 0; n < b; n++) {
+                        float acc = 0.0f;
+                        for (int oh = 0; oh < h; oh++)
+                                for (int ow = 0; ow < w; ow++) {
+                                        int ih = oh + kh - 1, iw = ow + kw - 1;
+                                        if (ih < 0 || ih >= h || iw < 0 ||
+                                            iw >= w)
+                                                continue;
+                                        acc +=
+                                            conv_in(&c, n, ih, iw, ch) *
+                                            dy[(((size_t)n * h + oh) * w + ow) *
+                                                   f +
+                                               o];
+                                }
+                        total += acc;
+                }
+                bad_w += memcmp(&total, &dw[k], sizeof(total)) != 0;
+        }
+        if (bad_y || bad_w)
+                printf("  direct c=%d f=%d %dx%d b=%d: y %d of %zu, dw %d of "
+                       "%zu differ\n",
+                       c_in, f, h, w, b, bad_y, ny, bad_w, nw);
+        assert_int_equal(bad_y + bad_w, 0);
+        free(x), free(wt), free(bias), free(y), free(dy), free(dw), free(db);
+}
+
+static void test_conv_direct_exact(void **state)
+{
+        check_conv_direct_exact(1, 32, 7, 8, 3, 1);
+        check_conv_direct_exact(1, 64, 6, 9, 4, 0);
+        check_conv_direct_exact(3, 32, 5, 6, 1, 1); /* RGB, a batch of 1 */
+        check_conv_direct_exact(2, 32, 4, 5, 2, 0);
+}
+
 /* ---- max-pool ----------------------------------------------------------- */
 
 struct pool_case {
@@ -545,6 +656,131 @@ static void test_maxpool_relu(void **state)
         check_pool(5, 7, 1);
 }
 
+/* Max-pool forward against a scalar oracle (the first strict maximum of
+ * each window, taps in row order; NaN never wins), y's bits and idx
+ * exactly: channel counts that exercise the 32- and 8-channel vector
+ * blocks and the leftover channels, s = 2 and 3, sizes that leave rows and
+ * columns outside every window, and values from {-1, 0, 1, NaN, -0}, so
+ * most windows hold ties and some a NaN (also as the first tap, which
+ * then stays the maximum). */
+static void check_pool_oracle(int c, int s, int hh, int w)
+{
+        enum { B = 2 };
+        uint64_t st = seed + 300 + (uint64_t)c * 64 + (uint64_t)s * 16 + hh;
+        int oh_n = hh / s, ow_n = w / s;
+        size_t nx = (size_t)B * hh * w * c, ny = (size_t)B * oh_n * ow_n * c;
+        float *x = malloc(sizeof(float) * nx), *y = malloc(sizeof(float) * ny);
+        int32_t *idx = malloc(sizeof(int32_t) * ny);
+        const float vals[] = {-1.0f, 0.0f, 1.0f, NAN, -0.0f, 1.0f, 0.0f};
+        int bad = 0, nan_first = 0;
+
+        for (size_t i = 0; i < nx; i++)
+                x[i] = vals[nn__rand_u64(&st) % 7];
+        nn__maxpool_forward(y, idx, x, B, hh, w, c, s);
+        for (int b = 0; b < B; b++)
+                for (int oh = 0; oh < oh_n; oh++)
+                        for (int ow = 0; ow < ow_n; ow++)
+                                for (int ch = 0; ch < c; ch++) {
+                                        const float *xb =
+                                            x + (size_t)b * hh * w * c;
+                                        int32_t win = -1;
+                                        for (int i = 0; i < s; i++)
+                                                for (int j = 0; j < s; j++) {
+                                                        int32_t o =
+                                                            ((oh * s + i) * w +
+                                                             ow * s + j) *
+                                                                c +
+                                                            ch;
+                                                        if (win < 0 ||
+                                                            xb[o] > xb[win])
+                                                                win = o;
+                                                }
+                                        size_t k =
+                                            (((size_t)b * oh_n + oh) * ow_n +
+                                             ow) *
+                                                c +
+                                            ch;
+                                        nan_first += isnan(xb[win]);
+                                        bad += idx[k] != win ||
+                                               memcmp(&y[k], &xb[win],
+                                                      sizeof(float)) != 0;
+                                }
+        if (bad)
+                printf("  maxpool c=%d s=%d %dx%d: %d of %zu wrong\n", c, s, hh,
+                       w, bad, ny);
+        assert_int_equal(bad, 0);
+        assert_true(nan_first > 0); /* the case covers a NaN first tap */
+        free(x), free(y), free(idx);
+}
+
+static void test_maxpool_oracle(void **state)
+{
+        const int cs[] = {1, 3, 8, 11, 32, 40, 64, 75};
+
+        for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+                check_pool_oracle(cs[i], 2, 5, 7);
+                check_pool_oracle(cs[i], 3, 7, 8);
+        }
+}
+
+/* The fused direct conv + ReLU + max-pool against the two passes, y's
+ * bits and idx exactly: grey and RGB input, planar and NHWC, 32 filters
+ * and 33 and 64 (blocks of 32, a narrow last one), pools of 2 and 3 on
+ * sizes that leave conv rows and columns outside every window.  Many
+ * ReLU outputs are 0, so windows hold ties; inputs include NaN (the ReLU
+ * turns a NaN sum into 0).  coarse: inputs and weights from {-1, 0, 1}
+ * and {-0.5, 0, 0.5}, so positive sums tie too, at any tap of a window. */
+static void check_conv_pool(int c_in, int f, int h, int w, int ps, int planar,
+                            int coarse)
+{
+        enum { B = 3 };
+        uint64_t st = seed + 500 + (uint64_t)c_in * 8 + (uint64_t)f * 64 + ps;
+        struct nn__conv s = {
+            .c = c_in, .h = h, .w = w, .f = f, .k = 3, .in_planar = planar};
+        size_t nx = (size_t)B * c_in * h * w, nw = (size_t)f * 9 * c_in;
+        size_t ny = (size_t)B * h * w * f,
+               np = (size_t)B * (h / ps) * (w / ps) * f;
+        float *x = malloc(sizeof(float) * nx), *wt = malloc(sizeof(float) * nw);
+        float *bias = malloc(sizeof(float) * f),
+              *y = malloc(sizeof(float) * ny);
+        float *p1 = malloc(sizeof(float) * np),
+              *p2 = malloc(sizeof(float) * np);
+        int32_t *i1 = malloc(sizeof(int32_t) * np),
+                *i2 = malloc(sizeof(int32_t) * np);
+        int bad = 0;
+
+        fill(x, nx, &st, -1, 1);
+        fill(wt, nw, &st, -0.5f, 0.5f);
+        fill(bias, f, &st, -0.5f, 0.5f);
+        for (size_t k = 0; coarse && k < nx; k++)
+                x[k] = nearbyintf(x[k]);
+        for (size_t k = 0; coarse && k < nw; k++)
+                wt[k] = 0.5f * nearbyintf(2.0f * wt[k]);
+        x[nx / 2] = NAN;
+        nn__conv_forward(y, x, wt, bias, &s, B, NULL, 1, 1);
+        nn__maxpool_forward(p1, i1, y, B, h, w, f, ps);
+        nn__conv_pool_forward(p2, i2, x, wt, bias, &s, B, ps);
+        for (size_t k = 0; k < np; k++)
+                bad += i1[k] != i2[k] || memcmp(&p1[k], &p2[k], sizeof(float));
+        if (bad)
+                printf("  conv+pool c=%d f=%d %dx%d p%d coarse=%d: %d of %zu "
+                       "differ\n",
+                       c_in, f, h, w, ps, coarse, bad, np);
+        assert_int_equal(bad, 0);
+        free(x), free(wt), free(bias), free(y), free(p1), free(p2), free(i1);
+        free(i2);
+}
+
+static void test_conv_pool_fused(void **state)
+{
+        for (int coarse = 0; coarse < 2; coarse++) {
+                check_conv_pool(1, 32, 7, 9, 2, 1, coarse);
+                check_conv_pool(1, 64, 8, 8, 2, 0, coarse);
+                check_conv_pool(3, 33, 7, 8, 3, 1, coarse);
+                check_conv_pool(2, 32, 5, 5, 2, 0, coarse);
+        }
+}
+
 /* ---- PRNG -----------------------------------------------------------------
  */
 
@@ -576,9 +812,12 @@ int main(void)
             cmocka_unit_test(test_conv_direct_rgb),
             cmocka_unit_test(test_conv_direct_grey_blocks),
             cmocka_unit_test(test_conv_direct_nhwc_32),
+            cmocka_unit_test(test_conv_direct_exact),
             cmocka_unit_test(test_maxpool),
             cmocka_unit_test(test_maxpool_odd),
             cmocka_unit_test(test_maxpool_relu),
+            cmocka_unit_test(test_maxpool_oracle),
+            cmocka_unit_test(test_conv_pool_fused),
         };
         int rc;
 
