@@ -472,6 +472,20 @@ static void ws_free_acts(struct nn_model *m, struct ws *w)
         w->cap = 0;
 }
 
+/* Whether layer i (a direct conv with ReLU, a max-pool after it) runs
+ * fused with that pool (nn__conv_pool_forward): w->out[i] is not even
+ * allocated (ws_reserve), 10 MB per workspace at batch 100 for the CNN.
+ * Nothing reads it: backward() processes layer i only with the pool above
+ * it, which then folds the conv's ReLU mask (pool_mask) and reads its own
+ * output instead. */
+static int fuse_pool(const struct nn_model *m, int i)
+{
+        const struct layer *l = &m->layers[i];
+
+        return l->kind == L_CONV && l->relu && nn__conv_direct(&l->conv) &&
+               i + 1 < m->nlayers && m->layers[i + 1].kind == L_POOL;
+}
+
 /* Grows w's activation buffers to n samples (n <= cap: nothing to do).
  * Worker workspaces (w != ws[0]) also get their own gradient buffer and an
  * im2col buffer for min(n, col_n) samples.  On NN_ENOMEM w holds no
@@ -503,6 +517,8 @@ static int ws_reserve(struct nn_model *m, struct ws *w, int n)
         for (int i = 0; i < m->nlayers; i++) {
                 struct layer *l = &m->layers[i];
 
+                if (fuse_pool(m, i))
+                        continue; /* its output is never written */
                 w->out[i] = malloc(sizeof(float) * sn * l->out_size);
                 if (!w->out[i])
                         goto fail;
@@ -639,19 +655,6 @@ int nn_model_layer(const struct nn_model *m, int i, struct nn_layer_info *out)
 }
 
 /* ---- forward / backward ------------------------------------------------ */
-
-/* Whether layer i (a direct conv with ReLU, a max-pool after it) runs
- * fused with that pool (nn__conv_pool_forward), leaving w->out[i] unset.
- * Nothing reads it: backward() processes layer i only with the pool above
- * it, which then folds the conv's ReLU mask (pool_mask) and reads its own
- * output instead. */
-static int fuse_pool(const struct nn_model *m, int i)
-{
-        const struct layer *l = &m->layers[i];
-
-        return l->kind == L_CONV && l->relu && nn__conv_direct(&l->conv) &&
-               i + 1 < m->nlayers && m->layers[i + 1].kind == L_POOL;
-}
 
 /* Runs every layer on batch samples of x in w; returns the logits
  * [B, classes]. */
