@@ -367,6 +367,29 @@ direct_forward(float *restrict y, const float *restrict x,
         }
 }
 
+/* Weight tap t of a direct conv, (kh, kw, c) in [K][K][C] order, and the
+ * output rows [rlo, rhi) and columns [clo, chi) it reaches (the weight
+ * gradient's loops over them); p is the padding. */
+struct tap_reach {
+        int p, kh, kw, c;
+        int rlo, rhi, clo, chi;
+};
+
+static inline void tap_reach(const struct nn__conv *s, int t,
+                             struct tap_reach *r)
+{
+        int p = s->k / 2, kh = t / (s->k * s->c), kw = t / s->c % s->k;
+
+        r->p = p;
+        r->kh = kh;
+        r->kw = kw;
+        r->c = t % s->c;
+        r->rlo = p - kh > 0 ? p - kh : 0;
+        r->rhi = s->h + p - kh < s->h ? s->h + p - kh : s->h;
+        r->clo = p - kw > 0 ? p - kw : 0;
+        r->chi = s->w + p - kw < s->w ? s->w + p - kw : s->w;
+}
+
 /* Tap t's part of the weight gradient from ni images (1 or 2: xb and
  * dyb, the next image img and dimg further; dy at filter f0), added to
  * dt[CONV_FB] image by image.  Each image's sum over the output pixels the
@@ -378,21 +401,17 @@ dw_tap(float *restrict dt, const float *restrict xb, const float *restrict dyb,
        size_t img, size_t dimg, const struct nn__conv *s, size_t cs, size_t hs,
        size_t ws, int t, int ni)
 {
-        int p = s->k / 2, kh = t / (s->k * s->c), kw = t / s->c % s->k;
-        int c = t % s->c;
-        /* Output rows and columns this tap reaches. */
-        int rlo = p - kh > 0 ? p - kh : 0;
-        int rhi = s->h + p - kh < s->h ? s->h + p - kh : s->h;
-        int clo = p - kw > 0 ? p - kw : 0;
-        int chi = s->w + p - kw < s->w ? s->w + p - kw : s->w;
+        struct tap_reach r;
+
+        tap_reach(s, t, &r);
         v8f acc[2][CONV_V] = {{{0}}};
 
-        for (int oh = rlo; oh < rhi; oh++) {
-                /* xr[j * ws] and dr[j * F]: output column clo + j */
-                const float *xr =
-                    xb + (oh + kh - p) * hs + (clo + kw - p) * ws + c * cs;
-                const float *dr = dyb + ((size_t)oh * s->w + clo) * s->f;
-                for (int j = 0; j < chi - clo; j++)
+        for (int oh = r.rlo; oh < r.rhi; oh++) {
+                /* xr[j * ws] and dr[j * F]: output column r.clo + j */
+                const float *xr = xb + (oh + r.kh - r.p) * hs +
+                                  (r.clo + r.kw - r.p) * ws + r.c * cs;
+                const float *dr = dyb + ((size_t)oh * s->w + r.clo) * s->f;
+                for (int j = 0; j < r.chi - r.clo; j++)
                         for (int m = 0; m < ni; m++) {
                                 float xv = xr[m * img + j * ws];
                                 for (int v = 0; v < CONV_V; v++) {
@@ -418,18 +437,15 @@ static void dw_tap_narrow(float *restrict dt, const float *restrict xb,
                           const float *restrict dyb, const struct nn__conv *s,
                           size_t cs, size_t hs, size_t ws, int t, int fb)
 {
-        int p = s->k / 2, kh = t / (s->k * s->c), kw = t / s->c % s->k;
-        int c = t % s->c;
-        int rlo = p - kh > 0 ? p - kh : 0;
-        int rhi = s->h + p - kh < s->h ? s->h + p - kh : s->h;
-        int clo = p - kw > 0 ? p - kw : 0;
-        int chi = s->w + p - kw < s->w ? s->w + p - kw : s->w;
+        struct tap_reach r;
 
-        for (int oh = rlo; oh < rhi; oh++) {
-                const float *xr =
-                    xb + (oh + kh - p) * hs + (clo + kw - p) * ws + c * cs;
-                const float *dr = dyb + ((size_t)oh * s->w + clo) * s->f;
-                for (int j = 0; j < chi - clo; j++)
+        tap_reach(s, t, &r);
+
+        for (int oh = r.rlo; oh < r.rhi; oh++) {
+                const float *xr = xb + (oh + r.kh - r.p) * hs +
+                                  (r.clo + r.kw - r.p) * ws + r.c * cs;
+                const float *dr = dyb + ((size_t)oh * s->w + r.clo) * s->f;
+                for (int j = 0; j < r.chi - r.clo; j++)
                         for (int o = 0; o < fb; o++)
                                 dt[o] += xr[j * ws] * dr[(size_t)j * s->f + o];
         }
