@@ -75,7 +75,7 @@ else()
 endif()
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME gossipnode)
-set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VERSION ${GN_VERSION})
 set(CPACK_PACKAGE_CONTACT "gossipnode maintainers <gossipnode@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "peer-to-peer deep-learning trainer for small devices")

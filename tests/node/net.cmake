@@ -12,7 +12,7 @@ add_library(gn_nodenet_t STATIC ${GN_NODENET_SRC})
 target_include_directories(gn_nodenet_t PUBLIC ${PROJECT_SOURCE_DIR}/node
                            ${PROJECT_SOURCE_DIR}/gossip)
 target_compile_definitions(gn_nodenet_t PRIVATE
-                           GN_VERSION="${PROJECT_VERSION}")
+                           GN_VERSION="${GN_VERSION}")
 # gn_gossip for the link estimator (gossip/link.c) the transport feeds
 target_link_libraries(gn_nodenet_t PUBLIC gn_base gn_gossip gn::uv gn::msgpack
                       Threads::Threads m)
