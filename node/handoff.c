@@ -575,6 +575,32 @@ static int robust_slice(struct node_handoff *h, struct in_slice *q,
         return v.reason;
 }
 
+/* The plan's verdict on every slice in the inbox (mu held), judged
+ * against our copies that are valid (POSTED or HELD; a FREE or FILLING
+ * slot holds none). A params buffer that is not the model's takes none. */
+static void judge_inbox(struct node_handoff *h, const struct gossip_plan_cfg *c,
+                        uint64_t step, size_t n, struct gossip_plan_judged *jd)
+{
+        struct gossip_plan_arrival in[NODE_HANDOFF_INBOX];
+        uint64_t held[GOSSIP_PLAN_RING];
+
+        for (int i = 0; i < GOSSIP_PLAN_RING; i++)
+                held[i] = h->ring[i].state == SLOT_POSTED ||
+                                  h->ring[i].state == SLOT_HELD
+                              ? h->ring[i].step
+                              : UINT64_MAX;
+        for (size_t i = 0; i < h->ninbox; i++) {
+                in[i].step = h->inbox[i].step;
+                in[i].lo = h->inbox[i].lo;
+                in[i].count = h->inbox[i].count;
+                in[i].period = h->inbox[i].period;
+                jd[i].use = GOSSIP_PLAN_STALE;
+        }
+        if (n == c->nparams)
+                gossip_plan_judge(c, step, in, h->ninbox, held, h->t_answered,
+                                  jd);
+}
+
 /* Average the slices in the inbox into params. Three phases, so the loop
  * is never kept waiting on mu for a pass over the floats (a training
  * thread preempted while holding it stalled the loop's reads for a whole
@@ -590,6 +616,7 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         const struct gossip_plan_cfg *c = &plan;
         float w = h->cfg.avg_weight;
         struct in_slice work[NODE_HANDOFF_INBOX];
+        struct gossip_plan_judged jd[NODE_HANDOFF_INBOX];
         const float *against[NODE_HANDOFF_INBOX];
         int use[NODE_HANDOFF_INBOX], reason[NODE_HANDOFF_INBOX],
             rc[NODE_HANDOFF_INBOX];
@@ -598,24 +625,11 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         size_t nw = 0;
 
         pthread_mutex_lock(&h->mu);
-        /* newest first: of two slices of one part, the fresher answers
-         * and the older is ANSWERED by it */
+        judge_inbox(h, c, step, n, jd);
+        /* the order of the rule, the last arrival first */
         for (size_t i = h->ninbox; i-- > 0;) {
                 struct in_slice *q = &h->inbox[i];
-                const struct slot *s = &h->ring[gossip_plan_slot(c, q->step)];
-                uint64_t held = s->state == SLOT_POSTED || s->state == SLOT_HELD
-                                    ? s->step
-                                    : UINT64_MAX;
-                uint32_t part;
-                uint64_t *answered =
-                    gossip_plan_part_of(c, q->lo, q->count, &part)
-                        ? &h->t_answered[part]
-                        : NULL;
-                int u = n == c->nparams
-                            ? gossip_plan_slice_use(
-                                  c, step, q->step, q->lo, q->count, held,
-                                  q->period, answered ? *answered : UINT64_MAX)
-                            : GOSSIP_PLAN_STALE;
+                int u = jd[i].use;
 
                 if (u == GOSSIP_PLAN_STALE) {
                         h->st.params_stale++;
@@ -628,12 +642,9 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
                         h->st.params_answered++;
                         continue;
                 }
-                /* answered now (also if the robust check then refuses
-                 * it: rare, and an older slice is then skipped) */
-                if (answered)
-                        *answered = step;
                 use[nw] = u;
-                against[nw] = u == GOSSIP_PLAN_DELTA ? s->v : params + q->lo;
+                against[nw] = u == GOSSIP_PLAN_DELTA ? h->ring[jd[i].slot].v
+                                                     : params + q->lo;
                 work[nw] = *q;
                 q->v = h->t_in[nw]; /* the inbox keeps a buffer per entry */
                 h->t_in[nw] = work[nw].v;
