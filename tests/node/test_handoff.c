@@ -217,11 +217,12 @@ static void test_slot_states(void **state)
 
 /* Six slices into an inbox of four (NODE_HANDOFF_INBOX): steps 2, 4, 6,
  * 8, 10, 12, each float its step; parts alternate by round (step 2: part
- * 1, 4: part 0, ...). Steps 2 and 4 are pushed out and counted; at step
- * 14 the window (7) refuses step 6; 12, 10 and 8 are averaged plainly,
- * the last arrival first: part 0 = 0.5 * 12 = 6, then 6 + 0.5 (8 - 6) =
- * 7; part 1 = 0.5 * 10 = 5. Had 2 or 4 stayed, or 8 gone first, the
- * floats would differ. */
+ * 1, 4: part 0, ...). Steps 2 and 4 are pushed out and counted. At step
+ * 13 the window (7) still takes step 6, at its edge; all four are
+ * averaged plainly, the last arrival first: part 0 = 0.5 * 12 = 6, then
+ * 6 + 0.5 (8 - 6) = 7; part 1 = 0.5 * 10 = 5, then 5 + 0.5 (6 - 5) =
+ * 5.5. Had 2 or 4 stayed, 8 gone before 12 or 6 been refused, the floats
+ * would differ. A slice of step 6 at step 14 is one step too old. */
 static void test_inbox_overflow(void **state)
 {
         struct node_handoff *h = box_new(0);
@@ -240,21 +241,28 @@ static void test_inbox_overflow(void **state)
         node_handoff_stats(h, &st);
         assert_int_equal(st.params_received, 6);
         assert_int_equal(st.params_replaced, 2);
-        node_handoff_average(h, 14, params, NPARAMS);
+        node_handoff_average(h, 13, params, NPARAMS);
         assert_float_equal(params[0], 7.0f, 0);
-        assert_float_equal(params[32], 5.0f, 0);
+        assert_float_equal(params[32], 5.5f, 0);
         node_handoff_stats(h, &st);
-        assert_int_equal(st.params_applied, 3);
+        assert_int_equal(st.params_applied, 4);
+        assert_int_equal(st.params_stale, 0);
+        /* the inbox is empty: a second average moves nothing */
+        assert_true(node_handoff_average(h, 13, params, NPARAMS) == 0.0);
+        node_handoff_stats(h, &st);
+        assert_int_equal(st.params_applied, 4);
+        /* one step past the window: refused, counted, params untouched */
+        deliver(h, 6, 32, 32, 6.0f);
+        node_handoff_average(h, 14, params, NPARAMS);
+        assert_float_equal(params[32], 5.5f, 0);
+        node_handoff_stats(h, &st);
         assert_int_equal(st.params_stale, 1);
         assert_int_equal(st.params_answered, 0);
         /* nothing lost silently: each slice received is counted once */
+        assert_int_equal(st.params_received, 7);
         assert_int_equal(st.params_received,
                          st.params_applied + st.params_stale +
                              st.params_answered + st.params_replaced);
-        /* and the inbox is empty: a second average moves nothing */
-        assert_true(node_handoff_average(h, 14, params, NPARAMS) == 0.0);
-        node_handoff_stats(h, &st);
-        assert_int_equal(st.params_applied + st.params_stale, 4);
         node_handoff_free(h);
 }
 
