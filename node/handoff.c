@@ -1,9 +1,25 @@
 /*
- * handoff.c - the box between the loop thread and the training thread (see
- * handoff.h for who owns what). The policy is not here: admission is
- * gossip_plan_admit() and what a slice is worth gossip_plan_slice_use();
- * this file keeps the box consistent and blocks the trainer when the plan
- * says WAIT.
+ * handoff.c - the box between the loop thread and the training thread.
+ *
+ * Why it exists: the trainer must never wait on the network and the loop
+ * must never wait on a training step, yet each produces what the other
+ * consumes (our gradient and slices out, peers' gradients and slices in,
+ * snapshots and a joining node's state). Here they meet under one mutex
+ * and nowhere else. This file only locks, swaps buffers by pointer, and
+ * merges; every decision is a pure function in gossip/: whether the
+ * trainer may go on (gossip_plan_admit), what the slices that arrived are
+ * worth (gossip_plan_judge), when a lagging node skips ahead
+ * (gossip_plan_catch_up), whether the exchange works (gossip_plan_health)
+ * and whether a peer's numbers are believable (gossip/robust.h).
+ *
+ * Who owns what (handoff.h has the same table for callers): cfg and
+ * slice_cap are fixed at create; the fields under "box" in struct
+ * node_handoff, the counters and every ring slot's state and step are
+ * under mu; the fields under "training thread" and "loop thread" belong
+ * to that thread alone and cross only by a swap made under mu. The
+ * trainer blocks here only in node_handoff_wait and the live join's waits,
+ * each with a deadline, each ended early by a change it waits for or by
+ * node_handoff_stop.
  *
  * Ring slots (one per averaging round, GOSSIP_PLAN_RING of them) hold our
  * own slice of a round so a peer's copy of step s is averaged against ours
@@ -106,7 +122,7 @@ struct node_handoff {
         float *t_grad;
         float *t_in[NODE_HANDOFF_INBOX]; /* slices taken out of the inbox */
         /* per part of our P: our step when we last averaged a slice into
-         * it (UINT64_MAX: never), for gossip_plan_slice_use's ANSWERED */
+         * it (UINT64_MAX: never), the record gossip_plan_judge keeps */
         uint64_t *t_answered;
         /* loop thread */
         float *l_grad, *l_spare;
