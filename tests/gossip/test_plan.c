@@ -681,199 +681,121 @@ struct jarr {
 
 struct jrow {
         const char *what;
-        uint32_t k, r, p;
-        uint64_t t;
-        int no_record; /* answered NULL */
-        uint64_t ans0[3], ans1[3];
-        size_t n;
+        struct {
+                uint32_t k, r, p;
+                uint64_t t;
+                int no_record; /* answered NULL */
+                size_t n;      /* arrivals */
+        } at;
+        uint64_t ans0[3], ans1[3]; /* per part, before and after */
         struct jarr in[JUDGE_MAX];
 };
 
 #define N_ NONE
+#define NEVER3                                                                 \
+        {                                                                      \
+                N_, N_, N_                                                     \
+        }
 static const struct jrow jrows[] = {
-    {"nothing arrived", 4, 2, 3, 40, 0, {N_, N_, N_}, {N_, N_, N_}, 0, {{0}}},
+    {"nothing arrived", {4, 2, 3, 40, 0, 0}, NEVER3, NEVER3, {{0}}},
     /* W = (R + 1) K + S = 15 */
     {"window edge: t - W - 1 refused, t - W averaged against our copy",
-     4,
-     2,
-     3,
-     43,
-     0,
-     {N_, N_, N_},
+     {4, 2, 3, 43, 0, 2},
+     NEVER3,
      {N_, 43, N_},
-     2,
      {{27, SLICE, 0, 0, OWN, ST_}, {28, SLICE, 0, 0, OWN, DE_}}},
     {"window edge without our copy: plainly",
-     4,
-     2,
-     3,
-     43,
-     0,
-     {N_, N_, N_},
+     {4, 2, 3, 43, 0, 1},
+     NEVER3,
      {N_, 43, N_},
-     1,
      {{28, SLICE, 0, 0, NOT, PL_}}},
     {"our slot holds another round: plainly",
-     4,
-     2,
-     3,
-     40,
-     0,
-     {N_, N_, N_},
+     {4, 2, 3, 40, 0, 1},
+     NEVER3,
      {40, N_, N_},
-     1,
      {{36, SLICE, 0, 0, OTHER, PL_}}},
     {"a range not one of our P: plainly, no part marked",
-     4,
-     2,
-     3,
-     40,
-     0,
-     {N_, N_, N_},
-     {N_, N_, N_},
-     2,
+     {4, 2, 3, 40, 0, 2},
+     NEVER3,
+     NEVER3,
      {{36, 1, 10, 0, OWN, PL_}, {36, 0, 32, 0, OWN, PL_}}},
     {"a round ahead pulls us forward",
-     4,
-     2,
-     3,
-     40,
-     0,
-     {N_, N_, N_},
+     {4, 2, 3, 40, 0, 1},
+     NEVER3,
      {N_, N_, 40},
-     1,
      {{44, SLICE, 0, 0, NOT, PL_}}},
     {"outside the model: refused however fresh",
-     4,
-     2,
-     3,
-     40,
-     0,
-     {N_, N_, N_},
-     {N_, N_, N_},
-     3,
+     {4, 2, 3, 40, 0, 3},
+     NEVER3,
+     NEVER3,
      {{40, 90, 11, 0, OWN, ST_},
       {40, 101, 0, 0, NOT, ST_},
       {40, 90, 10, 0, NOT, PL_}}},
     /* a K' = 16 sender: W = 3 * 16 + 3 = 51 */
     {"a sender's larger period widens its window",
-     4,
-     2,
-     3,
-     128,
-     0,
-     {N_, N_, N_},
+     {4, 2, 3, 128, 0, 3},
+     NEVER3,
      {N_, 128, 128},
-     3,
      {{80, SLICE, 0, 16, OWN, DE_},
       {77, SLICE, 0, 16, NOT, PL_},
       {76, SLICE, 0, 16, NOT, ST_}}},
     {"a period not told or smaller than ours: our window",
-     4,
-     2,
-     3,
-     128,
-     0,
-     {N_, N_, N_},
-     {N_, N_, N_},
-     2,
+     {4, 2, 3, 128, 0, 2},
+     NEVER3,
+     NEVER3,
      {{80, SLICE, 0, 0, OWN, ST_}, {80, SLICE, 0, 2, OWN, ST_}}},
     /* R >= P: W = 4 * 4 + 3 = 19; rounds 6 (s 24) and 9 (s 36) are part 0 */
     {"R >= P: the last arrival, judged first, answers an older one",
-     4,
-     3,
-     3,
-     40,
-     0,
-     {N_, N_, N_},
+     {4, 3, 3, 40, 0, 2},
+     NEVER3,
      {40, N_, N_},
-     2,
      {{24, SLICE, 0, 0, OWN, AN_}, {36, SLICE, 0, 0, OWN, DE_}}},
     {"... by arrival, not by step: an older slice arriving last wins",
-     4,
-     3,
-     3,
-     40,
-     0,
-     {N_, N_, N_},
+     {4, 3, 3, 40, 0, 2},
+     NEVER3,
      {40, N_, N_},
-     2,
      {{36, SLICE, 0, 0, OWN, AN_}, {24, SLICE, 0, 0, OWN, DE_}}},
     {"a plain average answers too",
-     4,
-     3,
-     3,
-     40,
-     0,
-     {N_, N_, N_},
+     {4, 3, 3, 40, 0, 2},
+     NEVER3,
      {40, N_, N_},
-     2,
      {{24, SLICE, 0, 0, OWN, AN_}, {36, SLICE, 0, 0, NOT, PL_}}},
     {"answered before s: averaged",
-     4,
-     3,
-     3,
-     40,
-     0,
+     {4, 3, 3, 40, 0, 1},
      {35, N_, N_},
      {40, N_, N_},
-     1,
      {{36, SLICE, 0, 0, OWN, DE_}}},
     {"answered at s: ANSWERED, the record kept",
-     4,
-     3,
-     3,
-     40,
-     0,
+     {4, 3, 3, 40, 0, 1},
      {36, N_, N_},
      {36, N_, N_},
-     1,
      {{36, SLICE, 0, 0, OWN, AN_}}},
     {"R < P: the rule is off",
-     4,
-     2,
-     3,
-     38,
-     0,
-     {N_, N_, N_},
+     {4, 2, 3, 38, 0, 2},
+     NEVER3,
      {38, N_, N_},
-     2,
      {{24, SLICE, 0, 0, OWN, DE_}, {36, SLICE, 0, 0, OWN, DE_}}},
     {"no record: never ANSWERED",
-     4,
-     3,
-     3,
-     40,
-     1,
-     {N_, N_, N_},
-     {N_, N_, N_},
-     2,
+     {4, 3, 3, 40, 1, 2},
+     NEVER3,
+     NEVER3,
      {{24, SLICE, 0, 0, OWN, DE_}, {36, SLICE, 0, 0, OWN, DE_}}},
     /* K = 0: W = S = 3, a slice's part is its step mod P */
     {"K = 0: no copy of our own, never DELTA",
-     0,
-     1,
-     3,
-     40,
-     0,
-     {N_, N_, N_},
+     {0, 1, 3, 40, 0, 2},
+     NEVER3,
      {N_, N_, 40},
-     2,
      {{36, SLICE, 0, 0, NOT, ST_}, {38, SLICE, 0, 0, OWN, PL_}}},
     {"a full inbox: every verdict",
-     4,
-     3,
-     3,
-     40,
-     0,
-     {N_, N_, N_},
+     {4, 3, 3, 40, 0, 4},
+     NEVER3,
      {40, N_, N_},
-     4,
      {{36, SLICE, 0, 0, OWN, AN_},
       {20, SLICE, 0, 0, OWN, ST_},
       {32, 5, 20, 0, NOT, PL_},
       {24, SLICE, 0, 0, OWN, DE_}}},
 };
+#undef NEVER3
 #undef N_
 
 static void judge_row(const struct jrow *row)
@@ -883,15 +805,15 @@ static void judge_row(const struct jrow *row)
         struct gossip_plan_judged out[JUDGE_MAX];
         uint64_t held[GOSSIP_PLAN_RING], ans[3];
 
-        c.avg_every = row->k;
-        c.avg_lag = row->r;
-        c.parts = row->p;
+        c.avg_every = row->at.k;
+        c.avg_lag = row->at.r;
+        c.parts = row->at.p;
         c.staleness = 3;
         assert_true(gossip_plan_cfg_valid(&c));
         for (int i = 0; i < GOSSIP_PLAN_RING; i++)
                 held[i] = NONE;
         memcpy(ans, row->ans0, sizeof(ans));
-        for (size_t i = 0; i < row->n; i++) {
+        for (size_t i = 0; i < row->at.n; i++) {
                 const struct jarr *a = &row->in[i];
                 unsigned slot = gossip_plan_slot(&c, a->s);
 
@@ -910,9 +832,9 @@ static void judge_row(const struct jrow *row)
                             a->s - (uint64_t)GOSSIP_PLAN_RING * c.avg_every;
                 out[i].use = -1;
         }
-        gossip_plan_judge(&c, row->t, in, row->n, held,
-                          row->no_record ? NULL : ans, out);
-        for (size_t i = 0; i < row->n; i++) {
+        gossip_plan_judge(&c, row->at.t, in, row->at.n, held,
+                          row->at.no_record ? NULL : ans, out);
+        for (size_t i = 0; i < row->at.n; i++) {
                 if (out[i].use != row->in[i].want ||
                     out[i].slot != gossip_plan_slot(&c, row->in[i].s))
                         fail_msg("%s: arrival %zu (step %llu) judged %d in "
