@@ -5,12 +5,16 @@
  * must never wait on a training step, yet each produces what the other
  * consumes (our gradient and slices out, peers' gradients and slices in,
  * snapshots and a joining node's state). Here they meet under one mutex
- * and nowhere else. This file only locks, swaps buffers by pointer, and
- * merges; every decision is a pure function in gossip/: whether the
- * trainer may go on (gossip_plan_admit), what the slices that arrived are
- * worth (gossip_plan_judge), when a lagging node skips ahead
+ * and nowhere else. This file locks, swaps buffers by pointer and
+ * merges; the policy is pure functions in gossip/: whether the trainer
+ * may go on (gossip_plan_admit), what the slices that arrived are worth
+ * (gossip_plan_judge), when a lagging node skips ahead
  * (gossip_plan_catch_up), whether the exchange works (gossip_plan_health)
- * and whether a peer's numbers are believable (gossip/robust.h).
+ * and whether a peer's numbers are believable (gossip/robust.h). Small
+ * rules still written here, each beside its code: a full inbox drops its
+ * oldest slice, a new K takes effect at a step that ends a round under
+ * both, a catch-up never skips into the run's last steps, and with robust
+ * merge a slice far outside our window is refused at delivery.
  *
  * Who owns what (handoff.h has the same table for callers): cfg and
  * slice_cap are fixed at create; the fields under "box" in struct
