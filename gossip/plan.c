@@ -1,6 +1,8 @@
 /*
- * plan.c - the exchange plan (see plan.h): the admission rule, and the
- * round, slot and slice arithmetic that every user of the ring shares.
+ * plan.c - the exchange plan (see plan.h): the admission rule, the
+ * round, slot and slice arithmetic that every user of the ring shares, and
+ * what the slices that arrived are worth (gossip_plan_judge, called by the
+ * node's box and the exchange simulator alike).
  *
  * Pure: the caller passes the clock in view->now_us and owns the wait.
  */
@@ -215,6 +217,31 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
                        answered_step >= s
                    ? GOSSIP_PLAN_ANSWERED
                    : GOSSIP_PLAN_DELTA;
+}
+
+void gossip_plan_judge(const struct gossip_plan_cfg *c, uint64_t t,
+                       const struct gossip_plan_arrival *in, size_t n,
+                       const uint64_t held[GOSSIP_PLAN_RING],
+                       uint64_t *answered, struct gossip_plan_judged *out)
+{
+        for (size_t i = n; i-- > 0;) {
+                const struct gossip_plan_arrival *a = &in[i];
+                unsigned slot = gossip_plan_slot(c, a->step);
+                uint32_t part;
+                uint64_t *ans =
+                    answered && gossip_plan_part_of(c, a->lo, a->count, &part)
+                        ? &answered[part]
+                        : NULL;
+                int use = gossip_plan_slice_use(c, t, a->step, a->lo, a->count,
+                                                held[slot], a->period,
+                                                ans ? *ans : UINT64_MAX);
+
+                if (ans &&
+                    (use == GOSSIP_PLAN_DELTA || use == GOSSIP_PLAN_PLAIN))
+                        *ans = t;
+                out[i].use = use;
+                out[i].slot = slot;
+        }
 }
 
 /* ---- is the exchange working? ---- */

@@ -187,6 +187,45 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
                           uint64_t held_step, uint32_t period,
                           uint64_t answered_step);
 
+/* ---- the slices that arrived, judged together -----------------------
+ *
+ * The trainer averages every slice that arrived since its last average at
+ * once (node/handoff.c; tests/sim/xsim.c runs the same call in virtual
+ * time). The rule, at our step t:
+ *   - the last to arrive is judged first: of two slices of one part the
+ *     fresher is averaged and answers the older (ANSWERED);
+ *   - each slice gets gossip_plan_slice_use's verdict, with held_step the
+ *     step of our copy in its round's ring slot (held[slot], UINT64_MAX:
+ *     the slot holds no valid copy) and answered_step that of its part;
+ *   - a slice averaged (DELTA or PLAIN) that is exactly one of our P
+ *     slices marks its part answered at t before the next is judged, also
+ *     when a later check (the robust merge) refuses its floats.
+ * The caller averages and counts in the same order, the last arrival
+ * first: the floats of overlapping slices and the health verdict's EWMA
+ * depend on it. */
+struct gossip_plan_arrival {
+        uint64_t step;    /* s: the step the sender made it at */
+        size_t lo, count; /* the floats of the model it covers */
+        uint32_t period;  /* the sender's K (0: not told) */
+};
+
+struct gossip_plan_judged {
+        int use;       /* enum gossip_plan_use: how, or why refused */
+        unsigned slot; /* its round's ring slot: a DELTA is averaged
+                          against our copy there, a PLAIN against our
+                          current parameters */
+};
+
+/* Judge in[0..n) (oldest arrival first) into out[0..n), same order.
+ * answered: per part of our P, our step when we last averaged a slice
+ * into it (UINT64_MAX: never), updated as the rule says; NULL: never
+ * ANSWERED and nothing noted (averaging a difference twice, as before
+ * the rule; tests/sim compares the two). */
+void gossip_plan_judge(const struct gossip_plan_cfg *c, uint64_t t,
+                       const struct gossip_plan_arrival *in, size_t n,
+                       const uint64_t held[GOSSIP_PLAN_RING],
+                       uint64_t *answered, struct gossip_plan_judged *out);
+
 /* ---- a starting node: take a peer's state, or only its step? -------
  *
  * A node that starts without its own checkpoint (docs/design.md, "Live

@@ -1,9 +1,29 @@
 /*
- * handoff.c - the box between the loop thread and the training thread (see
- * handoff.h for who owns what). The policy is not here: admission is
- * gossip_plan_admit() and what a slice is worth gossip_plan_slice_use();
- * this file keeps the box consistent and blocks the trainer when the plan
- * says WAIT.
+ * handoff.c - the box between the loop thread and the training thread.
+ *
+ * Why it exists: the trainer must never wait on the network and the loop
+ * must never wait on a training step, yet each produces what the other
+ * consumes (our gradient and slices out, peers' gradients and slices in,
+ * snapshots and a joining node's state). Here they meet under one mutex
+ * and nowhere else. This file locks, swaps buffers by pointer and
+ * merges; the policy is pure functions in gossip/: whether the trainer
+ * may go on (gossip_plan_admit), what the slices that arrived are worth
+ * (gossip_plan_judge), when a lagging node skips ahead
+ * (gossip_plan_catch_up), whether the exchange works (gossip_plan_health)
+ * and whether a peer's numbers are believable (gossip/robust.h). Small
+ * rules still written here, each beside its code: a full inbox drops its
+ * oldest slice, a new K takes effect at a step that ends a round under
+ * both, a catch-up never skips into the run's last steps, and with robust
+ * merge a slice far outside our window is refused at delivery.
+ *
+ * Who owns what (handoff.h has the same table for callers): cfg and
+ * slice_cap are fixed at create; the fields under "box" in struct
+ * node_handoff, the counters and every ring slot's state and step are
+ * under mu; the fields under "training thread" and "loop thread" belong
+ * to that thread alone and cross only by a swap made under mu. The
+ * trainer blocks here only in node_handoff_wait and the live join's waits,
+ * each with a deadline, each ended early by a change it waits for or by
+ * node_handoff_stop.
  *
  * Ring slots (one per averaging round, GOSSIP_PLAN_RING of them) hold our
  * own slice of a round so a peer's copy of step s is averaged against ours
@@ -106,7 +126,7 @@ struct node_handoff {
         float *t_grad;
         float *t_in[NODE_HANDOFF_INBOX]; /* slices taken out of the inbox */
         /* per part of our P: our step when we last averaged a slice into
-         * it (UINT64_MAX: never), for gossip_plan_slice_use's ANSWERED */
+         * it (UINT64_MAX: never), the record gossip_plan_judge keeps */
         uint64_t *t_answered;
         /* loop thread */
         float *l_grad, *l_spare;
@@ -575,6 +595,32 @@ static int robust_slice(struct node_handoff *h, struct in_slice *q,
         return v.reason;
 }
 
+/* The plan's verdict on every slice in the inbox (mu held), judged
+ * against our copies that are valid (POSTED or HELD; a FREE or FILLING
+ * slot holds none). A params buffer that is not the model's takes none. */
+static void judge_inbox(struct node_handoff *h, const struct gossip_plan_cfg *c,
+                        uint64_t step, size_t n, struct gossip_plan_judged *jd)
+{
+        struct gossip_plan_arrival in[NODE_HANDOFF_INBOX];
+        uint64_t held[GOSSIP_PLAN_RING];
+
+        for (int i = 0; i < GOSSIP_PLAN_RING; i++)
+                held[i] = h->ring[i].state == SLOT_POSTED ||
+                                  h->ring[i].state == SLOT_HELD
+                              ? h->ring[i].step
+                              : UINT64_MAX;
+        for (size_t i = 0; i < h->ninbox; i++) {
+                in[i].step = h->inbox[i].step;
+                in[i].lo = h->inbox[i].lo;
+                in[i].count = h->inbox[i].count;
+                in[i].period = h->inbox[i].period;
+                jd[i].use = GOSSIP_PLAN_STALE;
+        }
+        if (n == c->nparams)
+                gossip_plan_judge(c, step, in, h->ninbox, held, h->t_answered,
+                                  jd);
+}
+
 /* Average the slices in the inbox into params. Three phases, so the loop
  * is never kept waiting on mu for a pass over the floats (a training
  * thread preempted while holding it stalled the loop's reads for a whole
@@ -590,6 +636,7 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         const struct gossip_plan_cfg *c = &plan;
         float w = h->cfg.avg_weight;
         struct in_slice work[NODE_HANDOFF_INBOX];
+        struct gossip_plan_judged jd[NODE_HANDOFF_INBOX];
         const float *against[NODE_HANDOFF_INBOX];
         int use[NODE_HANDOFF_INBOX], reason[NODE_HANDOFF_INBOX],
             rc[NODE_HANDOFF_INBOX];
@@ -598,24 +645,11 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         size_t nw = 0;
 
         pthread_mutex_lock(&h->mu);
-        /* newest first: of two slices of one part, the fresher answers
-         * and the older is ANSWERED by it */
+        judge_inbox(h, c, step, n, jd);
+        /* the order of the rule, the last arrival first */
         for (size_t i = h->ninbox; i-- > 0;) {
                 struct in_slice *q = &h->inbox[i];
-                const struct slot *s = &h->ring[gossip_plan_slot(c, q->step)];
-                uint64_t held = s->state == SLOT_POSTED || s->state == SLOT_HELD
-                                    ? s->step
-                                    : UINT64_MAX;
-                uint32_t part;
-                uint64_t *answered =
-                    gossip_plan_part_of(c, q->lo, q->count, &part)
-                        ? &h->t_answered[part]
-                        : NULL;
-                int u = n == c->nparams
-                            ? gossip_plan_slice_use(
-                                  c, step, q->step, q->lo, q->count, held,
-                                  q->period, answered ? *answered : UINT64_MAX)
-                            : GOSSIP_PLAN_STALE;
+                int u = jd[i].use;
 
                 if (u == GOSSIP_PLAN_STALE) {
                         h->st.params_stale++;
@@ -628,12 +662,9 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
                         h->st.params_answered++;
                         continue;
                 }
-                /* answered now (also if the robust check then refuses
-                 * it: rare, and an older slice is then skipped) */
-                if (answered)
-                        *answered = step;
                 use[nw] = u;
-                against[nw] = u == GOSSIP_PLAN_DELTA ? s->v : params + q->lo;
+                against[nw] = u == GOSSIP_PLAN_DELTA ? h->ring[jd[i].slot].v
+                                                     : params + q->lo;
                 work[nw] = *q;
                 q->v = h->t_in[nw]; /* the inbox keeps a buffer per entry */
                 h->t_in[nw] = work[nw].v;

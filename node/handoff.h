@@ -14,14 +14,18 @@
  *   fixed at create:   cfg, slice_cap
  *   under mu:          every field of struct node_handoff marked "box"
  *                      (see handoff.c), the counters, the ring slots'
- *                      state and step
+ *                      state and step (a slot's slice and K are set with
+ *                      them, before the loop may read them)
  *   ring slot floats:  written by the training thread while the slot is
  *                      not POSTED; read by the loop while it is POSTED
- *   training thread:   the spare gradient buffer and the slice being filled
+ *   training thread:   the spare gradient buffer, the slice being filled,
+ *                      the slices it took out of the inbox to average
  *   loop thread:       its gradient buffer and the inbox spare
  * Buffers change hands by pointer swap, so the lock is never held while
- * encoding, decoding, sending or training; it is held for the merge
- * buffer's O(n) offer/apply and the O(slice) averaging.
+ * encoding, decoding, sending, training or averaging parameter slices
+ * (node_handoff_average judges under the lock and averages without it);
+ * it is held for the merge buffer's O(n) offer and apply of gradients and
+ * the robust check of a received gradient, O(its length).
  */
 #ifndef NODE_HANDOFF_H
 #define NODE_HANDOFF_H
@@ -122,7 +126,9 @@ struct node_handoff_ask {
 void node_handoff_post_gradient(struct node_handoff *h, uint64_t step,
                                 const float *g, size_t n);
 
-/* Start an admission of `phase` at `step`. */
+/* Clear a for a new admission (a wait of its own): call it before the
+ * first node_handoff_admit of each phase; the phase and the step are
+ * passed to every admit. */
 void node_handoff_ask_begin(struct node_handoff_ask *a);
 
 /* Ask the plan (gossip_plan_admit on a copy of the box); returns the

@@ -14,8 +14,11 @@
  * n < P), slice_cap is the largest. slice_use: the stale window edge +-1,
  * DELTA only with our copy of the same step and range, PLAIN otherwise,
  * out-of-model ranges refused; a sender's larger period widens its
- * slice's window and the bound its newest slice answers. Deterministic (no
- * randomness needed).
+ * slice's window and the bound its newest slice answers. judge, as a
+ * table of inboxes: every verdict, the window's edges, the last arrival
+ * judged first and answering an older slice of its part (R >= P only),
+ * DELTA and PLAIN marking the part, STALE and ANSWERED marking nothing,
+ * no record meaning never ANSWERED. Deterministic (no randomness needed).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,6 +71,7 @@ struct row {
 };
 
 #define NONE UINT64_MAX
+enum { JUDGE_MAX = 4 }; /* arrivals per judge row: the node's inbox */
 static const struct row rows[] = {
     /* PARAMS phase, t = 10: wants a slice of step >= 6 */
     {"params satisfied", -1, -1, -1, -1, P_, 10, 6, NONE, 3, 0, 0, READY, 1, 6},
@@ -655,6 +659,206 @@ static void test_answered(void **state)
         assert_int_equal(gossip_plan_part_of(&c, lo2, count2, &got), 0);
 }
 
+/* ---- gossip_plan_judge: the inbox as a table ----
+ *
+ * S = 3, n = 100; K, R, P per row. A row lists what arrived (oldest
+ * first) with the verdict each must get, whether our ring slot of its
+ * round holds our copy of it (OWN), of another round (OTHER) or nothing,
+ * and the parts' answered steps before and after. */
+enum { NOT = 0, OWN = 1, OTHER = 2 };
+enum { SLICE = -1 }; /* lo: the arrival is its round's own slice */
+enum { ST_ = GOSSIP_PLAN_STALE, DE_ = GOSSIP_PLAN_DELTA };
+enum { PL_ = GOSSIP_PLAN_PLAIN, AN_ = GOSSIP_PLAN_ANSWERED };
+
+struct jarr {
+        uint64_t s;
+        long lo; /* SLICE, or [lo, lo + count) */
+        size_t count;
+        uint32_t period;
+        int held; /* NOT, OWN, OTHER */
+        int want; /* enum gossip_plan_use */
+};
+
+struct jrow {
+        const char *what;
+        struct {
+                uint32_t k, r, p;
+                uint64_t t;
+                int no_record; /* answered NULL */
+                size_t n;      /* arrivals */
+        } at;
+        uint64_t ans0[3], ans1[3]; /* per part, before and after */
+        struct jarr in[JUDGE_MAX];
+};
+
+#define N_ NONE
+#define NEVER3                                                                 \
+        {                                                                      \
+                N_, N_, N_                                                     \
+        }
+static const struct jrow jrows[] = {
+    {"nothing arrived", {4, 2, 3, 40, 0, 0}, NEVER3, NEVER3, {{0}}},
+    /* W = (R + 1) K + S = 15 */
+    {"window edge: t - W - 1 refused, t - W averaged against our copy",
+     {4, 2, 3, 43, 0, 2},
+     NEVER3,
+     {N_, 43, N_},
+     {{27, SLICE, 0, 0, OWN, ST_}, {28, SLICE, 0, 0, OWN, DE_}}},
+    {"window edge without our copy: plainly",
+     {4, 2, 3, 43, 0, 1},
+     NEVER3,
+     {N_, 43, N_},
+     {{28, SLICE, 0, 0, NOT, PL_}}},
+    {"our slot holds another round: plainly",
+     {4, 2, 3, 40, 0, 1},
+     NEVER3,
+     {40, N_, N_},
+     {{36, SLICE, 0, 0, OTHER, PL_}}},
+    {"a range not one of our P: plainly, no part marked",
+     {4, 2, 3, 40, 0, 2},
+     NEVER3,
+     NEVER3,
+     {{36, 1, 10, 0, OWN, PL_}, {36, 0, 32, 0, OWN, PL_}}},
+    {"a round ahead pulls us forward",
+     {4, 2, 3, 40, 0, 1},
+     NEVER3,
+     {N_, N_, 40},
+     {{44, SLICE, 0, 0, NOT, PL_}}},
+    {"outside the model: refused however fresh",
+     {4, 2, 3, 40, 0, 3},
+     NEVER3,
+     NEVER3,
+     {{40, 90, 11, 0, OWN, ST_},
+      {40, 101, 0, 0, NOT, ST_},
+      {40, 90, 10, 0, NOT, PL_}}},
+    /* a K' = 16 sender: W = 3 * 16 + 3 = 51 */
+    {"a sender's larger period widens its window",
+     {4, 2, 3, 128, 0, 3},
+     NEVER3,
+     {N_, 128, 128},
+     {{80, SLICE, 0, 16, OWN, DE_},
+      {77, SLICE, 0, 16, NOT, PL_},
+      {76, SLICE, 0, 16, NOT, ST_}}},
+    {"a period not told or smaller than ours: our window",
+     {4, 2, 3, 128, 0, 2},
+     NEVER3,
+     NEVER3,
+     {{80, SLICE, 0, 0, OWN, ST_}, {80, SLICE, 0, 2, OWN, ST_}}},
+    /* R >= P: W = 4 * 4 + 3 = 19; rounds 6 (s 24) and 9 (s 36) are part 0 */
+    {"R >= P: the last arrival, judged first, answers an older one",
+     {4, 3, 3, 40, 0, 2},
+     NEVER3,
+     {40, N_, N_},
+     {{24, SLICE, 0, 0, OWN, AN_}, {36, SLICE, 0, 0, OWN, DE_}}},
+    {"... by arrival, not by step: an older slice arriving last wins",
+     {4, 3, 3, 40, 0, 2},
+     NEVER3,
+     {40, N_, N_},
+     {{36, SLICE, 0, 0, OWN, AN_}, {24, SLICE, 0, 0, OWN, DE_}}},
+    {"a plain average answers too",
+     {4, 3, 3, 40, 0, 2},
+     NEVER3,
+     {40, N_, N_},
+     {{24, SLICE, 0, 0, OWN, AN_}, {36, SLICE, 0, 0, NOT, PL_}}},
+    {"answered before s: averaged",
+     {4, 3, 3, 40, 0, 1},
+     {35, N_, N_},
+     {40, N_, N_},
+     {{36, SLICE, 0, 0, OWN, DE_}}},
+    {"answered at s: ANSWERED, the record kept",
+     {4, 3, 3, 40, 0, 1},
+     {36, N_, N_},
+     {36, N_, N_},
+     {{36, SLICE, 0, 0, OWN, AN_}}},
+    {"R < P: the rule is off",
+     {4, 2, 3, 38, 0, 2},
+     NEVER3,
+     {38, N_, N_},
+     {{24, SLICE, 0, 0, OWN, DE_}, {36, SLICE, 0, 0, OWN, DE_}}},
+    {"no record: never ANSWERED",
+     {4, 3, 3, 40, 1, 2},
+     NEVER3,
+     NEVER3,
+     {{24, SLICE, 0, 0, OWN, DE_}, {36, SLICE, 0, 0, OWN, DE_}}},
+    /* K = 0: W = S = 3, a slice's part is its step mod P */
+    {"K = 0: no copy of our own, never DELTA",
+     {0, 1, 3, 40, 0, 2},
+     NEVER3,
+     {N_, N_, 40},
+     {{36, SLICE, 0, 0, NOT, ST_}, {38, SLICE, 0, 0, OWN, PL_}}},
+    {"a full inbox: every verdict",
+     {4, 3, 3, 40, 0, 4},
+     NEVER3,
+     {40, N_, N_},
+     {{36, SLICE, 0, 0, OWN, AN_},
+      {20, SLICE, 0, 0, OWN, ST_},
+      {32, 5, 20, 0, NOT, PL_},
+      {24, SLICE, 0, 0, OWN, DE_}}},
+};
+#undef NEVER3
+#undef N_
+
+static void judge_row(const struct jrow *row)
+{
+        struct gossip_plan_cfg c = base_cfg();
+        struct gossip_plan_arrival in[JUDGE_MAX];
+        struct gossip_plan_judged out[JUDGE_MAX];
+        uint64_t held[GOSSIP_PLAN_RING], ans[3];
+
+        c.avg_every = row->at.k;
+        c.avg_lag = row->at.r;
+        c.parts = row->at.p;
+        c.staleness = 3;
+        assert_true(gossip_plan_cfg_valid(&c));
+        for (int i = 0; i < GOSSIP_PLAN_RING; i++)
+                held[i] = NONE;
+        memcpy(ans, row->ans0, sizeof(ans));
+        for (size_t i = 0; i < row->at.n; i++) {
+                const struct jarr *a = &row->in[i];
+                unsigned slot = gossip_plan_slot(&c, a->s);
+
+                in[i].step = a->s;
+                in[i].period = a->period;
+                if (a->lo == SLICE) {
+                        gossip_plan_slice(&c, a->s, &in[i].lo, &in[i].count);
+                } else {
+                        in[i].lo = (size_t)a->lo;
+                        in[i].count = a->count;
+                }
+                if (a->held == OWN)
+                        held[slot] = a->s;
+                else if (a->held == OTHER)
+                        held[slot] =
+                            a->s - (uint64_t)GOSSIP_PLAN_RING * c.avg_every;
+                out[i].use = -1;
+        }
+        gossip_plan_judge(&c, row->at.t, in, row->at.n, held,
+                          row->at.no_record ? NULL : ans, out);
+        for (size_t i = 0; i < row->at.n; i++) {
+                if (out[i].use != row->in[i].want ||
+                    out[i].slot != gossip_plan_slot(&c, row->in[i].s))
+                        fail_msg("%s: arrival %zu (step %llu) judged %d in "
+                                 "slot %u, want %d in slot %u",
+                                 row->what, i, (unsigned long long)row->in[i].s,
+                                 out[i].use, out[i].slot, row->in[i].want,
+                                 gossip_plan_slot(&c, row->in[i].s));
+        }
+        for (int p = 0; p < 3; p++)
+                if (ans[p] != row->ans1[p])
+                        fail_msg("%s: part %d answered at %llu, want %llu",
+                                 row->what, p, (unsigned long long)ans[p],
+                                 (unsigned long long)row->ans1[p]);
+}
+
+/* Every row above: each arrival's verdict and slot, and each part's
+ * answered step afterwards. */
+static void test_judge_table(void **state)
+{
+        (void)state;
+        for (size_t i = 0; i < sizeof(jrows) / sizeof(jrows[0]); i++)
+                judge_row(&jrows[i]);
+}
+
 /* Note `count` outcomes; the number of verdict changes they made. */
 static int note_n(struct gossip_plan_health *h, int outcome, int count)
 {
@@ -844,6 +1048,7 @@ int main(void)
             cmocka_unit_test(test_slice_use),
             cmocka_unit_test(test_other_period),
             cmocka_unit_test(test_answered),
+            cmocka_unit_test(test_judge_table),
             cmocka_unit_test(test_join),
             cmocka_unit_test(test_catch_up),
             cmocka_unit_test(test_health_too_old),

@@ -98,6 +98,10 @@ struct xsim {
         uint8_t (*keys)[GOSSIP_KEY_BYTES];
         struct xnode *nodes;
         struct xlink *links; /* n*n, [from*n+to] */
+        /* apply_inbox's scratch (inbox_cap each): what arrived, as the
+         * plan's rule reads it, and its verdicts */
+        struct gossip_plan_arrival *arr;
+        struct gossip_plan_judged *judged;
         struct evheap heap;
 };
 
@@ -353,33 +357,32 @@ static void optimizer_step(struct xsim *x, struct xnode *nd)
         begin_phase(x, nd, GOSSIP_PLAN_PARAMS);
 }
 
-/* e. average in what arrived, as the plan says it is worth. */
+/* e. average in what arrived, as the plan judges it (gossip_plan_judge,
+ * the call node/handoff.c makes): in the rule's order, the last arrival
+ * first. */
 static void apply_inbox(struct xsim *x, struct xnode *nd)
 {
         float w = x->o.avg_weight;
 
-        /* newest first, as node/handoff.c */
+        for (size_t i = 0; i < nd->in_n; i++) {
+                x->arr[i].step = nd->in[i].step;
+                x->arr[i].lo = nd->in[i].lo;
+                x->arr[i].count = nd->in[i].count;
+                x->arr[i].period = 0; /* every node runs the configured K */
+        }
+        gossip_plan_judge(&x->cfg, nd->t, x->arr, nd->in_n, nd->ring_step,
+                          x->o.answer_twice ? NULL : nd->answered, x->judged);
         for (size_t i = nd->in_n; i-- > 0;) {
                 struct inslice *q = &nd->in[i];
-                unsigned slot = gossip_plan_slot(&x->cfg, q->step);
+                unsigned slot = x->judged[i].slot;
                 uint64_t held = nd->ring_step[slot];
-                uint32_t part;
-                uint64_t *ans =
-                    gossip_plan_part_of(&x->cfg, q->lo, q->count, &part)
-                        ? &nd->answered[part]
-                        : NULL;
-                int use = gossip_plan_slice_use(
-                    &x->cfg, nd->t, q->step, q->lo, q->count, held, 0,
-                    ans && !x->o.answer_twice ? *ans : UINT64_MAX);
+                int use = x->judged[i].use;
                 int rc = 0;
 
                 if (use == GOSSIP_PLAN_ANSWERED) {
                         nd->st.slices_answered++;
                         continue;
                 }
-                if (use != GOSSIP_PLAN_STALE && ans)
-                        *ans = nd->t;
-
                 if (use == GOSSIP_PLAN_DELTA)
                         rc = gossip_merge_average_delta(
                             nd->x + q->lo, nd->ring + (size_t)slot * x->cap,
@@ -698,7 +701,9 @@ int xsim_create(const struct xsim_opts *o, struct xsim **out)
         x->keys = calloc(x->n, GOSSIP_KEY_BYTES);
         x->nodes = calloc(x->n, sizeof(*x->nodes));
         x->links = calloc(x->n * x->n, sizeof(*x->links));
-        if (!x->keys || !x->nodes || !x->links ||
+        x->arr = calloc(x->o.inbox_cap, sizeof(*x->arr));
+        x->judged = calloc(x->o.inbox_cap, sizeof(*x->judged));
+        if (!x->keys || !x->nodes || !x->links || !x->arr || !x->judged ||
             evheap_init(&x->heap, sizeof(struct xev)) < 0)
                 goto out;
         for (size_t i = 0; i < x->n; i++)
@@ -745,6 +750,8 @@ void xsim_destroy(struct xsim *x)
         free(x->nodes);
         free(x->links);
         free(x->keys);
+        free(x->arr);
+        free(x->judged);
         free(x);
 }
 

@@ -36,8 +36,8 @@
  *      slice into the ring slot of t + 1 and send it to the partner of t + 1;
  *   d. PARAMS phase: ask the plan until READY; TRAIN_MORE runs one extra
  *      batch, folded into the next step;
- *   e. average in every slice received, newest first, as
- *      gossip_plan_slice_use says; then, at a round's end, skip to the
+ *   e. average in every slice received as gossip_plan_judge says (the
+ *      rule node/handoff.c calls); then, at a round's end, skip to the
  *      partners' pace if every recent one is far ahead
  *      (gossip_plan_catch_up, fed with each arrival's lead).
  *
@@ -115,8 +115,9 @@ struct xsim_opts {
          * simulator's work */
         uint32_t slice_scale;
         float avg_weight; /* 0: 0.5 */
-        /* 1: never judge a slice ANSWERED (gossip_plan_slice_use), as
-         * before that rule: every DELTA is applied */
+        /* 1: never judge a slice ANSWERED (gossip_plan_judge without
+         * the parts' record), as before that rule: every DELTA is
+         * applied */
         int answer_twice;
         /* 1: a node behind every partner never skips to their pace
          * (gossip_plan_catch_up), as before that rule */
