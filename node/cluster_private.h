@@ -41,6 +41,8 @@ struct node_cluster {
         char name[GOSSIP_NAME_MAX];
         int listed; /* our key has a line in the peers file */
         struct gossip_addr listen;
+        struct gossip_addr advertised; /* told in membership, never a
+                                          wildcard (node_addr_advertised) */
         size_t nparams;
         uint64_t start_ms;
         struct node_handoff *h; /* the box shared with the trainer */

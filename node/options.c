@@ -22,6 +22,7 @@ enum {
         OPT_PEERS = 256,
         OPT_KEY,
         OPT_LISTEN,
+        OPT_ADVERTISE,
         OPT_DATA,
         OPT_MODEL,
         OPT_BATCH,
@@ -76,6 +77,7 @@ static const struct option long_opts[] = {
     {"peers", required_argument, NULL, OPT_PEERS},
     {"key", required_argument, NULL, OPT_KEY},
     {"listen", required_argument, NULL, OPT_LISTEN},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"data", required_argument, NULL, OPT_DATA},
     {"model", required_argument, NULL, OPT_MODEL},
     {"batch", required_argument, NULL, OPT_BATCH},
@@ -136,6 +138,9 @@ static const char help_text[] =
     "  --key FILE            this node's Ed25519 key file (mode 0600)\n"
     "  --listen ADDR:PORT    UDP+TCP address to bind (default: this node's\n"
     "                        line in the peers file, found by its key)\n"
+    "  --advertise ADDR:PORT address peers reach this node at, told in\n"
+    "                        membership (default: its peers-file line, else\n"
+    "                        --listen unless that is 0.0.0.0 or [::])\n"
     "  --name NAME           name in logs (default: from the peers file)\n"
     "  --control PATH        control socket for gossipctl (Unix, 0600)\n"
     "  --metrics ADDR:PORT   Prometheus /metrics endpoint\n"
@@ -457,6 +462,11 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 if (!valid_hostport(v))
                         return BAD("ADDR:PORT with a port 1..65535");
                 o->listen = v;
+                break;
+        case OPT_ADVERTISE:
+                if (!valid_hostport(v))
+                        return BAD("ADDR:PORT with a port 1..65535");
+                o->advertise = v;
                 break;
         case OPT_DATA:
                 if (!*v)

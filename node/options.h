@@ -109,8 +109,9 @@ struct node_options {
         /* cluster */
         const char *peers_path; /* NULL: train alone */
         const char *key_path;
-        const char *listen; /* "ADDR:PORT"; NULL: our peers-file line */
-        const char *name;   /* NULL: the peers-file name, else "node" */
+        const char *listen;    /* "ADDR:PORT"; NULL: our peers-file line */
+        const char *advertise; /* told to peers; NULL: node_addr_advertised */
+        const char *name;      /* NULL: the peers-file name, else "node" */
         const char *control_path;
         const char *metrics_addr;
         /* data and model */

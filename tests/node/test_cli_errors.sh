@@ -50,6 +50,7 @@ expect 2 '--codec' --codec topk:0
 expect 2 '--codec' --codec bf16
 expect 2 '--listen' --listen 127.0.0.1
 expect 2 '--listen' --listen 127.0.0.1:99999
+expect 2 '--advertise' --advertise 10.0.0.1
 expect 2 '--log-level' --log-level verbose
 expect 2 '--name' --name 'two words'
 expect 2 '--threads' --threads 0
@@ -94,6 +95,14 @@ if [ -x "$keygen" ]; then
         # missing key
         expect 1 "$tmp/nokey" --peers "$tmp/peers" --key "$tmp/nokey" \
                 --steps 1
+        # a wildcard --listen and nothing else to tell peers (issue 30):
+        # refused at start, naming the fix; a wildcard --advertise too
+        cp "$tmp/k1.pub" "$tmp/peers1"
+        expect 1 "--advertise ADDR:PORT" --peers "$tmp/peers1" \
+                --key "$tmp/k0" --listen 0.0.0.0:7955 --steps 1
+        expect 1 "--advertise: '0.0.0.0:7955' is a wildcard" \
+                --peers "$tmp/peers" --key "$tmp/k0" \
+                --advertise 0.0.0.0:7955 --steps 1
         # port in use: a UDP socket holds it
         port=$(/usr/bin/python3 -c '
 import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

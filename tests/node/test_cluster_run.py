@@ -34,6 +34,12 @@ Fashion-MNIST shard per node). Scenarios:
          `gossipctl train`; n2 starts late, takes the model of the last
          step from one of them and evaluates near their final accuracy;
          all exit 0 (n0, n1 on SIGTERM). Needs GOSSIPCTL.
+  wildcard three nodes bound to 0.0.0.0:PORT (--listen, as the guide's
+         config), peers file with 127.0.0.1 lines: each lists the others
+         at their 127.0.0.1 address in `gossipctl members` (never
+         0.0.0.0: issue 30), no frame is refused as unknown_key or
+         auth_failed, and each averaged parameters from its partners.
+         Needs GOSSIPCTL.
 
 Python 3 standard library only. Exit 0 pass, 1 fail, 77 skip (no data).
 Every node's log is printed on failure. GN_SEED sets the run's --seed.
@@ -101,9 +107,11 @@ class Cluster:
         self.keygen = keygen
         self.procs = {}
         lines = []
+        self.ports = []
         for i in range(n):
             key = os.path.join(tmp, "k%d" % i)
             port = free_port()
+            self.ports.append(port)
             subprocess.run([keygen, "--out", key, "--addr",
                             "127.0.0.1:%d" % port, "--name", "n%d" % i],
                            check=True, stdout=subprocess.DEVNULL,
@@ -545,13 +553,46 @@ def scenario_serve(c):
         c.member_state(0, "n1", "left"), "no leave seen after SIGTERM"
 
 
+def scenario_wildcard(c):
+    steps = 300
+    run = ["--steps", str(steps), "--eval-every", "100",
+           "--after-train", "serve"]
+    for i in range(3):
+        c.start(i, run + ["--listen", "0.0.0.0:%d" % c.ports[i],
+                          "--control", c.sock(i)])
+    c.wait_for("all three finish training",
+               lambda: all(c.events(i, "stop") for i in range(3)), 240)
+    want = {"n%d" % i: "127.0.0.1:%d" % c.ports[i] for i in range(3)}
+    for i in range(3):
+        members = ctl_json(c, i, "members")
+        addrs = {m["name"]: m["addr"] for m in members}
+        states = {m["name"]: m["state"] for m in members}
+        print("n%d sees %s" % (i, addrs))
+        assert addrs == want, "n%d lists %s, want %s" % (i, addrs, want)
+        assert all(s == "alive" for s in states.values()), states
+        node = ctl_json(c, i, "stats")["node"]
+        for bad in ("unknown_key", "auth_failed", "addrs_refused"):
+            assert node.get(bad, 0) == 0, "n%d: %s %s" % (i, bad, node)
+    for i in range(3):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+    for i in range(3):
+        log = open(c.log_path(i)).read()
+        m = re.search(r"averaged (\d+) \(", log)
+        assert m, "n%d logged no exchange summary" % i
+        print("n%d averaged %s parameter slices" % (i, m.group(1)))
+        assert int(m.group(1)) > 0, "n%d never averaged" % i
+        told = "listening on 0.0.0.0:%d; peers are told 127.0.0.1:%d" % (
+            c.ports[i], c.ports[i])
+        assert told in log, "n%d did not log '%s'" % (i, told)
+
+
 def main():
     if len(sys.argv) not in (4, 5):
         print(__doc__)
         return 2
     binary, keygen, scenario = sys.argv[1:4]
     gossipctl = sys.argv[4] if len(sys.argv) == 5 else None
-    if scenario == "serve" and not gossipctl:
+    if scenario in ("serve", "wildcard") and not gossipctl:
         print(__doc__)
         return 2
     if not os.path.isdir(DATA):
@@ -563,7 +604,7 @@ def main():
     seed = int(os.environ.get("GN_SEED", "1"))
     print("# GN_SEED=%d" % seed)
     n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
-         "shuffle": 3, "serve": 3}[scenario]
+         "shuffle": 3, "serve": 3, "wildcard": 3}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     c.gossipctl = gossipctl
@@ -575,7 +616,8 @@ def main():
         {"three": scenario_three, "churn": scenario_churn,
          "join": scenario_join, "hup": scenario_hup,
          "stop": scenario_stop, "shuffle": scenario_shuffle,
-         "serve": scenario_serve}[scenario](c)
+         "serve": scenario_serve,
+         "wildcard": scenario_wildcard}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)
