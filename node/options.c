@@ -69,6 +69,7 @@ enum {
         OPT_SHUFFLE,
         OPT_SHUFRES,
         OPT_BLIS,
+        OPT_CHECK,
         OPT_HELP,
         OPT_VERSION,
 };
@@ -124,6 +125,7 @@ static const struct option long_opts[] = {
     {"name", required_argument, NULL, OPT_NAME},
     {"progress-every", required_argument, NULL, OPT_PROGRESS},
     {"blis-arch", required_argument, NULL, OPT_BLIS},
+    {"check-config", no_argument, NULL, OPT_CHECK},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -243,6 +245,11 @@ static const char help_text[] =
     "  --log-level error|warn|info|debug   (default info)\n"
     "  --progress-every MS   progress line period (default 3000)\n"
     "  --event-log FILE      JSON lines for plots (see docs/eventlog.md)\n"
+    "  --check-config        validate the config file and options (peers,\n"
+    "                        key, addresses, data, model), print the\n"
+    "                        settings and 'config OK', exit 0; else one\n"
+    "                        line and exit 1. --key and --checkpoint-dir\n"
+    "                        may be left to the unit.\n"
     "  --help                this text\n"
     "  --version             print the version\n"
     "\n"
@@ -574,6 +581,9 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
         case OPT_FRESH:
                 o->fresh = 1;
                 break;
+        case OPT_CHECK:
+                o->check_config = 1;
+                break;
         case OPT_CONTROL:
                 if (!*v)
                         return BAD("a path");
@@ -698,10 +708,12 @@ static const char *opt_name(int c)
 /* Cross-option checks, once every option is known. */
 static int check_combination(struct node_options *o, char *err, size_t errlen)
 {
-        if (o->peers_path && !o->key_path)
+        /* --check-config judges a config file without what the unit
+         * adds on its command line (--key, --checkpoint-dir): check.h */
+        if (o->peers_path && !o->key_path && !o->check_config)
                 return gn_fail(err, errlen, -EINVAL,
                                "--peers needs --key FILE");
-        if (o->checkpoint_every && !o->checkpoint_dir)
+        if (o->checkpoint_every && !o->checkpoint_dir && !o->check_config)
                 return gn_fail(err, errlen, -EINVAL,
                                "--checkpoint-every needs --checkpoint-dir DIR");
         if (o->fill_size > o->batch)

@@ -166,6 +166,7 @@ struct node_options {
         int log_level;
         const char *event_log;
         uint32_t progress_ms;
+        int check_config; /* --check-config: validate, report, exit */
 };
 
 /* Fill o with the defaults. */
