@@ -25,6 +25,7 @@
 #include "evlog.h"
 #include "keys.h"
 #include "schedule.h"
+#include "trainer.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -75,6 +76,21 @@ struct gossip_member_info *node_cluster__members(struct node_cluster *c,
 
 /* ---- the protocol timer ------------------------------------------------- */
 
+uint64_t node_cluster__own_step(struct node_cluster *c)
+{
+        struct node_train_stats st;
+        uint64_t step = node_handoff_local_step(c->h);
+
+        /* serving: the model's step, which the box never heard when the
+         * node resumed on a checkpoint already at its stop criterion */
+        if (c->served) {
+                node_trainer_stats(c->served, &st);
+                if (st.step > step)
+                        step = st.step;
+        }
+        return step;
+}
+
 static void on_tick(uv_timer_t *t);
 
 void node_cluster__arm(struct node_cluster *c)
@@ -94,7 +110,7 @@ static void on_tick(uv_timer_t *t)
 
         /* our training step, carried in every message (how a joining peer
          * finds the member furthest ahead), also while we train alone */
-        gossip_set_step(c->g, node_handoff_local_step(c->h));
+        gossip_set_step(c->g, node_cluster__own_step(c));
         if (c->o->wait_ms && c->o->codec != NODE_CODEC_NONE)
                 node_cluster__publish_members(c);
         gossip_tick(c->g);

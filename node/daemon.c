@@ -117,7 +117,10 @@ static void begin_stop(struct daemon *d, const char *why)
                 return;
         d->stopping = 1;
         node_sd_notify("STOPPING=1");
-        if (why)
+        if (why && d->serving)
+                node_log(NODE_LOG_INFO,
+                         "%s: stopping (training was over, serving ends)", why);
+        else if (why)
                 node_log(NODE_LOG_INFO, "%s: stopping after this step", why);
         node_trainer_stop(d->trainer);
         if (d->cluster)

@@ -11,10 +11,11 @@ if(TARGET gossipnode AND TARGET gossip-keygen)
                          TIMEOUT 400 SKIP_RETURN_CODE 77 RUN_SERIAL ON)
   endforeach()
 endif()
-# A finished node stays a member with --after-train serve; nodes bound to
-# 0.0.0.0 tell their peers-file address, not the wildcard (need gossipctl).
+# A finished node stays a member with --after-train serve, also restarted
+# on its finished checkpoint; nodes bound to 0.0.0.0 tell their
+# peers-file address, not the wildcard (need gossipctl).
 if(TARGET gossipnode AND TARGET gossip-keygen AND TARGET gossipctl)
-  foreach(s serve wildcard)
+  foreach(s serve wildcard finished)
     add_test(NAME test_cluster_${s}
              COMMAND /usr/bin/python3
                      ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py

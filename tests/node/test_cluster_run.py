@@ -40,6 +40,13 @@ Fashion-MNIST shard per node). Scenarios:
          0.0.0.0: issue 30), no frame is refused as unknown_key or
          auth_failed, and each averaged parameters from its partners.
          Needs GOSSIPCTL.
+  finished n0 and n1 train one epoch with checkpoints and --after-train
+         serve; n0 is stopped (SIGTERM while serving is logged as such, not
+         "stopping after this step") and restarted on its finished
+         checkpoint, twice: it logs no NaN, the same epoch each time,
+         `gossipctl train` shows its real step and epoch, and n1's
+         `gossipctl members` shows n0 at that step, not 0 (issue 30 #8).
+         Needs GOSSIPCTL.
 
 Python 3 standard library only. Exit 0 pass, 1 fail, 77 skip (no data).
 Every node's log is printed on failure. GN_SEED sets the run's --seed.
@@ -586,13 +593,56 @@ def scenario_wildcard(c):
         assert told in log, "n%d did not log '%s'" % (i, told)
 
 
+def scenario_finished(c):
+    # 30000 samples per shard at batch 1000: 30 steps, one epoch
+    steps, ck = 30, [os.path.join(c.tmp, "ck%d" % i) for i in range(2)]
+
+    def run(i):
+        return ["--epochs", "1", "--batch", "1000", "--eval-every", "10",
+                "--after-train", "serve", "--checkpoint-dir", ck[i],
+                "--control", c.sock(i)]
+    for i in range(2):
+        c.start(i, run(i))
+    c.wait_for("n0 and n1 finish training",
+               lambda: c.events(0, "stop") and c.events(1, "stop"), 180)
+    first = ctl_json(c, 0, "train")
+    assert first["step"] == steps, first
+    print("n0 finished: step %d, epoch %d" % (first["step"], first["epoch"]))
+    for restart in range(2):
+        mark = len(open(c.log_path(0)).read())
+        assert c.stop(0) == 0, "n0 did not exit 0 on SIGTERM"
+        log = open(c.log_path(0)).read()[mark:]
+        assert "SIGTERM: stopping after this step" not in log, log
+        assert "SIGTERM: stopping (training was over" in log, log
+        mark = len(open(c.log_path(0)).read())
+        c.start(0, run(0))
+        c.wait_for("n0 serving again",
+                   lambda: "serving the model until SIGTERM"
+                   in open(c.log_path(0)).read()[mark:], 60)
+        tr = ctl_json(c, 0, "train")
+        print("n0 restarted: step %d, epoch %d" % (tr["step"], tr["epoch"]))
+        assert tr["step"] == steps and tr["epoch"] == first["epoch"], \
+            (tr, first)
+        log = open(c.log_path(0)).read()[mark:]
+        assert "nan" not in log, log
+        evals = [l for l in log.splitlines() if " eval epoch " in l]
+        assert evals and all(" eval epoch %d step %d " % (
+            first["epoch"], steps) in l for l in evals), evals
+        c.wait_for("n1 lists n0 at step %d" % steps,
+                   lambda: {m["name"]: m["step"] for m in
+                            ctl_json(c, 1, "members")}.get("n0") == steps,
+                   20)
+    for i in range(2):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+
+
 def main():
     if len(sys.argv) not in (4, 5):
         print(__doc__)
         return 2
     binary, keygen, scenario = sys.argv[1:4]
     gossipctl = sys.argv[4] if len(sys.argv) == 5 else None
-    if scenario in ("serve", "wildcard") and not gossipctl:
+    if scenario in ("serve", "wildcard", "finished") and not gossipctl:
         print(__doc__)
         return 2
     if not os.path.isdir(DATA):
@@ -604,7 +654,7 @@ def main():
     seed = int(os.environ.get("GN_SEED", "1"))
     print("# GN_SEED=%d" % seed)
     n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
-         "shuffle": 3, "serve": 3, "wildcard": 3}[scenario]
+         "shuffle": 3, "serve": 3, "wildcard": 3, "finished": 2}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     c.gossipctl = gossipctl
@@ -617,7 +667,8 @@ def main():
          "join": scenario_join, "hup": scenario_hup,
          "stop": scenario_stop, "shuffle": scenario_shuffle,
          "serve": scenario_serve,
-         "wildcard": scenario_wildcard}[scenario](c)
+         "wildcard": scenario_wildcard,
+         "finished": scenario_finished}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)
