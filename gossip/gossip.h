@@ -155,6 +155,9 @@ struct gossip_stats {
          * suspicion of our own); stream-channel fallback PINGs sent */
         uint64_t probe_failures, stream_probes;
         uint64_t syncs_sent, syncs_received;
+        /* member addresses told in updates that nobody can send to (a
+         * wildcard such as 0.0.0.0, port 0): kept out of the member table */
+        uint64_t addrs_refused;
         uint64_t app_in, app_out;
         uint64_t kind_in[GOSSIP_KIND_SLOTS];  /* accepted frames by kind */
         uint64_t kind_out[GOSSIP_KIND_SLOTS]; /* sent frames by kind */
@@ -198,6 +201,11 @@ uint64_t gossip_next_deadline(const struct gossip *g);
  * we know no other live member, the JOIN is re-sent to the last address
  * given every sync round; calling again with another address switches. */
 int gossip_join(struct gossip *g, const struct gossip_addr *addr);
+
+/* Can a peer send to a? No for a wildcard (0.0.0.0 or ::, what a node
+ * bound to every interface might tell), port 0 or an unknown family:
+ * such an address never replaces the one a member is known by. */
+int gossip_addr_usable(const struct gossip_addr *a);
 
 /* Announce a graceful leave (state `left`) to the cluster. The caller keeps
  * ticking for a dissemination round (see docs/reliability.md) and then

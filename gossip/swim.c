@@ -493,6 +493,18 @@ static void apply_self(struct gossip *g, const struct gossip_update *u,
         send_tell(g, m);
 }
 
+int gossip_addr_usable(const struct gossip_addr *a)
+{
+        size_t n = a->family == 4 ? 4 : a->family == 6 ? 16 : 0;
+
+        if (!n || !a->port)
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                if (a->addr[i])
+                        return 1;
+        return 0;
+}
+
 static void apply_alive(struct gossip *g, struct swim_member *m,
                         const struct gossip_update *u)
 {
@@ -503,8 +515,12 @@ static void apply_alive(struct gossip *g, struct swim_member *m,
                 memcpy(m->version, u->version, GOSSIP_VERSION_MAX);
         if (m->state != SWIM_UNKNOWN && u->incarnation <= m->inc)
                 return;
-        if (u->addr.family)
+        /* a wildcard told by a node bound to 0.0.0.0 would have us send
+         * to ourselves: keep the address we know it by (its peers line) */
+        if (gossip_addr_usable(&u->addr))
                 m->addr = u->addr;
+        else if (u->addr.family)
+                g->st.addrs_refused++;
         if (u->name[0])
                 memcpy(m->name, u->name, GOSSIP_NAME_MAX);
         if (u->version[0])

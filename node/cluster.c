@@ -25,6 +25,7 @@
 #include "evlog.h"
 #include "keys.h"
 #include "schedule.h"
+#include "trainer.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -75,6 +76,21 @@ struct gossip_member_info *node_cluster__members(struct node_cluster *c,
 
 /* ---- the protocol timer ------------------------------------------------- */
 
+uint64_t node_cluster__own_step(struct node_cluster *c)
+{
+        struct node_train_stats st;
+        uint64_t step = node_handoff_local_step(c->h);
+
+        /* serving: the model's step, which the box never heard when the
+         * node resumed on a checkpoint already at its stop criterion */
+        if (c->served) {
+                node_trainer_stats(c->served, &st);
+                if (st.step > step)
+                        step = st.step;
+        }
+        return step;
+}
+
 static void on_tick(uv_timer_t *t);
 
 void node_cluster__arm(struct node_cluster *c)
@@ -94,7 +110,7 @@ static void on_tick(uv_timer_t *t)
 
         /* our training step, carried in every message (how a joining peer
          * finds the member furthest ahead), also while we train alone */
-        gossip_set_step(c->g, node_handoff_local_step(c->h));
+        gossip_set_step(c->g, node_cluster__own_step(c));
         if (c->o->wait_ms && c->o->codec != NODE_CODEC_NONE)
                 node_cluster__publish_members(c);
         gossip_tick(c->g);
@@ -290,6 +306,43 @@ static void to_gossip_peer(const struct node_peer *p, struct gossip_peer *g)
         copy_name(g->name, sizeof(g->name), p->name);
 }
 
+/* The address we tell in membership (node_addr_advertised): --advertise,
+ * else our peers-file line, else --listen unless it is a wildcard. */
+static int choose_advertised(struct node_cluster *c,
+                             const struct gossip_addr *line, char *err,
+                             size_t errlen)
+{
+        const char *opt = c->o->advertise;
+        struct gossip_addr a;
+        char l[NODE_ADDR_STR_SIZE];
+        int rc = 0;
+
+        if (opt)
+                rc = node_addr_parse(opt, &a, 1);
+        if (rc) {
+                snprintf(err, errlen, "--advertise: '%s': %s", opt,
+                         rc == -EHOSTUNREACH ? "does not resolve"
+                                             : "not ADDR:PORT");
+                return rc;
+        }
+        rc = node_addr_advertised(opt ? &a : NULL, line, &c->listen,
+                                  &c->advertised);
+        if (rc == -EINVAL)
+                snprintf(err, errlen,
+                         "--advertise: '%s' is a wildcard: give the address "
+                         "peers reach this node at",
+                         opt);
+        if (rc == -EADDRNOTAVAIL) {
+                node_addr_format(&c->listen, l, sizeof(l));
+                snprintf(err, errlen,
+                         "--listen %s is a wildcard and %s has no line for "
+                         "this node's key: give --advertise ADDR:PORT (the "
+                         "address peers reach this node at) or add its line",
+                         l, c->o->peers_path);
+        }
+        return rc < 0 ? rc : 0;
+}
+
 static int load_identity(struct node_cluster *c, uint8_t *sk, char *err,
                          size_t errlen)
 {
@@ -326,7 +379,8 @@ static int load_identity(struct node_cluster *c, uint8_t *sk, char *err,
                          o->peers_path);
                 return -EINVAL;
         }
-        return 0;
+        return choose_advertised(c, self >= 0 ? &c->peers[self].addr : NULL,
+                                 err, errlen);
 }
 
 /* The transport's first-frame check on an inbound connection: a frame
@@ -376,7 +430,7 @@ static int open_gossip(struct node_cluster *c, const uint8_t *sk, char *err,
         memset(&gc, 0, sizeof(gc));
         memcpy(gc.public_key, c->pk, GOSSIP_KEY_BYTES);
         memcpy(gc.secret_key, sk, GOSSIP_SECRET_BYTES);
-        gc.addr = c->listen;
+        gc.addr = c->advertised; /* never the wildcard we may bind to */
         gc.name = c->name;
         gc.version = node_version(); /* `gossipctl members` on every peer */
         gc.incarnation = node_cluster__unix_ms();
@@ -435,6 +489,19 @@ void node_cluster_close(struct node_cluster *c)
                 uv_close(hs[i], on_handle_closed);
 }
 
+/* Say where peers are told to send when that is not where we bind (a
+ * wildcard --listen, or --advertise behind a port forward). */
+static void log_addresses(const struct node_cluster *c)
+{
+        char l[NODE_ADDR_STR_SIZE], a[NODE_ADDR_STR_SIZE];
+
+        if (node_net_addr_equal(&c->listen, &c->advertised))
+                return;
+        node_addr_format(&c->listen, l, sizeof(l));
+        node_addr_format(&c->advertised, a, sizeof(a));
+        node_log(NODE_LOG_INFO, "listening on %s; peers are told %s", l, a);
+}
+
 int node_cluster_open(struct node_cluster **out, uv_loop_t *loop,
                       const struct node_options *o, struct node_evlog *ev,
                       size_t nparams, char *err, size_t errlen)
@@ -470,6 +537,7 @@ int node_cluster_open(struct node_cluster **out, uv_loop_t *loop,
         c->tick.data = c->join_timer.data = c->linger.data = c;
         c->async.data = c;
         handles = 1;
+        log_addresses(c);
         if (!c->listed)
                 node_log(NODE_LOG_WARN,
                          "%s has no line for this node's key: peers that "

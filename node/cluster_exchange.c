@@ -460,7 +460,8 @@ void node_cluster__on_async(uv_async_t *a)
         if (c->closing)
                 return;
         node_handoff_take(c->h, &w);
-        gossip_set_step(c->g, w.local_step);
+        gossip_set_step(c->g,
+                        c->served ? node_cluster__own_step(c) : w.local_step);
         if (w.reset_encoder)
                 gossip_codec_reset(&c->enc);
         if (w.grad)

@@ -113,6 +113,7 @@ void node_cluster__on_state_req(struct node_cluster *c,
 void node_cluster_serve(struct node_cluster *c, struct node_trainer *t)
 {
         c->served = t;
+        gossip_set_step(c->g, node_cluster__own_step(c));
         if (c->npending)
                 serve_pending(c);
 }

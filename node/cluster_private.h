@@ -41,6 +41,8 @@ struct node_cluster {
         char name[GOSSIP_NAME_MAX];
         int listed; /* our key has a line in the peers file */
         struct gossip_addr listen;
+        struct gossip_addr advertised; /* told in membership, never a
+                                          wildcard (node_addr_advertised) */
         size_t nparams;
         uint64_t start_ms;
         struct node_handoff *h; /* the box shared with the trainer */
@@ -98,6 +100,8 @@ struct node_cluster {
 /* cluster.c */
 uint64_t node_cluster__unix_ms(void);
 void node_cluster__arm(struct node_cluster *c);
+/* The step we tell in membership: the box's, or the served model's. */
+uint64_t node_cluster__own_step(struct node_cluster *c);
 const char *node_cluster__member_name(const struct gossip_member_info *m);
 /* A copy of every member (ours first); *n set; NULL on no memory. */
 struct gossip_member_info *node_cluster__members(struct node_cluster *c,

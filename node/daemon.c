@@ -117,7 +117,10 @@ static void begin_stop(struct daemon *d, const char *why)
                 return;
         d->stopping = 1;
         node_sd_notify("STOPPING=1");
-        if (why)
+        if (why && d->serving)
+                node_log(NODE_LOG_INFO,
+                         "%s: stopping (training was over, serving ends)", why);
+        else if (why)
                 node_log(NODE_LOG_INFO, "%s: stopping after this step", why);
         node_trainer_stop(d->trainer);
         if (d->cluster)
@@ -214,6 +217,29 @@ static const char *sd_val(char *buf, size_t n, const char *fmt, double v)
         return buf;
 }
 
+/* What the status line says about the exchange, where an operator looks
+ * first (systemctl status): "" when it works or there is no cluster, else
+ * "; exchange degraded: ..." (gossip_plan_health_say) or, while
+ * training, "; alone: no peer alive". */
+static const char *sd_exchange(struct daemon *d, char *buf, size_t len)
+{
+        struct node_handoff_stats hs;
+        char why[128];
+
+        buf[0] = '\0';
+        if (!d->cluster)
+                return buf;
+        node_handoff_stats(node_cluster_handoff(d->cluster), &hs);
+        if (hs.exchange.verdict != GOSSIP_PLAN_HEALTHY)
+                snprintf(
+                    buf, len, "; exchange %s",
+                    gossip_plan_health_say(&hs.exchange, why, sizeof(why)));
+        else if (!d->serving &&
+                 node_handoff_alive(node_cluster_handoff(d->cluster)) <= 1)
+                snprintf(buf, len, "; alone: no peer alive");
+        return buf;
+}
+
 /* Loop, each tick: READY=1 once the trainer has trained a sample (so any
  * join and state fetch is over and the model is ours), then STATUS= and,
  * only while healthy (node_sd_healthy(): the sample count moved within
@@ -223,7 +249,7 @@ static void on_sd_timer(uv_timer_t *h)
 {
         struct daemon *d = h->data;
         struct node_train_stats st;
-        char msg[256], a[16], b[16], c[24];
+        char msg[384], a[16], b[16], c[24], ex[160];
         uint64_t now = uv_now(&d->loop);
 
         node_trainer_stats(d->trainer, &st);
@@ -242,18 +268,20 @@ static void on_sd_timer(uv_timer_t *h)
                 uv_timer_set_repeat(h, d->sd_period);
                 return;
         }
-        snprintf(
-            msg, sizeof(msg), "STATUS=%s step %llu, loss %s, acc %s, test %s%s",
-            d->serving    ? "training finished, serving: at"
-            : d->sd_ready ? "training"
-                          : "joining",
-            (unsigned long long)st.step, sd_val(c, sizeof(c), "%.3f", st.loss),
-            sd_val(a, sizeof(a), "%.1f%%", st.acc),
-            sd_val(b, sizeof(b), "%.1f%%", st.test_acc),
-            node_sd_healthy(d->sd_ready, st.running, now, d->sd_moved_ms,
-                            d->sd_wd_ms)
-                ? "\nWATCHDOG=1"
-                : "");
+        snprintf(msg, sizeof(msg),
+                 "STATUS=%s step %llu, loss %s, acc %s, test %s%s%s",
+                 d->serving    ? "training finished, serving: at"
+                 : d->sd_ready ? "training"
+                               : "joining",
+                 (unsigned long long)st.step,
+                 sd_val(c, sizeof(c), "%.3f", st.loss),
+                 sd_val(a, sizeof(a), "%.1f%%", st.acc),
+                 sd_val(b, sizeof(b), "%.1f%%", st.test_acc),
+                 sd_exchange(d, ex, sizeof(ex)),
+                 node_sd_healthy(d->sd_ready, st.running, now, d->sd_moved_ms,
+                                 d->sd_wd_ms)
+                     ? "\nWATCHDOG=1"
+                     : "");
         node_sd_notify(msg);
 }
 

@@ -317,13 +317,22 @@ static double child_measure(const struct nn_gemm_shape *s, int n,
         return sum;
 }
 
-/* Runs child_measure in a child with BLIS_ARCH_TYPE = id; its result, or
- * -1 if the child failed or overran its deadline. */
+/* What one probe of a candidate needs besides the shapes. */
+struct probe_ctx {
+        double budget_s; /* measuring time per child */
+        double wait_s;   /* how long the parent waits for a child; grows */
+        double end;      /* monotonic time the whole probe must end by */
+        int child_delay_ms;
+};
+
+/* Runs child_measure in a child with BLIS_ARCH_TYPE = id; its result,
+ * -1 if the child failed, or -2 if it overran the wait (capped by the
+ * probe's end). */
 static double probe_one(int id, const struct nn_gemm_shape *s, int n,
-                        double budget_s)
+                        const struct probe_ctx *p)
 {
-        double r = -1, deadline = now_s() + 0.5 + DEADLINE_FACTOR * budget_s;
-        int fd[2], status;
+        double r = -1, deadline = now_s() + p->wait_s;
+        int fd[2], status, late = 0;
         pid_t pid;
 
         if (pipe(fd))
@@ -336,14 +345,22 @@ static double probe_one(int id, const struct nn_gemm_shape *s, int n,
                 snprintf(v, sizeof(v), "%d", id);
                 setenv("BLIS_ARCH_TYPE", v, 1);
                 unsetenv("BLIS_ARCH_DEBUG");
-                r = child_measure(s, n, budget_s);
+                if (p->child_delay_ms)
+                        nanosleep(
+                            &(struct timespec){p->child_delay_ms / 1000,
+                                               (p->child_delay_ms % 1000) *
+                                                   1000000L},
+                            NULL);
+                r = child_measure(s, n, p->budget_s);
                 if (write(fd[1], &r, sizeof(r)) != sizeof(r))
                         _exit(1);
                 _exit(0);
         }
         close(fd[1]);
+        if (deadline > p->end)
+                deadline = p->end;
         if (pid > 0) {
-                struct pollfd p = {.fd = fd[0], .events = POLLIN};
+                struct pollfd pf = {.fd = fd[0], .events = POLLIN};
                 double left;
                 int ready;
 
@@ -352,8 +369,9 @@ static double probe_one(int id, const struct nn_gemm_shape *s, int n,
                 do {
                         left = deadline - now_s();
                         ready =
-                            left > 0 ? poll(&p, 1, (int)(left * 1e3) + 1) : 0;
+                            left > 0 ? poll(&pf, 1, (int)(left * 1e3) + 1) : 0;
                 } while (ready < 0 && errno == EINTR);
+                late = ready == 0;
                 if (ready == 1 && read(fd[0], &r, sizeof(r)) != sizeof(r))
                         r = -1;
                 if (r < 0 || !isfinite(r))
@@ -362,13 +380,30 @@ static double probe_one(int id, const struct nn_gemm_shape *s, int n,
                         ;
         }
         close(fd[0]);
-        return isfinite(r) && r > 0 ? r : -1;
+        if (isfinite(r) && r > 0)
+                return r;
+        return late ? -2 : -1;
+}
+
+/* One candidate: a child that overran its wait is tried again with 8x
+ * the wait (kept for the candidates after it: the CPU is slow) while
+ * the probe's end allows; its time or < 0. */
+static double probe_patient(int id, const struct nn_gemm_shape *s, int n,
+                            struct probe_ctx *p)
+{
+        double ms = probe_one(id, s, n, p);
+
+        while (ms == -2 && now_s() < p->end) {
+                p->wait_s *= 8;
+                ms = probe_one(id, s, n, p);
+        }
+        return ms;
 }
 
 /* Times every usable set; fills k->cand and returns the fastest's id, or
  * -ENOENT if none ran. */
 static int probe_all(struct node_kernel *k, const struct nn_gemm_shape *s,
-                     int n, double budget_s)
+                     int n, struct probe_ctx *p)
 {
         int ids[NODE_KERNEL_CAND_MAX], best = -ENOENT;
         double t0 = now_s();
@@ -392,7 +427,9 @@ static int probe_all(struct node_kernel *k, const struct nn_gemm_shape *s,
                 }
         for (int r = 0; r < ROUNDS; r++)
                 for (int i = 0; i < k->ncand; i++) {
-                        double ms = probe_one(ids[i], s, n, budget_s / ROUNDS);
+                        double ms = now_s() < p->end
+                                        ? probe_patient(ids[i], s, n, p)
+                                        : -1;
                         double *have = &k->cand[i].ms;
 
                         if (ms > 0 && (*have < 0 || ms < *have))
@@ -484,6 +521,15 @@ static int choose_probe(const struct node_kernel_req *req, const char *path,
         double budget =
             (req->budget_ms > 0 ? req->budget_ms : NODE_KERNEL_BUDGET_MS) *
             1e-3;
+        double cap = (req->probe_max_ms > 0 ? req->probe_max_ms
+                                            : NODE_KERNEL_PROBE_MAX_MS) *
+                     1e-3;
+        struct probe_ctx p = {
+            .budget_s = budget / ROUNDS,
+            .wait_s = 0.5 + DEADLINE_FACTOR * budget / ROUNDS,
+            .end = now_s() + cap,
+            .child_delay_ms = req->child_delay_ms,
+        };
         int n = probe_shapes(req->spec, req->batch, s, skey, sizeof(skey));
         int id, rc;
 
@@ -493,11 +539,14 @@ static int choose_probe(const struct node_kernel_req *req, const char *path,
                          "no probe: model '%.40s' not understood", req->spec);
                 return 0;
         }
-        id = probe_all(k, s, n, budget);
+        id = probe_all(k, s, n, &p);
         if (id < 0) {
+                /* BLIS's own choice for this CPU: never no kernel set */
                 k->how = "blis";
                 snprintf(k->cache_note, sizeof(k->cache_note),
-                         "no kernel set ran in the probe");
+                         "no candidate finished in the probe's %.3g s "
+                         "(a slow CPU?): BLIS's own choice",
+                         cap);
                 return 0;
         }
         arch_set(k, id, "probed");

@@ -12,7 +12,10 @@
  * choice in a small text file keyed by CPU, BLIS version and shapes, and
  * sets BLIS_ARCH_TYPE in this process.  It must run before BLIS's first
  * call (nn_lib_init) and before any thread starts.  A child that crashes
- * (missing instruction, BLIS abort) or overruns its deadline is dropped.
+ * (missing instruction, BLIS abort) is dropped; one that overruns its
+ * deadline is tried again with a longer one (a slow CPU) until the
+ * probe's cap, NODE_KERNEL_PROBE_MAX_MS.  If no candidate finished, BLIS
+ * makes its own choice and the description says so: never no kernel set.
  *
  * Cache file: $XDG_CACHE_HOME/gossipnode/blis-arch, else
  * $HOME/.cache/gossipnode/blis-arch: the answer belongs to the machine, not
@@ -32,6 +35,12 @@ enum {
          * about 15 repetitions of the MLP's GEMMs at good speed; 7 usable
          * sets on an AVX-512 x86 then cost ~0.35 s in all. */
         NODE_KERNEL_BUDGET_MS = 40,
+        /* The whole probe's wall-clock cap in ms. A candidate that has not
+         * answered by its deadline (0.5 s + 6 budgets) is tried again with
+         * 8x the wait while this allows: a slow CPU (a Pi under a cgroup
+         * quota, qemu-user) needs seconds for the three repetitions a
+         * child always runs. Past it BLIS's own choice is used. */
+        NODE_KERNEL_PROBE_MAX_MS = 30000,
 };
 
 struct node_kernel_req {
@@ -42,6 +51,9 @@ struct node_kernel_req {
                                    kernel set's name */
         const char *cache_path; /* NULL: the default path; "": no cache */
         int budget_ms;          /* per candidate; 0: NODE_KERNEL_BUDGET_MS */
+        int probe_max_ms;       /* 0: NODE_KERNEL_PROBE_MAX_MS */
+        int child_delay_ms;     /* tests: each child first sleeps this
+                                   long, as on a slow CPU; 0 otherwise */
 };
 
 struct node_kernel_cand {

@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <sodium.h>
 
 #include <signal.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "conffile.h"
 #include "daemon.h"
 #include "sdnotify.h"
@@ -51,6 +53,39 @@ static int kernel_setup(const struct node_options *o, char *line, size_t len,
         return 0;
 }
 
+/* Is --check-config on the command line? Then every problem, a bad
+ * config line included, exits 1 (as `nginx -t`), not 2. */
+static int wants_check(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], "--check-config") == 0)
+                        return 1;
+        return 0;
+}
+
+/* --check-config: the report on stdout and exit 0, or one line on stderr
+ * and exit 1 (node/check.h). */
+static int check_config(const struct node_options *o)
+{
+        static char report[8192];
+        char err[1024] = "";
+        int rc;
+
+        if (sodium_init() < 0 || nn_lib_init() != 0) {
+                fprintf(stderr, "gossipnode: cannot initialise libraries\n");
+                return 1;
+        }
+        rc = node_check_config(o, report, sizeof(report), err, sizeof(err));
+        nn_lib_finalize();
+        fputs(report, stdout);
+        if (rc) {
+                fflush(stdout);
+                fprintf(stderr, "gossipnode: %s\n", err);
+                return 1;
+        }
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         struct node_options o;
@@ -61,7 +96,7 @@ int main(int argc, char **argv)
         rc = node_conf_argv_build(argc, argv, &ca, err, sizeof(err));
         if (rc) {
                 fprintf(stderr, "gossipnode: %s\n", err);
-                return 2;
+                return wants_check(argc, argv) ? 1 : 2;
         }
         /* o's strings point into ca.argv: it lives until we return */
         rc = node_options_parse(ca.argc, ca.argv, &o, err, sizeof(err));
@@ -79,7 +114,11 @@ int main(int argc, char **argv)
         }
         if (rc && rc != NODE_OPT_VERSION) {
                 fprintf(stderr, "gossipnode: %s\n", err);
-                rc = 2;
+                rc = wants_check(argc, argv) ? 1 : 2;
+                goto out;
+        }
+        if (rc == 0 && o.check_config) {
+                rc = check_config(&o);
                 goto out;
         }
         if (sodium_init() < 0) {

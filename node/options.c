@@ -22,6 +22,7 @@ enum {
         OPT_PEERS = 256,
         OPT_KEY,
         OPT_LISTEN,
+        OPT_ADVERTISE,
         OPT_DATA,
         OPT_MODEL,
         OPT_BATCH,
@@ -68,6 +69,7 @@ enum {
         OPT_SHUFFLE,
         OPT_SHUFRES,
         OPT_BLIS,
+        OPT_CHECK,
         OPT_HELP,
         OPT_VERSION,
 };
@@ -76,6 +78,7 @@ static const struct option long_opts[] = {
     {"peers", required_argument, NULL, OPT_PEERS},
     {"key", required_argument, NULL, OPT_KEY},
     {"listen", required_argument, NULL, OPT_LISTEN},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"data", required_argument, NULL, OPT_DATA},
     {"model", required_argument, NULL, OPT_MODEL},
     {"batch", required_argument, NULL, OPT_BATCH},
@@ -122,6 +125,7 @@ static const struct option long_opts[] = {
     {"name", required_argument, NULL, OPT_NAME},
     {"progress-every", required_argument, NULL, OPT_PROGRESS},
     {"blis-arch", required_argument, NULL, OPT_BLIS},
+    {"check-config", no_argument, NULL, OPT_CHECK},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -136,6 +140,9 @@ static const char help_text[] =
     "  --key FILE            this node's Ed25519 key file (mode 0600)\n"
     "  --listen ADDR:PORT    UDP+TCP address to bind (default: this node's\n"
     "                        line in the peers file, found by its key)\n"
+    "  --advertise ADDR:PORT address peers reach this node at, told in\n"
+    "                        membership (default: its peers-file line, else\n"
+    "                        --listen unless that is 0.0.0.0 or [::])\n"
     "  --name NAME           name in logs (default: from the peers file)\n"
     "  --control PATH        control socket for gossipctl (Unix, 0600)\n"
     "  --metrics ADDR:PORT   Prometheus /metrics endpoint\n"
@@ -238,6 +245,11 @@ static const char help_text[] =
     "  --log-level error|warn|info|debug   (default info)\n"
     "  --progress-every MS   progress line period (default 3000)\n"
     "  --event-log FILE      JSON lines for plots (see docs/eventlog.md)\n"
+    "  --check-config        validate the config file and options (peers,\n"
+    "                        key, addresses, data, model), print the\n"
+    "                        settings and 'config OK', exit 0; else one\n"
+    "                        line and exit 1. --key and --checkpoint-dir\n"
+    "                        may be left to the unit.\n"
     "  --help                this text\n"
     "  --version             print the version\n"
     "\n"
@@ -458,6 +470,11 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                         return BAD("ADDR:PORT with a port 1..65535");
                 o->listen = v;
                 break;
+        case OPT_ADVERTISE:
+                if (!valid_hostport(v))
+                        return BAD("ADDR:PORT with a port 1..65535");
+                o->advertise = v;
+                break;
         case OPT_DATA:
                 if (!*v)
                         return BAD("a directory");
@@ -563,6 +580,9 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 break;
         case OPT_FRESH:
                 o->fresh = 1;
+                break;
+        case OPT_CHECK:
+                o->check_config = 1;
                 break;
         case OPT_CONTROL:
                 if (!*v)
@@ -688,10 +708,12 @@ static const char *opt_name(int c)
 /* Cross-option checks, once every option is known. */
 static int check_combination(struct node_options *o, char *err, size_t errlen)
 {
-        if (o->peers_path && !o->key_path)
+        /* --check-config judges a config file without what the unit
+         * adds on its command line (--key, --checkpoint-dir): check.h */
+        if (o->peers_path && !o->key_path && !o->check_config)
                 return gn_fail(err, errlen, -EINVAL,
                                "--peers needs --key FILE");
-        if (o->checkpoint_every && !o->checkpoint_dir)
+        if (o->checkpoint_every && !o->checkpoint_dir && !o->check_config)
                 return gn_fail(err, errlen, -EINVAL,
                                "--checkpoint-every needs --checkpoint-dir DIR");
         if (o->fill_size > o->batch)

@@ -109,8 +109,9 @@ struct node_options {
         /* cluster */
         const char *peers_path; /* NULL: train alone */
         const char *key_path;
-        const char *listen; /* "ADDR:PORT"; NULL: our peers-file line */
-        const char *name;   /* NULL: the peers-file name, else "node" */
+        const char *listen;    /* "ADDR:PORT"; NULL: our peers-file line */
+        const char *advertise; /* told to peers; NULL: node_addr_advertised */
+        const char *name;      /* NULL: the peers-file name, else "node" */
         const char *control_path;
         const char *metrics_addr;
         /* data and model */
@@ -165,6 +166,7 @@ struct node_options {
         int log_level;
         const char *event_log;
         uint32_t progress_ms;
+        int check_config; /* --check-config: validate, report, exit */
 };
 
 /* Fill o with the defaults. */

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "gossip.h"
 #include "keys.h"
 
 /* Longest line we accept: address (<= 63) + key (44) + name (<= 63) and
@@ -172,6 +173,28 @@ int node_addr_format(const struct gossip_addr *a, char *buf, size_t len)
                 return -ENOSPC;
         }
         return n;
+}
+
+int node_addr_advertised(const struct gossip_addr *option,
+                         const struct gossip_addr *peers_line,
+                         const struct gossip_addr *listen,
+                         struct gossip_addr *out)
+{
+        if (option) {
+                if (!gossip_addr_usable(option))
+                        return -EINVAL;
+                *out = *option;
+                return NODE_ADVERTISE_OPTION;
+        }
+        if (peers_line && gossip_addr_usable(peers_line)) {
+                *out = *peers_line;
+                return NODE_ADVERTISE_PEERS;
+        }
+        if (listen && gossip_addr_usable(listen)) {
+                *out = *listen;
+                return NODE_ADVERTISE_LISTEN;
+        }
+        return -EADDRNOTAVAIL;
 }
 
 static int valid_name(const char *s)

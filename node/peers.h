@@ -76,4 +76,24 @@ int node_addr_parse(const char *s, struct gossip_addr *out, int resolve);
  * fit, -EINVAL if the family is neither 4 nor 6. */
 int node_addr_format(const struct gossip_addr *a, char *buf, size_t len);
 
+/* Where the advertised address came from (node_addr_advertised). */
+enum node_advertise_from {
+        NODE_ADVERTISE_OPTION = 0, /* --advertise */
+        NODE_ADVERTISE_PEERS = 1,  /* the node's own peers-file line */
+        NODE_ADVERTISE_LISTEN = 2, /* --listen, not a wildcard */
+};
+
+/* The address a node tells its peers in membership, which they send to:
+ * option (--advertise) if given, else peers_line (the node's own line in
+ * the peers file) if given and usable, else listen if usable. Any of the
+ * three may be NULL. Never a wildcard (gossip_addr_usable): a node bound
+ * to 0.0.0.0 that told 0.0.0.0 would have every peer send to itself.
+ * Returns the source (enum node_advertise_from) with *out set, -EINVAL
+ * if option is given but not usable, or -EADDRNOTAVAIL if no source
+ * gives a usable address. */
+int node_addr_advertised(const struct gossip_addr *option,
+                         const struct gossip_addr *peers_line,
+                         const struct gossip_addr *listen,
+                         struct gossip_addr *out);
+
 #endif

@@ -598,12 +598,18 @@ static const char *human(double v, char *buf, size_t len)
         return buf;
 }
 
-/* The 1-based epoch of the last batch (of the next one before any). */
+/* The 1-based epoch of the last batch: trained in this run, else the
+ * resumed model's (the batcher's position: an epoch just completed is
+ * that epoch, not the next), else the first. */
 static uint32_t display_epoch(struct node_trainer *t)
 {
         if (t->batch_epoch)
                 return t->batch_epoch;
-        return (uint32_t)nn_batcher_epoch(&t->batcher) + 1;
+        if (t->step == 0)
+                return (uint32_t)nn_batcher_epoch(&t->batcher) + 1;
+        if (t->batcher.pos == 0 && t->batcher.epoch > 0)
+                return (uint32_t)t->batcher.epoch; /* index of the next */
+        return (uint32_t)t->batcher.epoch + 1;
 }
 
 static void progress(struct node_trainer *t, struct window *w, double lr)
@@ -657,11 +663,19 @@ static int evaluate(struct node_trainer *t, struct window *ew)
                 return rc;
         t->last_eval_acc = 100.0 * acc;
         t->last_eval_step = t->step;
-        node_log(NODE_LOG_INFO,
-                 "eval epoch %u step %llu train loss %.5f train acc %.2f%% "
-                 "test loss %.5f test acc %.2f%%",
-                 display_epoch(t), (unsigned long long)t->step, train_loss,
-                 train_acc, (double)loss, 100.0 * acc);
+        if (ew->batches)
+                node_log(NODE_LOG_INFO,
+                         "eval epoch %u step %llu train loss %.5f train acc "
+                         "%.2f%% test loss %.5f test acc %.2f%%",
+                         display_epoch(t), (unsigned long long)t->step,
+                         train_loss, train_acc, (double)loss, 100.0 * acc);
+        else /* nothing trained since the last one (a resumed, finished
+              * model): no training figures to tell, not NaN */
+                node_log(NODE_LOG_INFO,
+                         "eval epoch %u step %llu test loss %.5f test acc "
+                         "%.2f%%",
+                         display_epoch(t), (unsigned long long)t->step,
+                         (double)loss, 100.0 * acc);
         node_evlog_eval(t->ev, t->step, display_epoch(t), train_acc,
                         100.0 * acc, loss, t->train_s, t->compute_s,
                         t->st.steps_skipped);

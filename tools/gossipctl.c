@@ -350,6 +350,25 @@ static size_t print_members(const msgpack_object *arr, const regex_t *re,
         return shown;
 }
 
+/* Under the members table: a line when this node's exchange is not
+ * working (members alive but no averaging: the table alone looks fine).
+ * Quiet when the daemon is too old to say or the call fails. */
+static void members_exchange_note(const struct opts *o)
+{
+        struct ctlc_resp r;
+        char ex[160], quiet[600];
+
+        if (call(o, "train", NULL, NULL, &r, quiet, sizeof(quiet)) != 0)
+                return;
+        if (r.ok && r.data && r.data->type == MSGPACK_OBJECT_MAP &&
+            ctlc_str(ctlc_get(r.data, "exchange"), ex, sizeof(ex)) &&
+            strncmp(ex, "degraded", 8) == 0)
+                printf("exchange %s: this node is training mostly alone "
+                       "(gossipctl train)\n",
+                       ex);
+        ctlc_resp_free(&r);
+}
+
 static int cmd_members(const struct opts *o)
 {
         struct ctlc_resp r;
@@ -385,6 +404,8 @@ static int cmd_members(const struct opts *o)
                 rc = shown == 0 && o->status ? EXIT_NOMATCH : EXIT_OK;
         }
         ctlc_resp_free(&r);
+        if (rc == EXIT_OK && !o->json && !o->status)
+                members_exchange_note(o);
 out:
         if (o->status)
                 regfree(&re);

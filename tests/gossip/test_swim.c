@@ -976,6 +976,68 @@ static uint64_t state_req_seq(const uint8_t *buf, size_t len, const uint8_t *sk,
         return m.u.state.req_seq;
 }
 
+/*
+ * A member that tells a wildcard address (issue 30: a node bound to
+ * 0.0.0.0:7955 told 0.0.0.0:7955, and its peers then sent to themselves)
+ * keeps the address we know it by: a JOINs b with a's own entry saying
+ * 0.0.0.0:7000; b still knows a at 127.0.0.1:7000 (its peers file), its
+ * answer goes there, and the refusal is counted. The same with [::].
+ */
+static void test_wildcard_addr_refused(void **state)
+{
+        uint8_t pk[2][GOSSIP_KEY_BYTES], sk[2][GOSSIP_SECRET_BYTES];
+        struct gossip_peer peers[2];
+        struct gossip_config ca = {0}, cb = {0};
+        struct cap xa = {0}, xb = {0};
+        struct gossip_env ea = {cap_send, cap_now, 1, &xa};
+        struct gossip_env eb = {cap_send, cap_now, 2, &xb};
+        struct gossip *a, *b;
+        struct gossip_member_info mi;
+        struct gossip_stats st;
+
+        (void)state;
+        assert_true(sodium_init() >= 0);
+        for (int i = 0; i < 2; i++) {
+                crypto_sign_keypair(pk[i], sk[i]);
+                memset(&peers[i], 0, sizeof(peers[i]));
+                memcpy(peers[i].key, pk[i], GOSSIP_KEY_BYTES);
+                peers[i].addr.family = 4;
+                peers[i].addr.addr[0] = 127;
+                peers[i].addr.addr[3] = 1;
+                peers[i].addr.port = (uint16_t)(7000 + i);
+        }
+        for (int wild = 4; wild <= 6; wild += 2) {
+                memcpy(ca.public_key, pk[0], 32);
+                memcpy(ca.secret_key, sk[0], 64);
+                memset(&ca.addr, 0, sizeof(ca.addr)); /* 0.0.0.0 or :: */
+                ca.addr.family = (uint8_t)wild;
+                ca.addr.port = 7000;
+                ca.incarnation = 1;
+                ca.peers = peers;
+                ca.n_peers = 2;
+                cb = ca;
+                memcpy(cb.public_key, pk[1], 32);
+                memcpy(cb.secret_key, sk[1], 64);
+                cb.addr = peers[1].addr;
+                assert_int_equal(gossip_create(&ca, &ea, &a), 0);
+                assert_int_equal(gossip_create(&cb, &eb, &b), 0);
+                assert_int_equal(gossip_join(a, &peers[1].addr), 0);
+                assert_int_equal(gossip_on_message(b, &peers[0].addr, xa.buf,
+                                                   xa.len, GOSSIP_CH_STREAM),
+                                 0);
+                assert_int_equal(gossip_member_get(b, pk[0], &mi), 0);
+                assert_int_equal(mi.state, GOSSIP_ALIVE);
+                assert_true(addr_eq(&mi.addr, &peers[0].addr));
+                assert_true(addr_eq(&xb.to, &peers[0].addr));
+                gossip_stats_get(b, &st);
+                assert_int_equal(st.addrs_refused, 1);
+                gossip_destroy(a);
+                gossip_destroy(b);
+        }
+        assert_false(gossip_addr_usable(&ca.addr));
+        assert_true(gossip_addr_usable(&peers[0].addr));
+}
+
 static void test_facade_app_and_rejects(void **state)
 {
         uint8_t pk[3][GOSSIP_KEY_BYTES], sk[3][GOSSIP_SECRET_BYTES];
@@ -1164,6 +1226,7 @@ int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_facade_app_and_rejects),
+            cmocka_unit_test(test_wildcard_addr_refused),
             cmocka_unit_test(test_confirmations_count_origins),
             cmocka_unit_test(test_cold_start_64),
             cmocka_unit_test(test_crash_10pct),

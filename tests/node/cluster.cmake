@@ -11,13 +11,17 @@ if(TARGET gossipnode AND TARGET gossip-keygen)
                          TIMEOUT 400 SKIP_RETURN_CODE 77 RUN_SERIAL ON)
   endforeach()
 endif()
-# A finished node stays a member with --after-train serve (needs gossipctl).
+# A finished node stays a member with --after-train serve, also restarted
+# on its finished checkpoint; nodes bound to 0.0.0.0 tell their
+# peers-file address, not the wildcard (need gossipctl).
 if(TARGET gossipnode AND TARGET gossip-keygen AND TARGET gossipctl)
-  add_test(NAME test_cluster_serve
-           COMMAND /usr/bin/python3
-                   ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py
-                   $<TARGET_FILE:gossipnode> $<TARGET_FILE:gossip-keygen>
-                   serve $<TARGET_FILE:gossipctl>)
-  set_tests_properties(test_cluster_serve PROPERTIES LABELS slow
-                       TIMEOUT 400 SKIP_RETURN_CODE 77 RUN_SERIAL ON)
+  foreach(s serve wildcard finished)
+    add_test(NAME test_cluster_${s}
+             COMMAND /usr/bin/python3
+                     ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py
+                     $<TARGET_FILE:gossipnode> $<TARGET_FILE:gossip-keygen>
+                     ${s} $<TARGET_FILE:gossipctl>)
+    set_tests_properties(test_cluster_${s} PROPERTIES LABELS slow
+                         TIMEOUT 400 SKIP_RETURN_CODE 77 RUN_SERIAL ON)
+  endforeach()
 endif()

@@ -50,6 +50,7 @@ expect 2 '--codec' --codec topk:0
 expect 2 '--codec' --codec bf16
 expect 2 '--listen' --listen 127.0.0.1
 expect 2 '--listen' --listen 127.0.0.1:99999
+expect 2 '--advertise' --advertise 10.0.0.1
 expect 2 '--log-level' --log-level verbose
 expect 2 '--name' --name 'two words'
 expect 2 '--threads' --threads 0
@@ -94,6 +95,14 @@ if [ -x "$keygen" ]; then
         # missing key
         expect 1 "$tmp/nokey" --peers "$tmp/peers" --key "$tmp/nokey" \
                 --steps 1
+        # a wildcard --listen and nothing else to tell peers (issue 30):
+        # refused at start, naming the fix; a wildcard --advertise too
+        cp "$tmp/k1.pub" "$tmp/peers1"
+        expect 1 "--advertise ADDR:PORT" --peers "$tmp/peers1" \
+                --key "$tmp/k0" --listen 0.0.0.0:7955 --steps 1
+        expect 1 "--advertise: '0.0.0.0:7955' is a wildcard" \
+                --peers "$tmp/peers" --key "$tmp/k0" \
+                --advertise 0.0.0.0:7955 --steps 1
         # port in use: a UDP socket holds it
         port=$(/usr/bin/python3 -c '
 import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -113,6 +122,58 @@ time.sleep(60)' "$port" &
         wait "$holder" 2>/dev/null
 else
         echo "note: $keygen not built: key/peers cases skipped"
+fi
+
+# --check-config (issue 30 #3): the operations guide's step-4 config,
+# without what the unit adds (--key, --checkpoint-dir), is judged OK and
+# its settings printed; each kind of bad setting exits 1 with one line.
+# check STATUS PATTERN ARGS...: status, and PATTERN (grep -E) in stdout
+# for 0 or in the one stderr line for 1.
+check() {
+        local want=$1 pat=$2 rc lines where
+        shift 2
+        "$bin" --check-config "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+        rc=$?
+        lines=$(wc -l <"$tmp/err")
+        where="$tmp/out"
+        [ "$want" -ne 0 ] && where="$tmp/err"
+        if [ "$rc" -ne "$want" ] || ! grep -Eq -- "$pat" "$where" ||
+                { [ "$want" -ne 0 ] && [ "$lines" -ne 1 ]; } ||
+                { [ "$want" -eq 0 ] && [ -s "$tmp/err" ]; }; then
+                echo "FAIL: gossipnode --check-config $* -> status $rc" \
+                        "(want $want, '$pat'):"
+                sed 's/^/    /' "$tmp/out" "$tmp/err"
+                fails=$((fails + 1))
+        else
+                echo "ok: --check-config $* -> $rc: $(tail -1 "$where")"
+        fi
+}
+if [ -x "$keygen" ]; then
+        "$keygen" --out "$tmp/g0" --addr 10.0.0.11:7955 --name pi-kitchen \
+                >/dev/null 2>&1
+        cat "$tmp/g0.pub" "$tmp/k1.pub" >"$tmp/gpeers"
+        cat >"$tmp/g.conf" <<EOF
+peers = $tmp/gpeers
+listen = 0.0.0.0:7955
+shard = 0/3            # 1/3 on pi-garage, 2/3 on pi-attic
+epochs = 20
+checkpoint-every = 1000
+metrics = 127.0.0.1:7956
+event-log = $tmp/nostate/events.jsonl
+EOF
+        check 0 '^config +OK$' --config "$tmp/g.conf"
+        check 0 '^model +784-512-10: 407050 parameters' --config "$tmp/g.conf"
+        check 0 '^advertise +10\.0\.0\.11:7955 \(its peers-file line\)' \
+                --config "$tmp/g.conf" --key "$tmp/g0"
+        check 1 '--batch' --config "$tmp/g.conf" --batch x
+        cp "$tmp/g.conf" "$tmp/bad.conf" && echo 'lr = fast' >>"$tmp/bad.conf"
+        check 1 'bad\.conf:8: --lr' --config "$tmp/bad.conf"
+        check 1 "badpeers:1" --config "$tmp/g.conf" --peers "$tmp/badpeers"
+        check 1 "nodata" --config "$tmp/g.conf" --data "$tmp/nodata"
+        check 1 "--model" --config "$tmp/g.conf" --model 784-banana-10
+        check 1 "--advertise ADDR:PORT" --config "$tmp/g.conf" --key "$tmp/k0"
+        check 1 "--metrics: 'nohost.invalid:1'" --config "$tmp/g.conf" \
+                --metrics nohost.invalid:1
 fi
 
 # corrupt checkpoint: refused with the loader's message, never ignored

@@ -34,6 +34,19 @@ Fashion-MNIST shard per node). Scenarios:
          `gossipctl train`; n2 starts late, takes the model of the last
          step from one of them and evaluates near their final accuracy;
          all exit 0 (n0, n1 on SIGTERM). Needs GOSSIPCTL.
+  wildcard three nodes bound to 0.0.0.0:PORT (--listen, as the guide's
+         config), peers file with 127.0.0.1 lines: each lists the others
+         at their 127.0.0.1 address in `gossipctl members` (never
+         0.0.0.0: issue 30), no frame is refused as unknown_key or
+         auth_failed, and each averaged parameters from its partners.
+         Needs GOSSIPCTL.
+  finished n0 and n1 train one epoch with checkpoints and --after-train
+         serve; n0 is stopped (SIGTERM while serving is logged as such, not
+         "stopping after this step") and restarted on its finished
+         checkpoint, twice: it logs no NaN, the same epoch each time,
+         `gossipctl train` shows its real step and epoch, and n1's
+         `gossipctl members` shows n0 at that step, not 0 (issue 30 #8).
+         Needs GOSSIPCTL.
 
 Python 3 standard library only. Exit 0 pass, 1 fail, 77 skip (no data).
 Every node's log is printed on failure. GN_SEED sets the run's --seed.
@@ -101,9 +114,11 @@ class Cluster:
         self.keygen = keygen
         self.procs = {}
         lines = []
+        self.ports = []
         for i in range(n):
             key = os.path.join(tmp, "k%d" % i)
             port = free_port()
+            self.ports.append(port)
             subprocess.run([keygen, "--out", key, "--addr",
                             "127.0.0.1:%d" % port, "--name", "n%d" % i],
                            check=True, stdout=subprocess.DEVNULL,
@@ -545,13 +560,89 @@ def scenario_serve(c):
         c.member_state(0, "n1", "left"), "no leave seen after SIGTERM"
 
 
+def scenario_wildcard(c):
+    steps = 300
+    run = ["--steps", str(steps), "--eval-every", "100",
+           "--after-train", "serve"]
+    for i in range(3):
+        c.start(i, run + ["--listen", "0.0.0.0:%d" % c.ports[i],
+                          "--control", c.sock(i)])
+    c.wait_for("all three finish training",
+               lambda: all(c.events(i, "stop") for i in range(3)), 240)
+    want = {"n%d" % i: "127.0.0.1:%d" % c.ports[i] for i in range(3)}
+    for i in range(3):
+        members = ctl_json(c, i, "members")
+        addrs = {m["name"]: m["addr"] for m in members}
+        states = {m["name"]: m["state"] for m in members}
+        print("n%d sees %s" % (i, addrs))
+        assert addrs == want, "n%d lists %s, want %s" % (i, addrs, want)
+        assert all(s == "alive" for s in states.values()), states
+        node = ctl_json(c, i, "stats")["node"]
+        for bad in ("unknown_key", "auth_failed", "addrs_refused"):
+            assert node.get(bad, 0) == 0, "n%d: %s %s" % (i, bad, node)
+    for i in range(3):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+    for i in range(3):
+        log = open(c.log_path(i)).read()
+        m = re.search(r"averaged (\d+) \(", log)
+        assert m, "n%d logged no exchange summary" % i
+        print("n%d averaged %s parameter slices" % (i, m.group(1)))
+        assert int(m.group(1)) > 0, "n%d never averaged" % i
+        told = "listening on 0.0.0.0:%d; peers are told 127.0.0.1:%d" % (
+            c.ports[i], c.ports[i])
+        assert told in log, "n%d did not log '%s'" % (i, told)
+
+
+def scenario_finished(c):
+    # 30000 samples per shard at batch 1000: 30 steps, one epoch
+    steps, ck = 30, [os.path.join(c.tmp, "ck%d" % i) for i in range(2)]
+
+    def run(i):
+        return ["--epochs", "1", "--batch", "1000", "--eval-every", "10",
+                "--after-train", "serve", "--checkpoint-dir", ck[i],
+                "--control", c.sock(i)]
+    for i in range(2):
+        c.start(i, run(i))
+    c.wait_for("n0 and n1 finish training",
+               lambda: c.events(0, "stop") and c.events(1, "stop"), 180)
+    first = ctl_json(c, 0, "train")
+    assert first["step"] == steps, first
+    print("n0 finished: step %d, epoch %d" % (first["step"], first["epoch"]))
+    for restart in range(2):
+        mark = len(open(c.log_path(0)).read())
+        assert c.stop(0) == 0, "n0 did not exit 0 on SIGTERM"
+        log = open(c.log_path(0)).read()[mark:]
+        assert "SIGTERM: stopping after this step" not in log, log
+        assert "SIGTERM: stopping (training was over" in log, log
+        mark = len(open(c.log_path(0)).read())
+        c.start(0, run(0))
+        c.wait_for("n0 serving again",
+                   lambda: "serving the model until SIGTERM"
+                   in open(c.log_path(0)).read()[mark:], 60)
+        tr = ctl_json(c, 0, "train")
+        print("n0 restarted: step %d, epoch %d" % (tr["step"], tr["epoch"]))
+        assert tr["step"] == steps and tr["epoch"] == first["epoch"], \
+            (tr, first)
+        log = open(c.log_path(0)).read()[mark:]
+        assert "nan" not in log, log
+        evals = [l for l in log.splitlines() if " eval epoch " in l]
+        assert evals and all(" eval epoch %d step %d " % (
+            first["epoch"], steps) in l for l in evals), evals
+        c.wait_for("n1 lists n0 at step %d" % steps,
+                   lambda: {m["name"]: m["step"] for m in
+                            ctl_json(c, 1, "members")}.get("n0") == steps,
+                   20)
+    for i in range(2):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+
+
 def main():
     if len(sys.argv) not in (4, 5):
         print(__doc__)
         return 2
     binary, keygen, scenario = sys.argv[1:4]
     gossipctl = sys.argv[4] if len(sys.argv) == 5 else None
-    if scenario == "serve" and not gossipctl:
+    if scenario in ("serve", "wildcard", "finished") and not gossipctl:
         print(__doc__)
         return 2
     if not os.path.isdir(DATA):
@@ -563,7 +654,7 @@ def main():
     seed = int(os.environ.get("GN_SEED", "1"))
     print("# GN_SEED=%d" % seed)
     n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
-         "shuffle": 3, "serve": 3}[scenario]
+         "shuffle": 3, "serve": 3, "wildcard": 3, "finished": 2}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     c.gossipctl = gossipctl
@@ -575,7 +666,9 @@ def main():
         {"three": scenario_three, "churn": scenario_churn,
          "join": scenario_join, "hup": scenario_hup,
          "stop": scenario_stop, "shuffle": scenario_shuffle,
-         "serve": scenario_serve}[scenario](c)
+         "serve": scenario_serve,
+         "wildcard": scenario_wildcard,
+         "finished": scenario_finished}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)

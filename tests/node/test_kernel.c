@@ -201,6 +201,57 @@ static void test_overrides(void **state)
         assert_null(getenv("BLIS_ARCH_TYPE"));
 }
 
+/* A slow CPU (issue 30: qemu-user, a Pi held to 5% of a core): each
+ * child first sleeps 600 ms, past the first wait (0.5 s + 6 budgets of
+ * 5 ms); the parent waits 8x longer and the probe still chooses a set
+ * instead of ending with "no kernel set ran". */
+static void test_probe_slow_cpu(void **state)
+{
+        struct node_kernel k;
+        struct node_kernel_req r = req("probe");
+        char err[256];
+        int ran = 0;
+
+        (void)state;
+        unsetenv("BLIS_ARCH_TYPE");
+        r.cache_path = "";
+        r.budget_ms = 10;
+        r.child_delay_ms = 600;
+        assert_int_equal(node_kernel_choose(&r, &k, err, sizeof(err)), 0);
+        printf("slow CPU: %s, %d candidates, %.2f s, note '%s'\n", k.how,
+               k.ncand, k.probe_s, k.cache_note);
+        assert_string_equal(k.how, "probed");
+        for (int i = 0; i < k.ncand; i++)
+                ran += k.cand[i].ms > 0;
+        assert_int_equal(ran, k.ncand);
+        assert_true(k.probe_s >= 0.6 * k.ncand);
+        unsetenv("BLIS_ARCH_TYPE");
+}
+
+/* No candidate can finish within the probe's cap: BLIS's own choice, said
+ * in the note, never an error and never no kernel set. */
+static void test_probe_fallback(void **state)
+{
+        struct node_kernel k;
+        struct node_kernel_req r = req("probe");
+        char err[256], line[512];
+
+        (void)state;
+        unsetenv("BLIS_ARCH_TYPE");
+        r.cache_path = "";
+        r.probe_max_ms = 50;
+        r.child_delay_ms = 200;
+        assert_int_equal(node_kernel_choose(&r, &k, err, sizeof(err)), 0);
+        assert_string_equal(k.how, "blis");
+        assert_string_equal(k.arch, "");
+        assert_null(getenv("BLIS_ARCH_TYPE"));
+        assert_non_null(strstr(k.cache_note, "BLIS's own choice"));
+        assert_true(k.probe_s < 1.0); /* the cap holds */
+        node_kernel_describe(&k, line, sizeof(line));
+        printf("fallback: %s\n", line);
+        assert_non_null(strstr(line, "kernels BLIS's own choice (blis"));
+}
+
 /* Last: BLIS initialises here, once, and must take the chosen set. */
 static void test_blis_runs_the_choice(void **state)
 {
@@ -267,6 +318,8 @@ int main(void)
             cmocka_unit_test(test_probe_caches_and_reuses),
             cmocka_unit_test(test_foreign_lines_ignored),
             cmocka_unit_test(test_overrides),
+            cmocka_unit_test(test_probe_slow_cpu),
+            cmocka_unit_test(test_probe_fallback),
             cmocka_unit_test(test_blis_runs_the_choice),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

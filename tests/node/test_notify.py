@@ -16,7 +16,10 @@ node stays up, says "STATUS=training finished, serving", keeps pinging
 the watchdog (gaps < 1.5 s, at least 3 pings over 2.5 s of serving), and
 on SIGTERM sends STOPPING=1 and exits 0; restarted on its checkpoint at
 the stop criterion it takes no step and still says READY=1 with
-STATUS=serving. Skips (77) without Fashion-MNIST.
+STATUS=serving. A fourth run in a cluster whose only peer is not up
+says so on its status line ("; alone: no peer alive": issue 30, a node
+whose exchange does not work must say it where the operator looks).
+Skips (77) without Fashion-MNIST.
 """
 import os
 import re
@@ -93,6 +96,47 @@ def serve_resumed(binary, srv, env, ckdir):
     assert rc == 0, rc
 
 
+def alone_status(binary, srv, env, tmp):
+    """A cluster node whose peer never answers trains, and its STATUS=
+    line says it is alone."""
+    keygen = os.path.join(os.path.dirname(binary), "..", "tools",
+                          "gossip-keygen")
+    lines = []
+    for i in range(2):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        key = os.path.join(tmp, "k%d" % i)
+        subprocess.run([keygen, "--out", key, "--addr",
+                        "127.0.0.1:%d" % port, "--name", "a%d" % i],
+                       check=True, capture_output=True)
+        lines.append(open(key + ".pub").read())
+    peers = os.path.join(tmp, "peers")
+    with open(peers, "w") as f:
+        f.write("".join(lines))
+    p = subprocess.Popen([binary, "--no-config", "--steps", "100000",
+                          "--threads", "1", "--peers", peers, "--key",
+                          os.path.join(tmp, "k0")],
+                         stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=env)
+    said, end = None, time.monotonic() + 60
+    while time.monotonic() < end and p.poll() is None and said is None:
+        try:
+            t = srv.recv(4096).decode()
+        except socket.timeout:
+            continue
+        if t.startswith("STATUS=training step"):
+            said = t
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(30)
+    print("alone in a cluster: %r" % said)
+    assert said and "; alone: no peer alive" in said, said
+    assert rc == 0, rc
+    for f in ("k0", "k0.pub", "k1", "k1.pub", "peers"):
+        os.unlink(os.path.join(tmp, f))
+
+
 def main():
     binary = sys.argv[1]
     if not os.path.isdir(DATA):
@@ -161,6 +205,7 @@ def main():
     ckdir = os.path.join(tmp, "ck")
     serve_run(binary, srv, env, ckdir)
     serve_resumed(binary, srv, env, ckdir)
+    alone_status(binary, srv, env, tmp)
     os.unlink(os.path.join(ckdir, "model.ckpt"))
     os.rmdir(ckdir)
     for f in ("notify", "stderr", "g.conf"):

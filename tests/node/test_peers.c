@@ -21,6 +21,7 @@
 
 #include "gn_rng.h"
 #include "test_seed.h"
+#include "gossip.h"
 #include "keys.h"
 #include "peers.h"
 
@@ -295,6 +296,52 @@ static void test_addr_helpers(void **state)
         assert_int_equal(node_addr_parse("1.2.3.4", &a, 0), -EINVAL);
 }
 
+/* The advertised address (issue 30): --advertise, else the node's own
+ * peers-file line, else --listen; never a wildcard. A node bound to
+ * 0.0.0.0 that told 0.0.0.0 had every peer send to itself. */
+static void test_advertised(void **state)
+{
+        struct gossip_addr any4, any6, line, lis, opt, out;
+        char buf[64];
+
+        (void)state;
+        assert_int_equal(node_addr_parse("0.0.0.0:7955", &any4, 0), 0);
+        assert_int_equal(node_addr_parse("[::]:7955", &any6, 0), 0);
+        assert_int_equal(node_addr_parse("10.0.0.11:7955", &line, 0), 0);
+        assert_int_equal(node_addr_parse("127.0.0.1:7001", &lis, 0), 0);
+        assert_int_equal(node_addr_parse("192.0.2.7:9000", &opt, 0), 0);
+        assert_false(gossip_addr_usable(&any4));
+        assert_false(gossip_addr_usable(&any6));
+        assert_true(gossip_addr_usable(&line));
+        /* the guide's case: listen = 0.0.0.0:7955, the peers line wins */
+        assert_int_equal(node_addr_advertised(NULL, &line, &any4, &out),
+                         NODE_ADVERTISE_PEERS);
+        node_addr_format(&out, buf, sizeof(buf));
+        assert_string_equal(buf, "10.0.0.11:7955");
+        /* the option wins over both */
+        assert_int_equal(node_addr_advertised(&opt, &line, &lis, &out),
+                         NODE_ADVERTISE_OPTION);
+        node_addr_format(&out, buf, sizeof(buf));
+        assert_string_equal(buf, "192.0.2.7:9000");
+        /* no line: a concrete --listen is told as before */
+        assert_int_equal(node_addr_advertised(NULL, NULL, &lis, &out),
+                         NODE_ADVERTISE_LISTEN);
+        node_addr_format(&out, buf, sizeof(buf));
+        assert_string_equal(buf, "127.0.0.1:7001");
+        /* a wildcard line is no better than none */
+        assert_int_equal(node_addr_advertised(NULL, &any6, &lis, &out),
+                         NODE_ADVERTISE_LISTEN);
+        /* nothing usable, or a wildcard asked for: refused */
+        assert_int_equal(node_addr_advertised(NULL, NULL, &any4, &out),
+                         -EADDRNOTAVAIL);
+        assert_int_equal(node_addr_advertised(NULL, &any4, &any6, &out),
+                         -EADDRNOTAVAIL);
+        assert_int_equal(node_addr_advertised(&any4, &line, &lis, &out),
+                         -EINVAL);
+        line.port = 0;
+        assert_false(gossip_addr_usable(&line));
+}
+
 /* Random bytes and random mutations of a good file: the parser returns 0
  * with a consistent list, or -EINVAL with "peers.txt:<line>: " - never a
  * crash (ASan runs this too). */
@@ -352,6 +399,7 @@ int main(void)
             cmocka_unit_test(test_limits),
             cmocka_unit_test(test_load_file),
             cmocka_unit_test(test_addr_helpers),
+            cmocka_unit_test(test_advertised),
             cmocka_unit_test(test_garbage),
         };
 
