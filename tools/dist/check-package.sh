@@ -12,7 +12,8 @@
 # and signals the main process, the unit does not claim to wait for clock
 # sync, the example nftables ruleset loads (in a network namespace of its
 # own), a 40-step run trains from the installed config, unit and data
-# paths, and purge removes the links `systemctl enable` made.
+# paths, a removed and reinstalled unit is neither masked nor disabled,
+# and purge removes the links `systemctl enable` made.
 # Needs: root, apt, systemd (systemctl, systemd-analyze), binutils,
 # util-linux (unshare, setpriv), man-db; installs nftables if missing.
 set -euo pipefail
@@ -153,10 +154,17 @@ rm -rf "$tmp"
 # systemd), then purged: the links must go, or a reinstall starts enabled.
 systemctl enable gossipnode.service 2>/dev/null || fail "systemctl enable"
 [ -L "$wants" ] || fail "systemctl enable made no $wants"
+# Removed (not purged) and installed again: the mask the removal set is
+# lifted and the operator's enablement kept, as for any Debian unit.
+mask=/etc/systemd/system/gossipnode.service
+dpkg --remove gossipnode >/dev/null
+dpkg --install "$deb" >/dev/null
+[ ! -L "$mask" ] || fail "reinstalled after remove, the unit is masked"
+[ -L "$wants" ] || fail "reinstalled after remove, the unit is not enabled"
 dpkg --purge gossipnode >/dev/null
 [ ! -e /etc/gossipnode/gossipnode.conf ] || fail "purge left the config"
 [ ! -L "$wants" ] || { rm -f "$wants"; fail "purge left $wants"; }
-[ ! -L /etc/systemd/system/gossipnode.service ] || fail "purge left a mask"
+[ ! -L "$mask" ] || fail "purge left a mask"
 trap - EXIT
 [ $failed -eq 0 ] || exit 1
 echo "check-package: $(basename "$deb"): all checks passed"
