@@ -1,13 +1,16 @@
 # Install rules and the Debian package (CPack).
 #
 # What goes where (GNUInstallDirs; the package uses prefix /usr):
-#   bin/        gossipnode gossipctl gossip-keygen gossip-plot
-#   share/man/  gossipnode(1) gossipctl(1) gossip-keygen(1) gossipnode-peers(5)
-#               (docs/man/)
+#   bin/        gossipnode gossipctl gossip-keygen gossip-import gossip-model
+#               gossip-plot (stripped under --strip and in the package,
+#               with the toolchain's strip when cross-building)
+#   share/man/  gossipnode(1) gossipctl(1) gossip-keygen(1) gossip-import(1)
+#               gossip-model(1) gossipnode-peers(5) (docs/man/), gzip -9n
 #   lib/systemd/system/gossipnode.service, lib/sysusers.d/gossipnode.conf,
 #   share/bash-completion/completions/, /etc/gossipnode/gossipnode.conf
 #               (tools/dist/)
-#   share/doc/gossipnode/  the user-facing docs
+#   share/doc/gossipnode/  the user-facing docs, copyright (machine-readable)
+#               and changelog.gz (tools/dist/debian/), examples/nftables.conf
 # The binaries carry INSTALL_RPATH = the pinned BLIS build's directory
 # (set in the top CMakeLists.txt), so an installed gossipnode loads the same
 # libblis.so.4 as the build tree did.
@@ -19,23 +22,57 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr) # the .deb's prefix
 set(GN_UNITDIR lib/systemd/system CACHE STRING "systemd unit directory")
 set(GN_SYSUSERSDIR lib/sysusers.d CACHE STRING "sysusers.d directory")
 
+set(GN_PROGRAMS gossipnode gossipctl gossip-keygen gossip-import gossip-model)
 if(GN_EMULATED) # the names are wrappers (cmake/Emulator.cmake)
-  foreach(t gossipnode gossipctl gossip-keygen)
+  foreach(t ${GN_PROGRAMS})
     install(PROGRAMS $<TARGET_FILE:${t}>.${CMAKE_SYSTEM_PROCESSOR}
             DESTINATION ${CMAKE_INSTALL_BINDIR} RENAME ${t})
+    # A file install is not stripped by --strip (CPACK_STRIP_FILES), only
+    # install(TARGETS) is: strip it the same way, with CMAKE_STRIP, which
+    # CMake takes from the cross compiler's prefix (aarch64-linux-gnu-strip).
+    install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+  execute_process(COMMAND \"${CMAKE_STRIP}\"
+    \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/${t}\"
+    RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR \"${CMAKE_STRIP} ${t} failed: \${rc}\")
+  endif()
+endif()")
   endforeach()
 else()
-  install(TARGETS gossipnode gossipctl gossip-keygen
-          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS ${GN_PROGRAMS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/gossip-plot
         DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES ${PROJECT_SOURCE_DIR}/docs/man/gossipnode.1
-              ${PROJECT_SOURCE_DIR}/docs/man/gossipctl.1
-              ${PROJECT_SOURCE_DIR}/docs/man/gossip-keygen.1
-        DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/man/gossipnode-peers.5
-        DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
+# Man pages and the changelog as Debian policy wants them: gzip -9n (no
+# name or time stamp in the header, so the same source gives the same bytes).
+find_program(GN_GZIP gzip REQUIRED)
+set(GN_GZ_DIR ${CMAKE_BINARY_DIR}/gz)
+file(MAKE_DIRECTORY ${GN_GZ_DIR})
+set(GN_GZ_FILES)
+function(gn_gzip src name) # -> ${GN_GZ_DIR}/${name}.gz
+  set(out ${GN_GZ_DIR}/${name}.gz)
+  add_custom_command(OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -E copy ${src} ${GN_GZ_DIR}/${name}
+    COMMAND ${GN_GZIP} -9nf ${GN_GZ_DIR}/${name}
+    DEPENDS ${src} VERBATIM)
+  set(GN_GZ_FILES ${GN_GZ_FILES} ${out} PARENT_SCOPE)
+endfunction()
+foreach(m gossipnode.1 gossipctl.1 gossip-keygen.1 gossip-import.1
+          gossip-model.1 gossipnode-peers.5)
+  gn_gzip(${PROJECT_SOURCE_DIR}/docs/man/${m} ${m})
+  string(REGEX REPLACE ".*\\.([0-9])$" "man\\1" section ${m})
+  install(FILES ${GN_GZ_DIR}/${m}.gz
+          DESTINATION ${CMAKE_INSTALL_MANDIR}/${section})
+endforeach()
+# A native package (no Debian revision): its one changelog, in Debian's
+# format, is changelog.gz (policy 12.7).
+gn_gzip(${GN_DIST}/debian/changelog changelog)
+add_custom_target(gn_gz ALL DEPENDS ${GN_GZ_FILES})
+install(FILES ${GN_GZ_DIR}/changelog.gz ${GN_DIST}/debian/copyright
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${GN_DIST}/nftables.conf
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES ${GN_DIST}/gossipnode.service DESTINATION ${GN_UNITDIR})
 install(FILES ${GN_DIST}/sysusers.conf DESTINATION ${GN_SYSUSERSDIR}
         RENAME gossipnode.conf)
@@ -89,7 +126,7 @@ set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${GN_DEB_ARCH})
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libc6 (>= 2.34), libuv1 (>= 1.44), libsodium23 (>= 1.0.18), \
-libmsgpackc2 (>= 4.0), zlib1g, ${GN_DEB_BLIS}")
+libmsgpackc2 (>= 4.0), zlib1g, libpng16-16 (>= 1.6), ${GN_DEB_BLIS}")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "dataset-fashion-mnist, systemd")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3, gnuplot-nox")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA

@@ -3,6 +3,7 @@
  * reads, so a node can train on its own data (--data DIR).
  *
  *   gossip-import --out DIR --train SRC [--test SRC]
+ *   gossip-import --version
  *
  * SRC is either a directory with one sub-directory per class (the
  * sub-directories sorted by name are labels 0, 1, ...; each holds .png
@@ -577,6 +578,7 @@ static int usage(void)
 {
         fprintf(stderr, "usage: gossip-import --out DIR --train SRC [--test "
                         "SRC] [--shape RxC]\n"
+                        "       gossip-import --version\n"
                         "  SRC: a directory with one sub-directory of .png/"
                         ".pgm images per class,\n"
                         "       or a .csv file of lines label,p1,...,pN\n");
@@ -607,6 +609,10 @@ int main(int argc, char **argv)
         unsigned rows = 0, cols = 0;
         int rc = 1;
 
+        if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+                printf("gossip-import %s\n", GN_VERSION);
+                return 0;
+        }
         for (int i = 1; i + 1 < argc; i += 2) {
                 if (strcmp(argv[i], "--out") == 0)
                         out = argv[i + 1];

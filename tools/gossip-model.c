@@ -14,6 +14,7 @@
  *       defaulting to the Fashion-MNIST gossipnode uses), prints the
  *       accuracy and loss exactly as the node's evaluation computes them,
  *       and the confusion matrix; --predictions writes one label a line.
+ *   gossip-model --version
  *
  * The checkpoint is verified (digest, spec, counts) by nn/checkpoint.c
  * before any value is used. Exit status: 0 done, 1 a file or data error
@@ -38,7 +39,8 @@ static int usage(void)
                 "       gossip-model infer CKPT [--data DIR | --images F "
                 "--labels F]\n"
                 "                          [--predictions FILE] [--threads "
-                "N]\n");
+                "N]\n"
+                "       gossip-model --version\n");
         return 2;
 }
 
@@ -314,6 +316,10 @@ int main(int argc, char **argv)
 {
         int rc;
 
+        if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+                printf("gossip-model %s\n", GN_VERSION);
+                return 0;
+        }
         if (argc < 3)
                 return usage();
         if (nn_lib_init()) {

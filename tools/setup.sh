@@ -8,6 +8,10 @@
 #            ctest under qemu-aarch64 (all but the training runs and
 #            test_linklab: see below), and its .deb
 #   build    just install + build
+#   package [amd64|arm64]
+#            install + build + the .deb (default: this machine's
+#            architecture; arm64 on an amd64 host is cross-built, with
+#            Debian's arm64 multiarch packages), its path printed last
 #   bench    install + build, plus PyTorch (the benchmarks' peer, not
 #            needed by the tests): tests/bench/run_*_bench.sh
 # Environment: GN_NODES (cluster size, default 4), GN_BUILD_DIR (default build).
@@ -70,25 +74,48 @@ arm64_setup() {
         install_missing "${cross_pkgs[@]}"
 }
 
-# The .deb from build dir $1: built, and (native only) installed, checked,
-# purged by tools/dist/check-package.sh.
+# The .deb from build dir $1, made by cpack; prints its path.
+package_build() {
+        local dir=$1
+        (cd "$dir" && cpack -G DEB >/dev/null)
+        ls "$dir"/gossipnode_*.deb
+}
+
+# The arm64 .deb $1, unpacked: an arm64 package of stripped aarch64
+# binaries (the cross strip ran: no .symtab left).
+arm64_deb_check() {
+        local deb=$1 x f sections
+        dpkg-deb -f "$deb" Architecture | grep -qx arm64
+        # unpacked first: a pipe closed early by od would kill
+        # dpkg-deb with SIGPIPE and fail the step under pipefail
+        x=$(mktemp -d)
+        dpkg-deb -x "$deb" "$x"
+        od -An -tx1 -j18 -N2 "$x/usr/bin/gossipnode" |
+                grep -q 'b7 00' # EM_AARCH64
+        for f in "$x"/usr/bin/*; do
+                [ "$(head -c4 "$f" | od -An -tx1)" = " 7f 45 4c 46" ] ||
+                        continue # a script
+                sections=$(readelf -S "$f") # not piped into grep -q: SIGPIPE
+                if grep -q '\.symtab' <<<"$sections"; then
+                        echo "setup: $deb: ${f#"$x"} is not stripped" >&2
+                        rm -rf "$x"
+                        return 1
+                fi
+        done
+        rm -rf "$x"
+        echo "setup: $deb is an arm64 package of stripped aarch64 binaries"
+}
+
+# The .deb from build dir $1: built, and (native) installed, checked,
+# purged by tools/dist/check-package.sh, or (arm64) checked unpacked.
 package_check() {
         local dir=$1 deb
-        (cd "$dir" && cpack -G DEB >/dev/null)
-        deb=$(ls "$dir"/gossipnode_*.deb)
+        deb=$(package_build "$dir")
         ls -l "$deb"
         if [ "$dir" = "$build" ]; then
                 bash tools/dist/check-package.sh "$deb"
         else
-                dpkg-deb -f "$deb" Architecture | grep -qx arm64
-                # unpacked first: a pipe closed early by od would kill
-                # dpkg-deb with SIGPIPE and fail the step under pipefail
-                x=$(mktemp -d)
-                dpkg-deb -x "$deb" "$x"
-                od -An -tx1 -j18 -N2 "$x/usr/bin/gossipnode" |
-                        grep -q 'b7 00' # EM_AARCH64
-                rm -rf "$x"
-                echo "setup: $deb is an arm64 package of aarch64 binaries"
+                arm64_deb_check "$deb"
         fi
 }
 
@@ -149,6 +176,30 @@ test)
         echo "setup: aarch64 ctest under qemu took ${SECONDS}s"
         package_check "$build-arm64"
         ;;
+package)
+        # What docs/operations.md step 1 runs: the .deb for a board, not
+        # installed here. The arm64 one also gets the unpacked checks.
+        native=$(dpkg --print-architecture)
+        arch=${2:-$native}
+        install_missing
+        if [ "$arch" = "$native" ]; then
+                dir=$build
+                do_build "$dir"
+                deb=$(package_build "$dir")
+        elif [ "$arch" = arm64 ] && [ "$native" = amd64 ]; then
+                arm64_setup
+                dir=$build-arm64
+                do_build "$dir" \
+                        -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake
+                deb=$(package_build "$dir")
+                arm64_deb_check "$deb"
+        else
+                echo "setup: package: $arch on $native: not supported" \
+                     "(this machine's architecture, or arm64 on amd64)" >&2
+                exit 2
+        fi
+        readlink -f "$deb" # the last line: the path alone
+        ;;
 bench)
         install_missing "${bench_pkgs[@]}"
         do_build "$build"
@@ -164,7 +215,7 @@ cluster)
                 --build "$build" "${args[@]}"
         ;;
 *)
-        echo "usage: $0 {cluster|test|build|bench}" >&2
+        echo "usage: $0 {cluster|test|build|package [amd64|arm64]|bench}" >&2
         exit 2
         ;;
 esac
