@@ -6,7 +6,9 @@
 #            ThreadSanitizer node tests and cluster), the amd64 .deb
 #            installed and checked, the aarch64 cross-build with its
 #            ctest under qemu-aarch64 (all but the training runs and
-#            test_linklab: see below), and its .deb
+#            test_linklab: see below), and its .deb; then the fleet lab:
+#            operations.md's guide run on booted Debian 12 containers
+#            (3 amd64 + 1 arm64 device) with the packages installed
 #   build    just install + build
 #   package [amd64|arm64]
 #            install + build + the .deb (default: this machine's
@@ -33,6 +35,10 @@ cross_pkgs=(gcc-aarch64-linux-gnu qemu-user
             libuv1-dev:arm64 libsodium-dev:arm64 libmsgpack-dev:arm64
             libblis-dev:arm64 libblis-serial-dev:arm64 libcmocka-dev:arm64
             zlib1g-dev:arm64 libpng-dev:arm64 libnetfilter-queue-dev:arm64)
+# The fleet lab (tests/fleet): containers booted with systemd, debootstrap
+# for their rootfs, qemu-user-static (binfmt flag F) for the arm64 ones,
+# nftables for the firewall step the guide test runs.
+fleet_pkgs=(systemd-container debootstrap qemu-user-static nftables)
 # The benchmarks' peer (tests/bench/*.py under /usr/bin/python3); large,
 # so only `bench` installs it.
 bench_pkgs=(python3-torch)
@@ -119,6 +125,33 @@ package_check() {
         fi
 }
 
+# operations.md's guide executed on the fleet lab: three amd64 devices
+# and an arm64 one booted with systemd, the packages built above installed
+# with apt, and a newer amd64 package (the same code, version +next) to
+# upgrade them to. Exit 77 from the test: this host cannot run containers.
+fleet_test() {
+        local ver next rc=0
+        install_missing "${fleet_pkgs[@]}"
+        ver=$(dpkg-deb -f "$(ls "$build"/gossipnode_*.deb)" Version)
+        # only what the package holds; the install step builds nothing else
+        cmake -S . -B "$build-next" -DCMAKE_BUILD_TYPE=Release \
+                -DGN_VERSION="$ver+next" \
+                -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
+        cmake --build "$build-next" -j "$(nproc)" --target gossipnode \
+                gossipctl gossip-keygen gossip-import gossip-model
+        rm -f "$build-next"/gossipnode_*.deb
+        next=$(package_build "$build-next")
+        python3 tests/fleet/test_fleet_guide.py \
+                --deb "$(ls "$build"/gossipnode_*.deb)" --deb-next "$next" \
+                --deb-arm64 "$(ls "$build-arm64"/gossipnode_*.deb)" || rc=$?
+        if [ $rc -eq 77 ]; then
+                echo "setup: fleet lab SKIPPED: this host cannot boot containers (see above)"
+        elif [ $rc -ne 0 ]; then
+                echo "setup: fleet lab failed" >&2
+                exit 1
+        fi
+}
+
 cmd=${1:-cluster}
 case "$cmd" in
 build)
@@ -175,6 +208,10 @@ test)
                         '^(test_data_fashion|test_train_mnist|test_train_determinism|test_cluster_stop)$')
         echo "setup: aarch64 ctest under qemu took ${SECONDS}s"
         package_check "$build-arm64"
+        echo "setup: the fleet lab: operations.md's guide on booted devices"
+        SECONDS=0
+        fleet_test
+        echo "setup: fleet lab took ${SECONDS}s"
         ;;
 package)
         # What docs/operations.md step 1 runs: the .deb for a board, not
