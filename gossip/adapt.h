@@ -44,7 +44,7 @@
 enum {
         /* share of the goodput a round may use: 70 % (50 % measured the
          * same accuracy and share averaged with a third less traffic on
-         * the 10 Mbit/s lab link, benchmarks.md 5.3) */
+         * the 10 Mbit/s lab link, history/benchmarks-log.md 5.3) */
         GOSSIP_ADAPT_UTIL_PCT = 70,
         GOSSIP_ADAPT_BACK_PCT = 50,     /* ... to go back to a richer one */
         GOSSIP_ADAPT_K_FACTOR_MAX = 64, /* K <= K0 * this */
@@ -89,7 +89,7 @@ int gossip_adapt_choose(const struct gossip_adapt_in *in,
  * more than one slice's frame is (gossip_adapt_slice_bytes, an upper
  * bound): one frame of the richest codec still completing is normal on a
  * fast link or loopback, and counting it as a backlog skipped 38 % of a
- * loopback cluster's slices (benchmarks.md 3.2c). */
+ * loopback cluster's slices (history/benchmarks-log.md 3.2c). */
 int gossip_adapt_skip(const struct gossip_adapt_in *in,
                       const struct gossip_adapt_choice *cur, uint64_t queued);
 
@@ -105,7 +105,8 @@ int gossip_adapt_skip(const struct gossip_adapt_in *in,
  * what a node's link asks for, not the period in force, so two nodes do
  * not hold each other's period up by echoing it. Why: nodes that chose
  * different periods refused each other's slices as too old (a node at
- * K = 16 among partners at 32 refused 43 of 66; benchmarks.md 5.6, 5.8).
+ * K = 16 among partners at 32 refused 43 of 66;
+ * history/benchmarks-log.md 5.6, 5.8).
  */
 enum {
         /* a need lives this many of the cluster's rounds of all members
@@ -145,8 +146,8 @@ uint32_t gossip_adapt_agree(const struct gossip_adapt_in *in, uint32_t own_k,
  * fast while the others wait and slowly while they run: in the lab (4
  * nodes on 2 cores) the median of 16 steps, the estimate before this one,
  * swung between 1.6 and 8.6 ms within seconds, and K flipped with it, 6
- * to 30 times a run (benchmarks.md 5.11). The slowest eighth is left out
- * as the median left it out: a step that ran an evaluation or wrote a
+ * to 30 times a run (history/benchmarks-log.md 5.11). The slowest eighth is
+ * left out as the median left it out: a step that ran an evaluation or wrote a
  * checkpoint is 20 steps long, every 50 steps in the benches.
  */
 enum { GOSSIP_ADAPT_PACE_STEPS = 128 };

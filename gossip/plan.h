@@ -249,8 +249,8 @@ enum {
          * 34 steps behind the others and the cluster split in two: each
          * pair refused the other's slices as far (robust merge: 300 and
          * 91-128 per node over the run), and one node ended 0.8 points
-         * under the rest (benchmarks.md 5.7). On loopback, leads of 11-61
-         * steps merged without a refusal in four runs of four; 8 steps,
+         * under the rest (history/benchmarks-log.md 5.7). On loopback, leads of
+         * 11-61 steps merged without a refusal in four runs of four; 8 steps,
          * two rounds of the default plan, covers the 5-6 steps seen in
          * the lab with a margin of drift that small. */
         GOSSIP_PLAN_JOIN_ADOPT_STEPS = 8,
@@ -273,8 +273,8 @@ int gossip_plan_join(uint64_t ours, uint64_t furthest);
  * one that is behind. A node that started 190 ms after the others (40
  * steps of the lab's) stayed 40 steps behind for the whole run; its
  * slices arrived older than the window and its partners refused up to
- * 84 of ~180 of them (benchmarks.md 5.9): its shard hardly reached the
- * consensus. Holding the fast nodes back does not cure it (a
+ * 84 of ~180 of them (history/benchmarks-log.md 5.9): its shard hardly reached
+ * the consensus. Holding the fast nodes back does not cure it (a
  * stale-synchronous bound was tried: design.md), and on a slow device it
  * would make everyone as slow as it.
  *

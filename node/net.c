@@ -578,7 +578,7 @@ static void conn__user_timeout(struct conn *c, uint32_t ms)
  * effort. Without it a write completes as soon as the kernel's buffer
  * (autotuned up to megabytes) takes the bytes: frames wait there, where we
  * cannot see or drop them, and completions track the buffer, not the link
- * (docs/benchmarks.md section 5.4). */
+ * (docs/history/benchmarks-log.md section 5.4). */
 static void conn__lowat(struct conn *c, uint32_t bytes)
 {
         uv_os_fd_t fd;

@@ -303,10 +303,10 @@ void node_options_default(struct node_options *o)
         o->optimizer = NODE_OPTIM_SGD;
         o->lr = NAN; /* resolved after parsing, from the optimizer */
         o->momentum = NODE_OPT_MOMENTUM_DEFAULT;
-        /* measured (docs/benchmarks.md 7.4): in a cluster the buffer that
-         * follows the averaged model gains 0.5-5 points on skewed data and
-         * reaches 88% sooner on IID; alone, with no averaging to follow,
-         * it ends one epoch 0.3-0.6 points lower, so local there */
+        /* measured (docs/history/benchmarks-log.md 7.4): in a cluster the
+         * buffer that follows the averaged model gains 0.5-5 points on skewed
+         * data and reaches 88% sooner on IID; alone, with no averaging to
+         * follow, it ends one epoch 0.3-0.6 points lower, so local there */
         o->momentum_kind = NODE_MOMENTUM_AUTO;
         /* cosine, measured: one epoch alone 85.3% test accuracy vs 84.5%
          * with const; three nodes end within 0.2 points of each other vs

@@ -57,7 +57,7 @@
  * batches into the next step's gradient before the --wait-ms wait: a node
  * ahead of its partners does useful work (a larger batch) instead of
  * idling, and the replicas stay in step. 4 nodes on 2 cores: efficiency
- * 76.7% -> 97.5% at 0.46 of DDP-4's time (benchmarks.md 3.2). */
+ * 76.7% -> 97.5% at 0.46 of DDP-4's time (history/benchmarks-log.md 3.2). */
 #define NODE_OPT_FILL_DEFAULT 8
 #define NODE_OPT_FILL_MAX     8
 #define NODE_OPT_PROGRESS_MS  3000 /* a progress line every 3 s */

@@ -185,7 +185,7 @@ test)
         #   hostile, export...): each asserts accuracy or identical
         #   results after hundreds of real training steps and evaluations
         #   over 10,000 test images; emulated, that work takes 65-100x its
-        #   native time (docs/benchmarks.md 6.6), from minutes to an hour
+        #   native time (docs/history/benchmarks-log.md 6.6), from minutes to an hour
         #   each, ~3 hours for the label, and fewer steps would not reach
         #   the accuracies they assert. They run natively above. Three of
         #   them run emulated below, about 6 minutes on 2 cores: one node

@@ -291,12 +291,12 @@ static void idle_slices(struct gossip_link *l, struct gossip_link_rx *rx,
 /* The 100 Mbit/s 20 ms lab link, int8 slices of the lab's MLP (102 KB,
  * 8 ms on the link) every 8 steps of 6 ms: the link idles 83 % of the
  * time. The kernel's samples alone put it at 29 % of its rate (what the
- * lab measured, benchmarks.md 5.11); with the receiver's reports the
- * estimate converges on the rate. Bound: the kernel's first samples
- * (weight 1 - e^-(48 ms / tau) each) fade as e^-(busy time / tau), ~7.7
- * ms of it per slice, so within 3 % after ~100 slices, "not yet" after
- * 10; the completion noticed up to JIT_US late biases the receiver's
- * rate low by about R * JIT_US / 2 / bytes = 3 %: within 6 % asserted. */
+ * lab measured, history/benchmarks-log.md 5.11); with the receiver's reports
+ * the estimate converges on the rate. Bound: the kernel's first samples (weight
+ * 1 - e^-(48 ms / tau) each) fade as e^-(busy time / tau), ~7.7 ms of it per
+ * slice, so within 3 % after ~100 slices, "not yet" after 10; the completion
+ * noticed up to JIT_US late biases the receiver's rate low by about R * JIT_US
+ * / 2 / bytes = 3 %: within 6 % asserted. */
 static void idle_sender_measured_by_receiver(void **state)
 {
         struct gossip_link l;

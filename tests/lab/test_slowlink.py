@@ -6,7 +6,7 @@ STEPS steps with the defaults, and the exchange must keep working:
 
   - at least MIN_SHARE (60 %) of all received parameter slices are
     averaged, not refused as too old (before the adaptation: 1.3 %,
-    benchmarks.md 5);
+    history/benchmarks-log.md 5);
   - every node adapted to the link: its log says "adapting to the link:
     int8 ..." (a cheaper encoding than the configured fp16);
   - no node ends with its exchange degraded (the summary line says
@@ -40,7 +40,7 @@ import bench_lab as bl  # noqa: E402
 # (seeds 1, 2), the rest not_partner at the start and a few out of
 # every window. The bar is 60 %: far above what --adapt off gets, below
 # that spread; the issue's >= 90 % is the benchmark's, over 1500 steps
-# (benchmarks.md 5.5: 93.6-99.1 % on every link).
+# (history/benchmarks-log.md 5.5: 93.6-99.1 % on every link).
 STEPS = 1000
 MIN_SHARE = 0.60
 

@@ -11,7 +11,7 @@ gn_add_test(NAME test_kernel
             LIBS gn_node gn::cmocka LABELS unit)
 # RUN_SERIAL: its probe times children against a deadline; under qemu with
 # two CPU-heavy neighbours on 2 cores every probe child failed (3 runs
-# out of 3), alone or beside one it passed (docs/benchmarks.md 6.6).
+# out of 3), alone or beside one it passed (docs/history/benchmarks-log.md 6.6).
 set_tests_properties(test_kernel PROPERTIES RUN_SERIAL TRUE)
 # test_fill: extra batches while waiting (--fill-batches) give the
 # sample-weighted mean gradient; needs Fashion-MNIST (skips without it).

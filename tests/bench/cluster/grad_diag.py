@@ -10,7 +10,7 @@ reports, per mode, from the same run:
            over nodes
   ms/step  training-thread time per step (evaluations excluded), mean
            over nodes; tput = isolated ms/step / this (throughput
-           efficiency, benchmarks.md 3.2)
+           efficiency, history/benchmarks-log.md 3.2)
   grads    gradients received / merged / late / stale / ahead (the
            node's summary line), summed over nodes
   compute  the training thread's compute share

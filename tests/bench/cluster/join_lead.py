@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """join_lead.py BUILD DELAY_S [DELAY_S ...] - nodes started together, a few
-steps apart, on 127.0.0.1 (docs/benchmarks.md 5.7): n0 and n1 start, n2 and
+steps apart, on 127.0.0.1 (docs/history/benchmarks-log.md 5.7): n0 and n1 start, n2 and
 n3 DELAY_S seconds later; all train 10 epochs with the defaults. Prints,
 per delay, each node's lead when it started (the steps the member it saw
 was ahead: "took the step") or whether it fetched a model, the slices its

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench_idle.py BUILD_DIR [--seconds S] [--steps N] [--nodes K] - idle CPU
 of gossipnode once a quiet cluster has finished training (issue 13,
-docs/benchmarks.md section 6.5).
+docs/history/benchmarks-log.md section 6.5).
 
 K nodes (default 3) on 127.0.0.1 train N steps (default 200) with
 `--after-train serve`, each with its control socket and metrics endpoint;
