@@ -147,26 +147,24 @@ class Guide:
         return self.sh(i, f"systemctl show gossipnode -p {name} --value",
                        check=False).strip()
 
-    def members(self, i):
-        out = self.sh(i, "gossipctl members --json", check=False)
+    def ctl(self, i, what, empty):
+        """`gossipctl WHAT --json` on board i; empty when it does not
+        answer (a hung or stopped daemon)."""
         try:
-            return {m["name"]: m for m in json.loads(out)}
-        except (ValueError, KeyError, TypeError):
-            return {}
+            return json.loads(self.sh(i, f"gossipctl {what} --json",
+                                      check=False))
+        except ValueError:
+            return empty
+
+    def members(self, i):
+        return {m.get("name"): m for m in self.ctl(i, "members", [])
+                if isinstance(m, dict)}
 
     def stats(self, i):
-        try:
-            return json.loads(self.sh(i, "gossipctl stats --json",
-                                      check=False))
-        except ValueError:
-            return {}
+        return self.ctl(i, "stats", {})
 
     def train(self, i):
-        try:
-            return json.loads(self.sh(i, "gossipctl train --json",
-                                      check=False))
-        except ValueError:
-            return {}
+        return self.ctl(i, "train", {})
 
     def averaged(self, i):
         """Slices this board averaged into its model (/metrics)."""
