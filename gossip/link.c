@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* The EWMA weight of a sample that covers dt microseconds. */
-static double link__weight(uint64_t dt_us)
+static double sample_weight(uint64_t dt_us)
 {
         return 1.0 - exp(-(double)dt_us / (double)GOSSIP_LINK_TAU_US);
 }
@@ -37,7 +37,7 @@ void gossip_link_rate_sample(struct gossip_link *l, uint64_t now_us,
         /* bias-corrected: the weights given so far sum to den, so the
          * first samples average (bytes over time) instead of the first
          * one standing for all of them */
-        a = link__weight(span_us);
+        a = sample_weight(span_us);
         l->rate_num = l->rate_num * (1 - a) + a * rate;
         l->rate_den = l->rate_den * (1 - a) + a;
         l->goodput_Bps = l->rate_num / l->rate_den;
@@ -74,7 +74,7 @@ void gossip_link_rtt_sample(struct gossip_link *l, uint64_t now_us,
         if (l->rtt_samples == 0 || now_us < l->rtt_us_at)
                 l->rtt_us = rtt_us;
         else
-                l->rtt_us += link__weight(now_us - l->rtt_us_at) *
+                l->rtt_us += sample_weight(now_us - l->rtt_us_at) *
                              ((double)rtt_us - l->rtt_us);
         l->rtt_samples++;
         l->rtt_us_at = now_us;

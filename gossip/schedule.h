@@ -35,6 +35,10 @@
  * A struct gossip_sched borrows the key array: it must stay unchanged while
  * the schedule is used. Re-init it whenever the view changes. All calls on
  * an initialised schedule are const and may run on any thread.
+ *
+ * Callers that hold only a view (the node, its tests) ask through the
+ * gossip_sched_view_*() calls at the end: they take the view as it is and
+ * answer in keys, so nobody outside this file builds a schedule from a view.
  */
 #ifndef GOSSIP_SCHED_H
 #define GOSSIP_SCHED_H
@@ -120,5 +124,40 @@ int gossip_sched_senders(const struct gossip_sched *s, uint64_t step,
 
 /* Key of view member `member` (borrowed from the array given to init). */
 const uint8_t *gossip_sched_key(const struct gossip_sched *s, size_t member);
+
+/* ---- questions asked of a view ------------------------------------------
+ * A view as the node holds it: the sorted keys (as gossip_view() returns
+ * them) and the schedule's parameters, which every node shares. Each call
+ * below builds the schedule over it for that one question; the alive
+ * predicate's member is an index into keys. */
+struct gossip_sched_view {
+        const uint8_t (*keys)[GOSSIP_KEY_BYTES]; /* borrowed, sorted */
+        size_t n;                                /* members in the view */
+        uint64_t seed;                           /* the cluster seed */
+        enum gossip_sched_pattern pattern;
+};
+
+/* The partner of the member whose key is `key` at `step`, skipping members
+ * alive() rejects (alive may be NULL), copied into partner. Returns 0,
+ * GOSSIP_ENOPEER when the view has no other member (n <= 1) or none of them
+ * is alive (partner unchanged), or GOSSIP_EINVAL when the keys are unsorted
+ * or `key` is not in the view. */
+int gossip_sched_view_partner(const struct gossip_sched_view *v,
+                              const uint8_t key[GOSSIP_KEY_BYTES],
+                              uint64_t step, gossip_sched_alive_fn alive,
+                              void *ctx, uint8_t partner[GOSSIP_KEY_BYTES]);
+
+/* Is `from` a scheduled sender to `to` at `step`? Views differ for a while
+ * during churn (a member suspect at one node, alive at another), so the
+ * answer is yes when from names `to` as its partner either with every
+ * member alive or with the members alive() rejects skipped (then from
+ * itself must be alive). Both keys must be in the view. Returns 1 or 0;
+ * 0 also for a view of one, unsorted keys or a key outside the view. With
+ * alive NULL only the first reading applies. */
+int gossip_sched_view_is_sender(const struct gossip_sched_view *v,
+                                const uint8_t from[GOSSIP_KEY_BYTES],
+                                const uint8_t to[GOSSIP_KEY_BYTES],
+                                uint64_t step, gossip_sched_alive_fn alive,
+                                void *ctx);
 
 #endif

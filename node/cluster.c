@@ -119,77 +119,47 @@ static void on_tick(uv_timer_t *t)
 
 /* ---- partner choice ----------------------------------------------------- */
 
-struct alive_ctx {
-        struct node_cluster *c;
-        const struct gossip_sched *s;
-};
-
 static int partner_alive(void *ctx, size_t member)
 {
-        struct alive_ctx *a = ctx;
+        struct node_cluster *c = ctx;
         struct gossip_member_info mi;
 
-        if (gossip_member_get(a->c->g, gossip_sched_key(a->s, member), &mi))
+        if (gossip_member_get(c->g, c->view[member], &mi))
                 return 0;
         return mi.state == GOSSIP_ALIVE;
+}
+
+/* The live view as the schedule takes it, in c->view. */
+static struct gossip_sched_view sched_view(struct node_cluster *c)
+{
+        size_t n = gossip_view(c->g, c->view, c->view_cap);
+
+        return (struct gossip_sched_view){
+            (const uint8_t(*)[GOSSIP_KEY_BYTES])c->view,
+            n > c->view_cap ? c->view_cap : n, c->o->seed,
+            GOSSIP_SCHED_DISSEMINATION};
 }
 
 /* The step's partner per the GossipGraD schedule over the live view. */
 int node_cluster__partner(struct node_cluster *c, uint64_t step,
                           uint8_t key[GOSSIP_KEY_BYTES])
 {
-        struct gossip_sched s;
-        struct alive_ctx a = {c, &s};
-        size_t n, idx;
-        int rc;
+        struct gossip_sched_view v = sched_view(c);
 
-        n = gossip_view(c->g, c->view, c->view_cap);
-        if (n > c->view_cap)
-                n = c->view_cap;
-        if (n <= 1)
-                return GOSSIP_ENOPEER;
-        rc =
-            gossip_sched_init(&s, (const uint8_t(*)[GOSSIP_KEY_BYTES])c->view,
-                              n, c->pk, c->o->seed, GOSSIP_SCHED_DISSEMINATION);
-        if (rc)
-                return rc;
-        rc = gossip_sched_partner(&s, step, partner_alive, &a, &idx);
-        if (rc)
-                return rc;
-        memcpy(key, gossip_sched_key(&s, idx), GOSSIP_KEY_BYTES);
-        return 0;
+        return gossip_sched_view_partner(&v, c->pk, step, partner_alive, c,
+                                         key);
 }
 
-/* Is key one of our scheduled senders at step? Views differ for a while
- * during churn (a member suspect here, alive at the sender), so the set
- * is the senders under the view with every listed member alive plus those
- * with suspects skipped: at most a few keys, each one a member the
- * schedule really names for that step. The step is in the message, so the
- * round is exact; a sender outside our view is never in the set. */
+/* Is key one of our scheduled senders at step? Under either reading of a
+ * churning view (gossip_sched_view_is_sender()); the step is in the
+ * message, so the round is exact; a sender outside our view never is. */
 int node_cluster__scheduled_sender(struct node_cluster *c, uint64_t step,
                                    const uint8_t key[GOSSIP_KEY_BYTES])
 {
-        struct gossip_sched s;
-        struct alive_ctx a = {c, &s};
-        size_t n, got, idx[8];
+        struct gossip_sched_view v = sched_view(c);
 
-        n = gossip_view(c->g, c->view, c->view_cap);
-        if (n > c->view_cap)
-                n = c->view_cap;
-        if (n <= 1 ||
-            gossip_sched_init(&s, (const uint8_t(*)[GOSSIP_KEY_BYTES])c->view,
-                              n, c->pk, c->o->seed, GOSSIP_SCHED_DISSEMINATION))
-                return 0;
-        for (int pass = 0; pass < 2; pass++) {
-                if (gossip_sched_senders(&s, step, pass ? partner_alive : NULL,
-                                         &a, idx, 8, &got))
-                        continue;
-                for (size_t i = 0; i < got && i < 8; i++)
-                        if (memcmp(gossip_sched_key(&s, idx[i]), key,
-                                   GOSSIP_KEY_BYTES) == 0)
-                                return 1;
-        }
-        return 0;
+        return gossip_sched_view_is_sender(&v, key, c->pk, step, partner_alive,
+                                           c);
 }
 
 /* ---- protocol callbacks ------------------------------------------------- */

@@ -1,4 +1,4 @@
-# learn: partner schedule, gradient merge, payload codecs (gossip/sched.c,
+# learn: partner schedule, gradient merge, payload codecs (gossip/schedule.c,
 # gossip/merge.c, gossip/codec.c). The codec bench is built, not registered:
 # run it by hand (see docs/learning.md).
 if(TARGET gn::cmocka)

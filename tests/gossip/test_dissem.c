@@ -3,7 +3,7 @@
  *
  * A static cluster of n nodes (8, 64, 100, 256). Node i starts with the
  * one-hot vector e_i. Each step every node sends its current vector to its
- * partner (gossip/sched.c), and every node averages what it received into
+ * partner (gossip/schedule.c), and every node averages what it received into
  * its own (gossip/merge.c). Proves:
  *  - after exactly ceil(log2 n) steps of one epoch every node holds every
  *    node's contribution (all entries > 0), and not one step earlier: the

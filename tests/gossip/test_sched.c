@@ -1,12 +1,13 @@
 /*
- * test_sched.c - the GossipGraD partner schedule (gossip/sched.c).
+ * test_sched.c - the GossipGraD partner schedule (gossip/schedule.c).
  *
  * Proves: every node derives the same permutation from the same view and
  * seed; each node has exactly one partner and one sender per step (the
  * pattern is a permutation of ranks) for n = 1, 2, 3, powers of two and
  * others, both patterns; the permutation is fixed within an epoch of
  * ceil(log2 n) steps and re-drawn between epochs; skipping down members is
- * deterministic and agrees with the sender lists. Seed from GN_SEED.
+ * deterministic and agrees with the sender lists; the view calls answer
+ * as the schedule built by hand from the same view. Seed from GN_SEED.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -408,6 +409,130 @@ static void test_small_views(void **state)
         free(k);
 }
 
+/* ---- the view calls against the schedule built by hand ------------------
+ * The oracles below are the sequences the node and the hostile-peer test
+ * ran before gossip_sched_view_*() existed: build the schedule from the
+ * view, ask it, map indices back to keys. */
+
+static int old_partner(const uint8_t (*keys)[GOSSIP_KEY_BYTES], size_t n,
+                       const uint8_t *self, uint64_t seed,
+                       enum gossip_sched_pattern pat, uint64_t step,
+                       struct down *d, uint8_t out[GOSSIP_KEY_BYTES])
+{
+        struct gossip_sched s;
+        size_t idx;
+        int rc;
+
+        if (n <= 1)
+                return GOSSIP_ENOPEER;
+        rc = gossip_sched_init(&s, keys, n, self, seed, pat);
+        if (rc)
+                return rc;
+        rc = gossip_sched_partner(&s, step, d ? alive_fn : NULL, d, &idx);
+        if (rc)
+                return rc;
+        memcpy(out, gossip_sched_key(&s, idx), GOSSIP_KEY_BYTES);
+        return 0;
+}
+
+/* The senders with everyone alive, then with the dead skipped; the full
+ * list each time (the node's copy read at most 8 of them). */
+static int old_is_sender(const uint8_t (*keys)[GOSSIP_KEY_BYTES], size_t n,
+                         const uint8_t *self, uint64_t seed,
+                         enum gossip_sched_pattern pat, uint64_t step,
+                         struct down *d, const uint8_t *key)
+{
+        struct gossip_sched s;
+        size_t got, *idx = malloc((n ? n : 1) * sizeof(*idx));
+        int hit = 0;
+
+        assert_non_null(idx);
+        if (n > 1 && gossip_sched_init(&s, keys, n, self, seed, pat) == 0)
+                for (int pass = 0; pass < 2 && !hit; pass++) {
+                        if (pass && !d)
+                                break;
+                        if (gossip_sched_senders(&s, step,
+                                                 pass ? alive_fn : NULL, d, idx,
+                                                 n, &got))
+                                continue;
+                        for (size_t i = 0; i < got; i++)
+                                if (memcmp(gossip_sched_key(&s, idx[i]), key,
+                                           GOSSIP_KEY_BYTES) == 0)
+                                        hit = 1;
+                }
+        free(idx);
+        return hit;
+}
+
+/* Random views (1 to 24 members, both patterns, none to most members down,
+ * a stranger's key now and then): partner and sender answers agree with
+ * the oracles for every member asked. */
+static void test_view_calls_agree(void **state)
+{
+        uint64_t rs = g_seed ^ 0x5ced;
+        uint8_t stranger[GOSSIP_KEY_BYTES];
+        size_t asked = 0, senders = 0;
+
+        (void)state;
+        memset(stranger, 0xff, sizeof(stranger)); /* sorts after any view */
+        for (int round = 0; round < 300; round++) {
+                size_t n = 1 + (size_t)(gn_splitmix64(&rs) % 24);
+                uint8_t(*k)[GOSSIP_KEY_BYTES] =
+                    make_view(n, gn_splitmix64(&rs));
+                const uint8_t(*ck)[GOSSIP_KEY_BYTES] =
+                    (const uint8_t(*)[GOSSIP_KEY_BYTES])k;
+                enum gossip_sched_pattern pat =
+                    (enum gossip_sched_pattern)(gn_splitmix64(&rs) % 2);
+                uint64_t seed = gn_splitmix64(&rs);
+                unsigned down_pct = (unsigned)(gn_splitmix64(&rs) % 80);
+                struct gossip_sched_view v = {ck, n, seed, pat};
+                int *dead = calloc(n, sizeof(*dead));
+                struct down d = {dead};
+
+                assert_non_null(dead);
+                for (size_t i = 0; i < n; i++)
+                        dead[i] = gn_splitmix64(&rs) % 100 < down_pct;
+                for (int q = 0; q < 20; q++) {
+                        uint64_t t = gn_splitmix64(&rs) % 1000;
+                        size_t me = (size_t)(gn_splitmix64(&rs) % n);
+                        size_t other = (size_t)(gn_splitmix64(&rs) % n);
+                        const uint8_t *from = q % 7 == 6 ? stranger : k[other];
+                        struct down *dp = q % 2 ? &d : NULL;
+                        uint8_t want[GOSSIP_KEY_BYTES] = {0};
+                        uint8_t got[GOSSIP_KEY_BYTES] = {0};
+                        int rw, rg, sw, sg;
+
+                        rw = old_partner(ck, n, k[me], seed, pat, t, dp, want);
+                        rg = gossip_sched_view_partner(
+                            &v, k[me], t, dp ? alive_fn : NULL, dp, got);
+                        if (rw != rg || memcmp(want, got, sizeof(got)))
+                                fail_msg("partner differs: seed %" PRIu64
+                                         " round %d n %zu step %" PRIu64
+                                         " rc %d/%d",
+                                         g_seed, round, n, t, rw, rg);
+                        sw =
+                            old_is_sender(ck, n, k[me], seed, pat, t, dp, from);
+                        sg = gossip_sched_view_is_sender(
+                            &v, from, k[me], t, dp ? alive_fn : NULL, dp);
+                        if (sw != sg)
+                                fail_msg("sender differs: seed %" PRIu64
+                                         " round %d n %zu step %" PRIu64
+                                         " old %d new %d",
+                                         g_seed, round, n, t, sw, sg);
+                        asked++;
+                        senders += (size_t)sg;
+                }
+                /* a key outside the view has no partner */
+                assert_int_equal(gossip_sched_view_partner(
+                                     &v, stranger, 0, NULL, NULL, stranger),
+                                 n <= 1 ? GOSSIP_ENOPEER : GOSSIP_EINVAL);
+                free(dead);
+                free(k);
+        }
+        /* the sample must have asked about real senders, not only misses */
+        assert_true(senders > asked / 20);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -418,6 +543,7 @@ int main(void)
             cmocka_unit_test(test_epoch_redraw),
             cmocka_unit_test(test_skip_dead),
             cmocka_unit_test(test_small_views),
+            cmocka_unit_test(test_view_calls_agree),
         };
 
         g_seed = gn_test_seed("test_sched", g_seed);

@@ -140,25 +140,15 @@ static uint64_t our_turn(struct hostile *h, const uint8_t *key, uint64_t from,
                          uint64_t span)
 {
         struct node_cluster *c = h->c;
-        struct gossip_sched s;
-        size_t n, m = SIZE_MAX, partner;
+        size_t n = gossip_view(c->g, c->view, c->view_cap);
+        struct gossip_sched_view v = {
+            (const uint8_t(*)[GOSSIP_KEY_BYTES])c->view,
+            n > c->view_cap ? c->view_cap : n, c->o->seed,
+            GOSSIP_SCHED_DISSEMINATION};
 
-        n = gossip_view(c->g, c->view, c->view_cap);
-        if (n > c->view_cap)
-                n = c->view_cap;
-        if (n <= 1 ||
-            gossip_sched_init(&s, (const uint8_t(*)[GOSSIP_KEY_BYTES])c->view,
-                              n, c->pk, c->o->seed, GOSSIP_SCHED_DISSEMINATION))
-                return UINT64_MAX;
-        for (size_t i = 0; i < n; i++)
-                if (memcmp(gossip_sched_key(&s, i), key, GOSSIP_KEY_BYTES) == 0)
-                        m = i;
-        if (m == SIZE_MAX)
-                return UINT64_MAX;
         for (uint64_t t = from; t < from + span; t++)
                 if (gossip_plan_due(node_handoff_plan(c->h), t) &&
-                    gossip_sched_partner(&s, t, NULL, NULL, &partner) == 0 &&
-                    partner == m)
+                    gossip_sched_view_is_sender(&v, c->pk, key, t, NULL, NULL))
                         return t;
         return UINT64_MAX;
 }

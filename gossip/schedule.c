@@ -1,5 +1,5 @@
 /*
- * sched.c - GossipGraD partner schedule (see schedule.h for the contract).
+ * schedule.c - GossipGraD partner schedule (see schedule.h for the contract).
  *
  * Invariants: every rank computation is done modulo n in [0, n); the
  * Feistel permutation is a bijection on [0, 2^(2h)) and cycle walking keeps
@@ -237,4 +237,59 @@ int gossip_sched_senders(const struct gossip_sched *s, uint64_t step,
 const uint8_t *gossip_sched_key(const struct gossip_sched *s, size_t member)
 {
         return member < s->n ? s->keys[member] : NULL;
+}
+
+/* The index of key in the schedule's view, or n when it is not there. */
+static size_t member_index(const struct gossip_sched *s,
+                           const uint8_t key[GOSSIP_KEY_BYTES])
+{
+        size_t i = 0;
+
+        while (i < s->n && memcmp(s->keys[i], key, GOSSIP_KEY_BYTES) != 0)
+                i++;
+        return i;
+}
+
+int gossip_sched_view_partner(const struct gossip_sched_view *v,
+                              const uint8_t key[GOSSIP_KEY_BYTES],
+                              uint64_t step, gossip_sched_alive_fn alive,
+                              void *ctx, uint8_t partner[GOSSIP_KEY_BYTES])
+{
+        struct gossip_sched s;
+        size_t idx;
+        int rc;
+
+        if (!v || !partner)
+                return GOSSIP_EINVAL;
+        if (v->n <= 1)
+                return GOSSIP_ENOPEER;
+        rc = gossip_sched_init(&s, v->keys, v->n, key, v->seed, v->pattern);
+        if (rc == 0)
+                rc = gossip_sched_partner(&s, step, alive, ctx, &idx);
+        if (rc == 0)
+                memcpy(partner, s.keys[idx], GOSSIP_KEY_BYTES);
+        return rc;
+}
+
+int gossip_sched_view_is_sender(const struct gossip_sched_view *v,
+                                const uint8_t from[GOSSIP_KEY_BYTES],
+                                const uint8_t to[GOSSIP_KEY_BYTES],
+                                uint64_t step, gossip_sched_alive_fn alive,
+                                void *ctx)
+{
+        struct gossip_sched s;
+        size_t f, p;
+
+        if (!v || !from || v->n <= 1 ||
+            gossip_sched_init(&s, v->keys, v->n, to, v->seed, v->pattern))
+                return 0;
+        f = member_index(&s, from);
+        if (f == s.n || f == s.self)
+                return 0;
+        if (gossip_sched_partner_of(&s, f, step, NULL, NULL, &p) == 0 &&
+            p == s.self)
+                return 1;
+        return alive && alive(ctx, f) &&
+               gossip_sched_partner_of(&s, f, step, alive, ctx, &p) == 0 &&
+               p == s.self;
 }
