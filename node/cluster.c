@@ -4,12 +4,13 @@
  * and join retries, the graceful leave, SIGHUP reloads, member changes and
  * the choice of a step's partner. The exchange itself is in
  * cluster_exchange.c, the live join's state transfer in cluster_join.c,
- * the control replies and metrics in cluster_report.c (the rooms and the
- * shared struct: cluster_private.h).
+ * the control replies and the summary line in cluster_report.c, the
+ * Prometheus families in cluster_metrics.c (the rooms and the shared
+ * struct: cluster_private.h).
  *
  * Loop thread only. The protocol core runs from one timer armed at
- * gossip_next_deadline() and from arriving frames; after either, arm()
- * sets the timer again.
+ * gossip_next_deadline() and from arriving frames; after either,
+ * node_cluster__arm() sets the timer again.
  */
 #include "cluster_private.h"
 #include "version.h"

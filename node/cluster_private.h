@@ -1,5 +1,5 @@
 /*
- * cluster_private.h - the node's cluster state, shared by the four rooms
+ * cluster_private.h - the node's cluster state, shared by the five rooms
  * of node/cluster*.c. Not for anyone else: the rest of node/ uses
  * cluster.h, and the training thread only node/handoff.h.
  *
@@ -10,7 +10,8 @@
  *                       posted, encode and send it; decode what peers
  *                       sent and deliver it to the hand-off box
  *   cluster_join.c      state transfer for a live join (STATE_REQ/STATE)
- *   cluster_report.c    control-socket replies, metrics, the summary line
+ *   cluster_report.c    control-socket replies, the summary line
+ *   cluster_metrics.c   the Prometheus families (/metrics)
  *
  * Every field here belongs to the loop thread, except h (the box, which
  * locks itself) and the fields fixed at open. Internal calls between the
