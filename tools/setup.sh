@@ -138,7 +138,7 @@ fleet_test() {
                 -DGN_VERSION="$ver+next" \
                 -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
         cmake --build "$build-next" -j "$(nproc)" --target gossipnode \
-                gossipctl gossip-keygen gossip-import gossip-model
+                gossipctl gossip-keygen gossip-import gossip-model gn_gz
         rm -f "$build-next"/gossipnode_*.deb
         next=$(package_build "$build-next")
         python3 tests/fleet/test_fleet_guide.py \
