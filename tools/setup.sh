@@ -183,6 +183,12 @@ test)
         arm64_setup
         do_build "$build-arm64" \
                 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake
+        package_check "$build-arm64"
+        # before the long emulated ctest, so that its result comes early
+        echo "setup: the fleet lab: operations.md's guide on booted devices"
+        SECONDS=0
+        fleet_test
+        echo "setup: fleet lab took ${SECONDS}s"
         # The whole ctest under qemu-aarch64 (timeouts scaled and
         # GN_TEST_SLOWDOWN set for the emulator, cmake/Emulator.cmake), but
         # for these, for these reasons:
@@ -212,11 +218,6 @@ test)
                 ctest --output-on-failure -j 2 -R \
                         '^(test_data_fashion|test_train_mnist|test_train_determinism|test_cluster_stop)$')
         echo "setup: aarch64 ctest under qemu took ${SECONDS}s"
-        package_check "$build-arm64"
-        echo "setup: the fleet lab: operations.md's guide on booted devices"
-        SECONDS=0
-        fleet_test
-        echo "setup: fleet lab took ${SECONDS}s"
         ;;
 package)
         # What docs/operations.md step 1 runs: the .deb for a board, not

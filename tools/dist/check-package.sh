@@ -100,9 +100,18 @@ systemd-analyze verify "$unit" || fail "systemd-analyze verify"
 # SIGHUP to the main process.
 reload=$(sed -n 's/^ExecReload=[-@:+!]*//p' "$unit")
 [ -n "$reload" ] || fail "no ExecReload="
-# the "main process": exits 42 on SIGHUP, 0 if none came within 30 s
-(trap 'exit 42' HUP; for _ in $(seq 30); do sleep 1; done) &
+# the "main process": exits 42 on SIGHUP, 0 if none came within 30 s.
+# Python, not a shell trap: a shell cannot trap a signal it was started
+# with ignored (under nohup, say), and the handler must be in place
+# before the reload runs (the ready file says it is).
+ready=$(mktemp -u /tmp/gn-reload.XXXXXX)
+python3 -c 'import os, signal, sys, time
+signal.signal(signal.SIGHUP, lambda *a: os._exit(42))
+open(sys.argv[1], "w").close()
+time.sleep(30)' "$ready" &
 pid=$!
+for _ in $(seq 200); do [ -e "$ready" ] && break; sleep 0.05; done
+rm -f "$ready"
 reload=${reload//\$\{MAINPID\}/$pid}
 reload=${reload//\$MAINPID/$pid}
 eval "reload_argv=($reload)" # systemd's quoting is the shell's here
