@@ -170,10 +170,10 @@ static const char *cert_check(const uint8_t *b, size_t len)
 {
         size_t n, a;
 
+        if (len < 4 || memcmp(b, cert_magic, 4) != 0)
+                return "bad magic (not a certificate)";
         if (len < GOSSIP_CERT_MIN_BYTES)
                 return "shorter than the smallest certificate";
-        if (memcmp(b, cert_magic, 4) != 0)
-                return "bad magic (not a certificate)";
         if (b[C_VERSION] != GOSSIP_CERT_VERSION)
                 return "unknown version";
         n = b[C_NAME_LEN];
@@ -303,10 +303,10 @@ static const char *crl_check(const uint8_t *b, size_t len)
 {
         uint64_t n, prev = 0;
 
+        if (len < 4 || memcmp(b, crl_magic, 4) != 0)
+                return "bad magic (not a revocation list)";
         if (len < GOSSIP_CRL_HEAD_BYTES + GOSSIP_SIG_BYTES)
                 return "shorter than the smallest revocation list";
-        if (memcmp(b, crl_magic, 4) != 0)
-                return "bad magic (not a revocation list)";
         if (b[L_VERSION] != GOSSIP_CRL_VERSION)
                 return "unknown version";
         n = gn_be_get(b + L_COUNT, 4);
