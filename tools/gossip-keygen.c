@@ -545,6 +545,20 @@ static int revoke(const struct opts *o)
         return 0;
 }
 
+/* read_all() into buf, *n its result; 1 (message printed) if the file
+ * cannot be read at all. A file longer than cap is *n = -EFBIG, 0: the
+ * caller says what it is not. */
+static int read_or_say(const char *path, uint8_t *buf, size_t cap, long *n)
+{
+        *n = read_all(path, buf, cap);
+        if (*n < 0 && *n != -EFBIG) {
+                fprintf(stderr, "gossip-keygen: %s: %s\n", path,
+                        strerror((int)-*n));
+                return 1;
+        }
+        return 0;
+}
+
 static void print_cert(const char *path, const struct gossip_cert *c)
 {
         char b64[NODE_KEY_PK_B64_SIZE], id[17], from[32], to[32];
@@ -571,17 +585,14 @@ static int show_cert(const struct opts *o)
 {
         static uint8_t lb[GOSSIP_CRL_MAX_BYTES];
         uint8_t buf[GOSSIP_CERT_MAX_BYTES + 1], pk[GOSSIP_KEY_BYTES];
-        long n = read_all(o->show_cert, buf, sizeof(buf));
+        long n;
         struct gossip_crl l, *lp = NULL;
         struct gossip_cert c;
         const char *why = "longer than any certificate";
         int v;
 
-        if (n < 0 && n != -EFBIG) {
-                fprintf(stderr, "gossip-keygen: %s: %s\n", o->show_cert,
-                        strerror((int)-n));
+        if (read_or_say(o->show_cert, buf, sizeof(buf), &n))
                 return 1;
-        }
         if (n < 0 ||
             gossip_cert_decode(buf, (size_t)n, &c, &why) != GOSSIP_CERT_OK) {
                 fprintf(stderr, "gossip-keygen: %s: not a certificate: %s\n",
@@ -616,18 +627,15 @@ static int show_cert(const struct opts *o)
 static int show_crl(const struct opts *o)
 {
         static uint8_t buf[GOSSIP_CRL_MAX_BYTES];
-        long n = read_all(o->show_crl, buf, sizeof(buf));
         const char *why = "longer than any revocation list";
         uint8_t pk[GOSSIP_KEY_BYTES];
         struct gossip_crl l;
         char at[32];
+        long n;
         int v;
 
-        if (n < 0 && n != -EFBIG) {
-                fprintf(stderr, "gossip-keygen: %s: %s\n", o->show_crl,
-                        strerror((int)-n));
+        if (read_or_say(o->show_crl, buf, sizeof(buf), &n))
                 return 1;
-        }
         if (n < 0 ||
             gossip_crl_decode(buf, (size_t)n, &l, &why) != GOSSIP_CRL_OK) {
                 fprintf(stderr,
