@@ -1,8 +1,16 @@
 /*
- * gossip-keygen - create a node identity and print its peers-file line.
+ * gossip-keygen - create a node identity and print its peers-file line;
+ * run a cluster authority: its key, device certificates, revocation list.
  *
  *   gossip-keygen --out FILE [--force] [--addr ADDR:PORT] [--name NAME]
  *   gossip-keygen --show FILE [--addr ADDR:PORT] [--name NAME]
+ *   gossip-keygen --ca --out CA.key [--force]
+ *   gossip-keygen --sign --ca-key CA.key --pub FILE|KEY --name NAME
+ *                 [--addr A.B.C.D:PORT|[V6]:PORT] [--days D] [--serial HEX]
+ *                 --out DEVICE.cert [--force]
+ *   gossip-keygen --revoke --ca-key CA.key --serial HEX [--crl FILE]
+ *   gossip-keygen --show-cert FILE [--ca-pub FILE|KEY [--crl FILE]]
+ *   gossip-keygen --show-crl FILE [--ca-pub FILE|KEY]
  *
  * --out writes a fresh Ed25519 secret key to FILE (mode 0600, refused if
  * FILE exists unless --force) and the matching peers-file line to FILE.pub
@@ -12,7 +20,22 @@
  * same rules as the peers file, but host names are not resolved here (the
  * device that generates a key need not resolve its own name).
  *
- * Exit status: 0 ok, 1 error, 2 bad usage.
+ * The authority (docs/protocol.md section 12): --ca writes its secret key
+ * like --out and its public key to CA.pub (CA.key's name with .pub for
+ * .key), and prints the public key. --sign issues a certificate for the
+ * device key in FILE (a .pub file or any text whose first 44-character
+ * base64 word is the key) or given as KEY, valid from now for D days
+ * (default 365), serial random unless given; what was issued goes to
+ * stderr. A certificate's address is numeric (it is signed bytes, not a
+ * name to resolve). --revoke adds a serial to the list in FILE (default
+ * CA.key's name with .crl for .key), creating it at sequence 1, else
+ * raising its sequence by one, re-signs it and replaces the file
+ * atomically; a list of another authority or a forged one is refused and
+ * left alone. --show-cert and --show-crl print one; with --ca-pub they
+ * also judge it by this machine's clock (and --crl's list).
+ *
+ * Exit status: 0 ok, 1 error (or, with --ca-pub, a certificate or list
+ * that does not verify), 2 bad usage.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,12 +43,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
+#include "cert.h"
+#include "gn_endian.h"
 #include "keys.h"
 #include "peers.h"
+#include "wire.h"
 
 #ifndef GN_VERSION
 #define GN_VERSION "unknown"
@@ -33,7 +60,10 @@
 
 struct opts {
         const char *out, *show, *addr, *name;
-        int force;
+        /* the authority's modes and their values */
+        const char *ca_key, *pub, *days, *serial, *crl, *ca_pub;
+        const char *show_cert, *show_crl;
+        int force, ca, sign, revoke;
 };
 
 static int usage(const char *why)
@@ -43,14 +73,26 @@ static int usage(const char *why)
         fprintf(why ? stderr : stdout,
                 "usage: gossip-keygen --out FILE [--force] [--addr ADDR:PORT] "
                 "[--name NAME]\n"
-                "       gossip-keygen --version\n"
                 "       gossip-keygen --show FILE [--addr ADDR:PORT] "
                 "[--name NAME]\n"
-                "Writes an Ed25519 secret key to FILE (mode 0600, never "
+                "       gossip-keygen --ca --out CA.key [--force]\n"
+                "       gossip-keygen --sign --ca-key CA.key --pub FILE|KEY "
+                "--name NAME\n"
+                "                     [--addr ADDR:PORT] [--days D] "
+                "[--serial HEX] --out DEVICE.cert [--force]\n"
+                "       gossip-keygen --revoke --ca-key CA.key --serial HEX "
+                "[--crl FILE]\n"
+                "       gossip-keygen --show-cert FILE [--ca-pub FILE|KEY "
+                "[--crl FILE]]\n"
+                "       gossip-keygen --show-crl FILE [--ca-pub FILE|KEY]\n"
+                "       gossip-keygen --version\n"
+                "--out writes an Ed25519 secret key to FILE (mode 0600, never "
                 "overwritten\n"
                 "without --force), its peers-file line to FILE.pub, and "
                 "prints that\n"
-                "line: ADDR:PORT  PUBLIC_KEY  NAME\n");
+                "line: ADDR:PORT  PUBLIC_KEY  NAME. --ca, --sign and --revoke "
+                "run a cluster\n"
+                "authority (docs/protocol.md section 12).\n");
         return why ? 2 : 0;
 }
 
@@ -161,25 +203,547 @@ static int show(const struct opts *o)
         return 0;
 }
 
+/* ---- the cluster authority ------------------------------------------- */
+
+/* path with its ".key" ending replaced by ext (or ext appended). */
+static int beside(const char *path, const char *ext, char *out, size_t len)
+{
+        size_t n = strlen(path);
+
+        if (n > 4 && strcmp(path + n - 4, ".key") == 0)
+                n -= 4;
+        if (snprintf(out, len, "%.*s%s", (int)n, path, ext) >= (int)len)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+/* Reads the whole of path (at most cap bytes) into buf. Returns the length
+ * or a negative errno (-EFBIG if longer than cap). */
+static long read_all(const char *path, uint8_t *buf, size_t cap)
+{
+        FILE *f = fopen(path, "rb");
+        size_t n;
+        int big;
+
+        if (f == NULL)
+                return -errno;
+        n = fread(buf, 1, cap, f);
+        big = n == cap && fgetc(f) != EOF;
+        if (ferror(f)) {
+                fclose(f);
+                return -EIO;
+        }
+        fclose(f);
+        return big ? -EFBIG : (long)n;
+}
+
+/* Writes buf to path with mode through a temp file beside it: rename()
+ * when replace, else link() so that an existing path is never clobbered
+ * (-EEXIST). 0 or negative errno; on error path is as it was. */
+static int write_atomic(const char *path, const void *buf, size_t len,
+                        mode_t mode, int replace)
+{
+        char tmp[4096];
+        int fd, rc = 0;
+
+        if (snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) >=
+            (int)sizeof(tmp))
+                return -ENAMETOOLONG;
+        fd = mkstemp(tmp);
+        if (fd < 0)
+                return -errno;
+        if (fchmod(fd, mode) < 0 || write(fd, buf, len) != (ssize_t)len ||
+            fsync(fd) < 0)
+                rc = errno ? -errno : -EIO;
+        if (close(fd) < 0 && rc == 0)
+                rc = -errno;
+        if (rc == 0 && replace && rename(tmp, path) < 0)
+                rc = -errno;
+        if (rc == 0 && !replace && link(tmp, path) < 0)
+                rc = -errno;
+        if (rc < 0 || !replace)
+                unlink(tmp);
+        return rc;
+}
+
+/* A public key given as base64, or in a file: its first 44-character word
+ * that is a key (a .pub file's peers line, a CA.pub file). */
+static int load_pub(const char *arg, uint8_t pk[GOSSIP_KEY_BYTES])
+{
+        uint8_t text[4096];
+        long n;
+        char *p, *save = NULL;
+
+        if (strlen(arg) == NODE_KEY_PK_B64_LEN &&
+            node_key_pk_from_base64(arg, NODE_KEY_PK_B64_LEN, pk) == 0)
+                return 0;
+        n = read_all(arg, text, sizeof(text) - 1);
+        if (n < 0)
+                return (int)n;
+        text[n] = 0;
+        for (p = strtok_r((char *)text, " \t\r\n", &save); p;
+             p = strtok_r(NULL, " \t\r\n", &save)) {
+                if (p[0] == '#') { /* skip the rest of a comment line */
+                        if (!strtok_r(NULL, "\n", &save))
+                                break;
+                        continue;
+                }
+                if (strlen(p) == NODE_KEY_PK_B64_LEN &&
+                    node_key_pk_from_base64(p, NODE_KEY_PK_B64_LEN, pk) == 0)
+                        return 0;
+        }
+        return -ENOKEY;
+}
+
+/* 1..16 hex digits, optionally after 0x, not all zero. */
+static int parse_serial(const char *s, uint64_t *out)
+{
+        char *end;
+
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+                s += 2;
+        if (*s == 0 || strlen(s) > 16 ||
+            strspn(s, "0123456789abcdefABCDEF") != strlen(s))
+                return -EINVAL;
+        *out = strtoull(s, &end, 16);
+        return *out ? 0 : -EINVAL;
+}
+
+static void fmt_time(uint64_t t, char *buf, size_t len)
+{
+        time_t tt = (time_t)t;
+        struct tm tm;
+
+        if ((uint64_t)tt != t || t > INT64_MAX / 2 || !gmtime_r(&tt, &tm) ||
+            !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+                snprintf(buf, len, "%llu", (unsigned long long)t);
+}
+
+static uint64_t now_s(void)
+{
+        time_t t = time(NULL);
+
+        return t > 0 ? (uint64_t)t : 0;
+}
+
+/* The authority's key pair from its key file; 1 (message printed) on
+ * error. */
+static int load_ca(const char *path, uint8_t pk[GOSSIP_KEY_BYTES],
+                   uint8_t sk[GOSSIP_SECRET_BYTES])
+{
+        char err[512];
+
+        if (node_key_load(path, pk, sk, err, sizeof(err)) < 0) {
+                fprintf(stderr, "gossip-keygen: %s\n", err);
+                return 1;
+        }
+        return 0;
+}
+
+static int make_ca(const struct opts *o)
+{
+        uint8_t pk[GOSSIP_KEY_BYTES], sk[GOSSIP_SECRET_BYTES];
+        char err[512], pub[4096], b64[NODE_KEY_PK_B64_SIZE], id[17];
+        char text[256];
+        int rc, n;
+
+        if (beside(o->out, ".pub", pub, sizeof(pub)) < 0)
+                return usage("--out: name too long");
+        rc = node_key_generate(pk, sk);
+        if (rc == 0)
+                rc = node_key_save(o->out, sk, o->force, err, sizeof(err));
+        sodium_memzero(sk, sizeof(sk));
+        if (rc < 0) {
+                fprintf(stderr, "gossip-keygen: %s\n",
+                        rc == -EIO ? "cannot generate a key" : err);
+                return 1;
+        }
+        node_key_pk_to_base64(pk, b64);
+        node_key_id(pk, id);
+        n = snprintf(text, sizeof(text),
+                     "# gossipnode cluster authority public key (key id %s)\n"
+                     "%s\n",
+                     id, b64);
+        rc = write_atomic(pub, text, (size_t)n, 0644, 1);
+        fprintf(stderr,
+                "gossip-keygen: wrote authority secret key %s (key id %s; "
+                "keep it off the devices)%s%s\n",
+                o->out, id, rc < 0 ? "" : " and ", rc < 0 ? "" : pub);
+        if (rc < 0)
+                fprintf(stderr, "gossip-keygen: %s: %s\n", pub, strerror(-rc));
+        printf("%s\n", b64);
+        return rc < 0 ? 1 : 0;
+}
+
+/* The certificate --sign asks for, from the options; 2 on bad usage
+ * (message printed). */
+static int cert_from_opts(const struct opts *o, struct gossip_cert *c)
+{
+        unsigned long days = 365;
+        char *end;
+
+        memset(c, 0, sizeof(*c));
+        if (load_pub(o->pub, c->pk) < 0)
+                return usage("bad --pub (a 44-character base64 key, or a "
+                             "readable file holding one)");
+        if (strlen(o->name) >= sizeof(c->name) || !name_ok(o->name))
+                return usage("bad --name (1-31 chars of A-Z a-z 0-9 . _ -)");
+        strcpy(c->name, o->name);
+        if (o->addr && node_addr_parse(o->addr, &c->addr, 0) < 0)
+                return usage("bad --addr (expected A.B.C.D:PORT or "
+                             "[IPv6]:PORT, port 1-65535; a certificate's "
+                             "address is numeric)");
+        if (o->days) {
+                errno = 0;
+                days = strtoul(o->days, &end, 10);
+                if (errno || *end || end == o->days || days < 1 || days > 36500)
+                        return usage("bad --days (1-36500)");
+        }
+        if (o->serial && parse_serial(o->serial, &c->serial) < 0)
+                return usage("bad --serial (1-16 hex digits, not 0)");
+        while (c->serial == 0)
+                randombytes_buf(&c->serial, sizeof(c->serial));
+        c->not_before = now_s();
+        c->not_after = c->not_before + (uint64_t)days * 86400;
+        return 0;
+}
+
+static int sign_cert(const struct opts *o)
+{
+        uint8_t pk[GOSSIP_KEY_BYTES], sk[GOSSIP_SECRET_BYTES];
+        uint8_t buf[GOSSIP_CERT_MAX_BYTES];
+        char id[17], ca_id[17], from[32], to[32], addr[NODE_ADDR_STR_SIZE];
+        struct gossip_cert c;
+        int rc, n;
+
+        if ((rc = cert_from_opts(o, &c)) != 0)
+                return rc;
+        if (load_ca(o->ca_key, pk, sk))
+                return 1;
+        n = gossip_cert_sign(&c, sk, buf, sizeof(buf));
+        sodium_memzero(sk, sizeof(sk));
+        if (n < 0) {
+                fprintf(stderr, "gossip-keygen: cannot sign: %s\n",
+                        gossip_strerror(n));
+                return 1;
+        }
+        rc = write_atomic(o->out, buf, (size_t)n, 0644, o->force);
+        if (rc < 0) {
+                fprintf(stderr, "gossip-keygen: %s: %s\n", o->out,
+                        rc == -EEXIST ? "already exists (use --force)"
+                                      : strerror(-rc));
+                return 1;
+        }
+        node_key_id(c.pk, id);
+        node_key_id(pk, ca_id);
+        fmt_time(c.not_before, from, sizeof(from));
+        fmt_time(c.not_after, to, sizeof(to));
+        if (c.addr.family == 0 ||
+            node_addr_format(&c.addr, addr, sizeof(addr)) < 0)
+                snprintf(addr, sizeof(addr), "no address");
+        fprintf(stderr,
+                "gossip-keygen: issued %s: serial %016llx for %s (key id %s, "
+                "%s), valid %s to %s, authority key id %s\n",
+                o->out, (unsigned long long)c.serial, c.name, id, addr, from,
+                to, ca_id);
+        return 0;
+}
+
+/* Inserts serial into the sorted v[0..*n); -EEXIST if there, -ENOSPC if
+ * full. */
+static int insert_serial(uint64_t *v, uint32_t *n, uint64_t serial)
+{
+        uint32_t i = 0;
+
+        while (i < *n && v[i] < serial)
+                i++;
+        if (i < *n && v[i] == serial)
+                return -EEXIST;
+        if (*n >= GOSSIP_CRL_MAX_SERIALS)
+                return -ENOSPC;
+        memmove(v + i + 1, v + i, (*n - i) * sizeof(*v));
+        v[i] = serial;
+        (*n)++;
+        return 0;
+}
+
+/* The list at path (seq 0 and no serials if there is none), verified as
+ * this authority's; 1 (message printed) on error. */
+static int read_crl(const char *path, const uint8_t pk[GOSSIP_KEY_BYTES],
+                    uint8_t *buf, struct gossip_crl *l, uint64_t *v)
+{
+        long n = read_all(path, buf, GOSSIP_CRL_MAX_BYTES);
+        int verdict;
+
+        memset(l, 0, sizeof(*l));
+        if (n == -ENOENT)
+                return 0;
+        if (n < 0) {
+                fprintf(stderr, "gossip-keygen: %s: %s\n", path,
+                        n == -EFBIG ? "too large for a revocation list"
+                                    : strerror((int)-n));
+                return 1;
+        }
+        verdict = gossip_crl_verify(buf, (size_t)n, pk, l);
+        if (verdict != GOSSIP_CRL_OK) {
+                fprintf(stderr,
+                        "gossip-keygen: %s: not a revocation list of this "
+                        "authority (%s); left as it is\n",
+                        path, gossip_crl_verdict_name(verdict));
+                return 1;
+        }
+        for (uint32_t i = 0; i < l->n_serials; i++)
+                v[i] = gn_be_get(l->serials + 8 * i, 8);
+        return 0;
+}
+
+static int revoke(const struct opts *o)
+{
+        static uint8_t old[GOSSIP_CRL_MAX_BYTES], buf[GOSSIP_CRL_MAX_BYTES];
+        static uint64_t v[GOSSIP_CRL_MAX_SERIALS];
+        uint8_t pk[GOSSIP_KEY_BYTES], sk[GOSSIP_SECRET_BYTES];
+        char path[4096];
+        struct gossip_crl l;
+        uint64_t serial, at = now_s();
+        uint32_t n;
+        int rc;
+
+        if (parse_serial(o->serial, &serial) < 0)
+                return usage("bad --serial (1-16 hex digits, not 0)");
+        if (o->crl)
+                snprintf(path, sizeof(path), "%s", o->crl);
+        else if (beside(o->ca_key, ".crl", path, sizeof(path)) < 0)
+                return usage("--ca-key: name too long");
+        if (load_ca(o->ca_key, pk, sk))
+                return 1;
+        rc = read_crl(path, pk, old, &l, v) ? -EINVAL : 0;
+        n = l.n_serials;
+        if (rc == 0 && (rc = insert_serial(v, &n, serial)) < 0)
+                fprintf(stderr, "gossip-keygen: %s: serial %016llx %s\n", path,
+                        (unsigned long long)serial,
+                        rc == -EEXIST ? "is revoked already"
+                                      : "does not fit: the list is full");
+        if (rc == 0 && l.seq == UINT64_MAX)
+                rc = -EOVERFLOW;
+        if (rc == 0) /* the floor a list gives never moves back */
+                rc = gossip_crl_sign(l.seq + 1,
+                                     at > l.issued_at ? at : l.issued_at, v, n,
+                                     sk, buf, sizeof(buf));
+        sodium_memzero(sk, sizeof(sk));
+        if (rc < 0)
+                return 1;
+        rc = write_atomic(path, buf, (size_t)rc, 0644, 1);
+        if (rc < 0) {
+                fprintf(stderr, "gossip-keygen: %s: %s\n", path, strerror(-rc));
+                return 1;
+        }
+        fprintf(stderr,
+                "gossip-keygen: revoked %016llx: %s is now sequence %llu "
+                "with %u serial%s\n",
+                (unsigned long long)serial, path,
+                (unsigned long long)(l.seq + 1), n, n == 1 ? "" : "s");
+        return 0;
+}
+
+/* read_all() into buf, *n its result; 1 (message printed) if the file
+ * cannot be read at all. A file longer than cap is *n = -EFBIG, 0: the
+ * caller says what it is not. */
+static int read_or_say(const char *path, uint8_t *buf, size_t cap, long *n)
+{
+        *n = read_all(path, buf, cap);
+        if (*n < 0 && *n != -EFBIG) {
+                fprintf(stderr, "gossip-keygen: %s: %s\n", path,
+                        strerror((int)-*n));
+                return 1;
+        }
+        return 0;
+}
+
+static void print_cert(const char *path, const struct gossip_cert *c)
+{
+        char b64[NODE_KEY_PK_B64_SIZE], id[17], from[32], to[32];
+        char addr[NODE_ADDR_STR_SIZE] = "none";
+
+        node_key_pk_to_base64(c->pk, b64);
+        node_key_id(c->pk, id);
+        fmt_time(c->not_before, from, sizeof(from));
+        fmt_time(c->not_after, to, sizeof(to));
+        if (c->addr.family)
+                node_addr_format(&c->addr, addr, sizeof(addr));
+        printf("certificate %s\n"
+               "  name        %s\n"
+               "  address     %s\n"
+               "  public key  %s (key id %s)\n"
+               "  serial      %016llx\n"
+               "  valid       %s to %s\n"
+               "  authority   key id %016llx\n",
+               path, c->name, addr, b64, id, (unsigned long long)c->serial,
+               from, to, (unsigned long long)c->authority_id);
+}
+
+static int show_cert(const struct opts *o)
+{
+        static uint8_t lb[GOSSIP_CRL_MAX_BYTES];
+        uint8_t buf[GOSSIP_CERT_MAX_BYTES + 1], pk[GOSSIP_KEY_BYTES];
+        long n;
+        struct gossip_crl l, *lp = NULL;
+        struct gossip_cert c;
+        const char *why = "longer than any certificate";
+        int v;
+
+        if (read_or_say(o->show_cert, buf, sizeof(buf), &n))
+                return 1;
+        if (n < 0 ||
+            gossip_cert_decode(buf, (size_t)n, &c, &why) != GOSSIP_CERT_OK) {
+                fprintf(stderr, "gossip-keygen: %s: not a certificate: %s\n",
+                        o->show_cert, why);
+                return 1;
+        }
+        print_cert(o->show_cert, &c);
+        if (!o->ca_pub)
+                return 0;
+        if (load_pub(o->ca_pub, pk) < 0)
+                return usage("bad --ca-pub (a 44-character base64 key, or a "
+                             "readable file holding one)");
+        if (o->crl) {
+                long ln = read_all(o->crl, lb, sizeof(lb));
+
+                if (ln < 0 || gossip_crl_verify(lb, (size_t)ln, pk, &l) !=
+                                  GOSSIP_CRL_OK) {
+                        fprintf(stderr,
+                                "gossip-keygen: %s: not a revocation list of "
+                                "this authority\n",
+                                o->crl);
+                        return 1;
+                }
+                lp = &l;
+        }
+        v = gossip_cert_verify(buf, (size_t)n, pk, now_s(), 1, lp, NULL);
+        printf("  verdict     %s (by this machine's clock%s)\n",
+               gossip_cert_verdict_name(v), lp ? " and the list" : "");
+        return v == GOSSIP_CERT_OK ? 0 : 1;
+}
+
+static int show_crl(const struct opts *o)
+{
+        static uint8_t buf[GOSSIP_CRL_MAX_BYTES];
+        const char *why = "longer than any revocation list";
+        uint8_t pk[GOSSIP_KEY_BYTES];
+        struct gossip_crl l;
+        char at[32];
+        long n;
+        int v;
+
+        if (read_or_say(o->show_crl, buf, sizeof(buf), &n))
+                return 1;
+        if (n < 0 ||
+            gossip_crl_decode(buf, (size_t)n, &l, &why) != GOSSIP_CRL_OK) {
+                fprintf(stderr,
+                        "gossip-keygen: %s: not a revocation list: %s\n",
+                        o->show_crl, why);
+                return 1;
+        }
+        fmt_time(l.issued_at, at, sizeof(at));
+        printf("revocation list %s\n"
+               "  authority   key id %016llx\n"
+               "  sequence    %llu\n"
+               "  issued at   %s\n"
+               "  revoked     %u\n",
+               o->show_crl, (unsigned long long)l.authority_id,
+               (unsigned long long)l.seq, at, l.n_serials);
+        for (uint32_t i = 0; i < l.n_serials; i++)
+                printf("    %016llx\n",
+                       (unsigned long long)gn_be_get(l.serials + 8 * i, 8));
+        if (!o->ca_pub)
+                return 0;
+        if (load_pub(o->ca_pub, pk) < 0)
+                return usage("bad --ca-pub (a 44-character base64 key, or a "
+                             "readable file holding one)");
+        v = gossip_crl_verify(buf, (size_t)n, pk, NULL);
+        printf("  verdict     %s\n", gossip_crl_verdict_name(v));
+        return v == GOSSIP_CRL_OK ? 0 : 1;
+}
+
+/* The value slot of option a, or NULL if a takes no value. */
+static const char **opt_slot(struct opts *o, const char *a)
+{
+        static const struct {
+                const char *name;
+                size_t off;
+        } opts[] = {
+            {"--out", offsetof(struct opts, out)},
+            {"--show", offsetof(struct opts, show)},
+            {"--addr", offsetof(struct opts, addr)},
+            {"--name", offsetof(struct opts, name)},
+            {"--ca-key", offsetof(struct opts, ca_key)},
+            {"--pub", offsetof(struct opts, pub)},
+            {"--days", offsetof(struct opts, days)},
+            {"--serial", offsetof(struct opts, serial)},
+            {"--crl", offsetof(struct opts, crl)},
+            {"--ca-pub", offsetof(struct opts, ca_pub)},
+            {"--show-cert", offsetof(struct opts, show_cert)},
+            {"--show-crl", offsetof(struct opts, show_crl)},
+        };
+
+        for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+                if (strcmp(a, opts[i].name) == 0)
+                        return (const char **)((char *)o + opts[i].off);
+        return NULL;
+}
+
+/* The flag a names, or NULL. */
+static int *flag_slot(struct opts *o, const char *a)
+{
+        return strcmp(a, "--force") == 0    ? &o->force
+               : strcmp(a, "--ca") == 0     ? &o->ca
+               : strcmp(a, "--sign") == 0   ? &o->sign
+               : strcmp(a, "--revoke") == 0 ? &o->revoke
+                                            : NULL;
+}
+
+/* Which mode the options ask for, or a usage message in *why. */
+static int pick_mode(const struct opts *o, const char **why)
+{
+        int modes = !!o->ca + !!o->sign + !!o->revoke + !!o->show_cert +
+                    !!o->show_crl + !!o->show;
+
+        *why = "give exactly one of --out FILE, --show FILE, --ca, --sign, "
+               "--revoke, --show-cert FILE, --show-crl FILE";
+        if (modes > 1 || (modes == 0 && !o->out))
+                return 0;
+        if (o->show && o->out)
+                return 0;
+        if ((o->ca || o->sign) && !o->out)
+                return *why = "--ca and --sign need --out FILE", 0;
+        if ((o->sign || o->revoke) && !o->ca_key)
+                return *why = "--sign and --revoke need --ca-key FILE", 0;
+        if (o->sign && (!o->pub || !o->name))
+                return *why = "--sign needs --pub FILE|KEY and --name NAME", 0;
+        if (o->revoke && !o->serial)
+                return *why = "--revoke needs --serial HEX", 0;
+        if (o->ca_pub && !o->show_cert && !o->show_crl)
+                return *why = "--ca-pub goes with --show-cert or --show-crl", 0;
+        return 1;
+}
+
 int main(int argc, char **argv)
 {
         struct opts o = {0};
+        const char *why;
 
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i];
-                const char **slot = strcmp(a, "--out") == 0    ? &o.out
-                                    : strcmp(a, "--show") == 0 ? &o.show
-                                    : strcmp(a, "--addr") == 0 ? &o.addr
-                                    : strcmp(a, "--name") == 0 ? &o.name
-                                                               : NULL;
+                const char **slot = opt_slot(&o, a);
+                int *flag = flag_slot(&o, a);
+
                 if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
                         return usage(NULL);
                 if (strcmp(a, "--version") == 0) {
                         printf("gossip-keygen %s\n", GN_VERSION);
                         return 0;
                 }
-                if (strcmp(a, "--force") == 0) {
-                        o.force = 1;
+                if (flag) {
+                        *flag = 1;
                         continue;
                 }
                 if (slot == NULL)
@@ -192,16 +756,26 @@ int main(int argc, char **argv)
                         return usage("an option needs a value");
                 *slot = argv[++i];
         }
-        if (!o.out == !o.show)
-                return usage("give exactly one of --out FILE, --show FILE");
+        if (!pick_mode(&o, &why))
+                return usage(why);
+        if (node_key_init() < 0) {
+                fprintf(stderr, "gossip-keygen: libsodium failed to start\n");
+                return 1;
+        }
+        if (o.ca)
+                return make_ca(&o);
+        if (o.sign)
+                return sign_cert(&o);
+        if (o.revoke)
+                return revoke(&o);
+        if (o.show_cert)
+                return show_cert(&o);
+        if (o.show_crl)
+                return show_crl(&o);
         if (o.addr && !addr_ok(o.addr))
                 return usage("bad --addr (expected A.B.C.D:PORT, [IPv6]:PORT "
                              "or HOST:PORT, port 1-65535)");
         if (o.name && !name_ok(o.name))
                 return usage("bad --name (1-63 chars of A-Z a-z 0-9 . _ -)");
-        if (node_key_init() < 0) {
-                fprintf(stderr, "gossip-keygen: libsodium failed to start\n");
-                return 1;
-        }
         return o.out ? generate(&o) : show(&o);
 }

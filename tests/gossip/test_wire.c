@@ -20,6 +20,7 @@
 #include <sodium.h>
 
 #include "gn_rng.h"
+#include "test_docvec.h"
 #include "test_seed.h"
 #include "gn_endian.h"
 #include "wire.h"
@@ -1841,74 +1842,6 @@ static void vector_msg(const char *name, struct gossip_msg *m,
         }
 }
 
-static char *read_file(const char *path)
-{
-        FILE *fp = fopen(path, "rb");
-        char *s = NULL;
-        long n;
-
-        if (!fp)
-                return NULL;
-        if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 &&
-            fseek(fp, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1))) {
-                if (fread(s, 1, (size_t)n, fp) != (size_t)n) {
-                        free(s);
-                        s = NULL;
-                } else {
-                        s[n] = 0;
-                }
-        }
-        fclose(fp);
-        return s;
-}
-
-/* The hex after "<!-- vector: name -->" up to the closing fence. */
-static size_t doc_vector(const char *doc, const char *name, uint8_t *out,
-                         size_t cap)
-{
-        char marker[64];
-        const char *p, *end;
-        size_t n = 0;
-        int hi = -1;
-
-        snprintf(marker, sizeof(marker), "<!-- vector: %s -->", name);
-        p = strstr(doc, marker);
-        if (!p)
-                return 0;
-        p = strstr(p, "```");
-        if (!p)
-                return 0;
-        p = strchr(p, '\n');
-        end = p ? strstr(p, "```") : NULL;
-        if (!end)
-                return 0;
-        for (; p < end && n < cap; p++) {
-                int v;
-
-                if (*p >= '0' && *p <= '9')
-                        v = *p - '0';
-                else if (*p >= 'a' && *p <= 'f')
-                        v = *p - 'a' + 10;
-                else
-                        continue;
-                if (hi < 0) {
-                        hi = v;
-                } else {
-                        out[n++] = (uint8_t)(hi << 4 | v);
-                        hi = -1;
-                }
-        }
-        return n;
-}
-
-static void print_hex(const char *name, const uint8_t *b, size_t n)
-{
-        printf("<!-- vector: %s -->\n```\n", name);
-        for (size_t i = 0; i < n; i++)
-                printf("%02x%s", b[i], i % 16 == 15 || i + 1 == n ? "\n" : " ");
-        printf("```\n");
-}
-
 static void test_protocol_vectors(void **state)
 {
         static const char *names[] = {
@@ -1916,7 +1849,7 @@ static void test_protocol_vectors(void **state)
             "state_req",  "params_mac",   "ping_suspect",
             "leave_stop", "ping_version", "params_period"};
         struct fx *f = *state;
-        char *doc = read_file(GN_SOURCE_DIR "/docs/protocol.md");
+        char *doc = gn_test_read_file(GN_SOURCE_DIR "/docs/protocol.md");
         int print = getenv("GN_WIRE_PRINT_VECTORS") != NULL;
         const uint8_t *kab;
         uint8_t want_k[64];
@@ -1928,8 +1861,9 @@ static void test_protocol_vectors(void **state)
         kab = gossip_keyring_mac_key(f->kr, id_a);
         assert_non_null(kab);
         if (print)
-                print_hex("mac_key_ab", kab, 32);
-        else if (doc_vector(doc, "mac_key_ab", want_k, sizeof(want_k)) != 32)
+                gn_test_print_vector("mac_key_ab", kab, 32);
+        else if (gn_test_doc_vector(doc, "mac_key_ab", want_k,
+                                    sizeof(want_k)) != 32)
                 fail_msg("vector mac_key_ab: not 32 bytes in the doc");
         else
                 assert_memory_equal(kab, want_k, 32);
@@ -1945,10 +1879,10 @@ static void test_protocol_vectors(void **state)
                         m.mac_key = kab;
                 len = encode(&m, sk, f->buf, sizeof(f->buf));
                 if (print) {
-                        print_hex(names[i], f->buf, len);
+                        gn_test_print_vector(names[i], f->buf, len);
                         continue;
                 }
-                n = doc_vector(doc, names[i], want, sizeof(want));
+                n = gn_test_doc_vector(doc, names[i], want, sizeof(want));
                 if (n != len)
                         fail_msg("vector %s: %zu bytes in the doc, %zu encoded",
                                  names[i], n, len);

@@ -12,3 +12,10 @@ add_executable(bench_gossip_wire ${CMAKE_CURRENT_LIST_DIR}/bench_wire.c)
 target_link_libraries(bench_gossip_wire PRIVATE gn_gossip gn::sodium)
 target_include_directories(bench_gossip_wire PRIVATE
                            ${PROJECT_SOURCE_DIR}/tests/common)
+# The cluster authority's certificates and revocation lists (gossip/cert.h):
+# every verdict, the clock policy's edges, the merge rule, and the vectors
+# of docs/protocol.md section 12 (read from the source tree).
+gn_add_test(NAME test_cert SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_cert.c
+            LIBS gn_gossip gn::cmocka LABELS unit)
+target_compile_definitions(test_cert PRIVATE
+                           GN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -54,11 +54,13 @@ _gossip_keygen()
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
         case $prev in
-        --out|--show) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        --addr|--name) return ;;
+        --out|--show|--ca-key|--pub|--crl|--ca-pub|--show-cert|--show-crl)
+                COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --addr|--name|--days|--serial) return ;;
         esac
-        COMPREPLY=($(compgen -W "--out --show --force --addr --name --help \
---version" -- "$cur"))
+        COMPREPLY=($(compgen -W "--out --show --force --addr --name --ca \
+--sign --revoke --ca-key --pub --days --serial --crl --ca-pub --show-cert \
+--show-crl --help --version" -- "$cur"))
 }
 
 complete -F _gossipnode gossipnode
