@@ -119,6 +119,7 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         g->on_app = cfg->on_app;
         g->on_member = cfg->on_member;
         g->cb_ctx = cfg->cb_ctx;
+        g->app_ctx = cfg->app_ctx ? cfg->app_ctx : cfg->cb_ctx;
         g->n_live = 1;
         g->n_known = 1;
         g->kr = gossip_keyring_new();
@@ -265,10 +266,11 @@ static int app_kind(int msg_kind)
 }
 
 static void deliver_app(struct gossip *g, struct swim_member *from,
-                        const struct gossip_msg *m)
+                        const struct gossip_msg *m, const void *frame)
 {
         struct gossip_member_info mi;
-        struct gossip_app a = {.kind = app_kind(m->kind), .step = m->step};
+        struct gossip_app a = {
+            .kind = app_kind(m->kind), .step = m->step, .frame = frame};
 
         if (GOSSIP_WIRE_IS_TENSOR(m->kind)) {
                 a.payload = m->u.tensor.payload;
@@ -291,7 +293,7 @@ static void deliver_app(struct gossip *g, struct swim_member *from,
         if (!g->on_app)
                 return;
         gossip__member_info(g, from, &mi);
-        g->on_app(g->cb_ctx, &mi, &a);
+        g->on_app(g->app_ctx, &mi, &a);
 }
 
 /* A refused frame counts node-wide; it is charged to a member only when it
@@ -322,6 +324,12 @@ int gossip_frame_authenticate(const struct gossip *g, const void *buf,
 
 int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
                       const void *buf, size_t len, int channel)
+{
+        return gossip_on_frame(g, from, buf, len, channel, NULL);
+}
+
+int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
+                    const void *buf, size_t len, int channel, const void *frame)
 {
         struct gossip_msg m;
         struct gossip_update *upd = g ? g->dgram_upd : NULL;
@@ -369,7 +377,7 @@ int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
         sender->step = m.step;
         gossip__swim_on_msg(g, sender, from, &m);
         if (app_kind(m.kind))
-                deliver_app(g, sender, &m);
+                deliver_app(g, sender, &m, frame);
 out:
         if (upd != g->dgram_upd)
                 free(upd);

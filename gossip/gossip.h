@@ -74,6 +74,10 @@ struct gossip_app {
         uint32_t rx_rate, rx_span;
         const void *payload; /* borrowed for the duration of the call */
         size_t len;
+        /* the caller's context for the frame this came in, as given to
+         * gossip_on_frame() (NULL from gossip_on_message()): how the
+         * transport received it, passed through untouched */
+        const void *frame;
 };
 
 /* One line of the peers file: who may speak, and where to find them. */
@@ -126,6 +130,7 @@ struct gossip_config {
         void (*on_member)(void *ctx, const struct gossip_member_info *m,
                           int old_state);
         void *cb_ctx;
+        void *app_ctx; /* on_app's ctx when not NULL (else cb_ctx) */
 };
 
 /* What this node knows of one member (or of itself). */
@@ -183,6 +188,13 @@ void gossip_destroy(struct gossip *g);
  * it was rejected (also counted in the stats); rejection is normal life. */
 int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
                       const void *buf, size_t len, int channel);
+
+/* gossip_on_message() that hands frame, untouched, to on_app in
+ * gossip_app.frame: the caller's receive information reaches the
+ * application message as an argument (the protocol never reads it). */
+int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
+                    const void *buf, size_t len, int channel,
+                    const void *frame);
 
 /* Is buf, received on channel, a frame signed (or MAC'd) by a trusted key
  * for that channel? 0 or the negative reason; changes nothing (no replay

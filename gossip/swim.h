@@ -121,6 +121,7 @@ struct gossip {
                        const struct gossip_app *);
         void (*on_member)(void *, const struct gossip_member_info *, int);
         void *cb_ctx;
+        void *app_ctx; /* on_app's ctx */
 
         struct gossip_keyring *kr;
         struct gossip_replay *rp;

@@ -1,16 +1,18 @@
 /*
  * cluster.c - membership and lifecycle of one node in the cluster: the key
  * and peers files, the transport, the protocol core and its timer, joins
- * and join retries, the graceful leave, SIGHUP reloads, member changes and
- * the choice of a step's partner. The exchange itself is in
- * cluster_exchange.c, the live join's state transfer in cluster_join.c,
- * the control replies and the summary line in cluster_report.c, the
- * Prometheus families in cluster_metrics.c (the rooms and the shared
- * struct: cluster_private.h).
+ * and join retries, the graceful leave, SIGHUP reloads and member changes.
+ * It creates and owns the exchange (exchange.c), the live join's state
+ * transfer (join.c) and the view (view.c: members, partner choice), and
+ * hands each event to its owner: a frame from the transport to the
+ * protocol core (whose application messages go straight to the exchange,
+ * registered as on_app), the trainer's post to the exchange. The control
+ * replies are in cluster_report.c, the Prometheus families in
+ * cluster_metrics.c (the rooms and the shared struct: cluster_private.h).
  *
  * Loop thread only. The protocol core runs from one timer armed at
- * gossip_next_deadline() and from arriving frames; after either,
- * node_cluster__arm() sets the timer again.
+ * gossip_next_deadline() and from arriving frames and posts; after any of
+ * them, node_cluster__arm() sets the timer again.
  */
 #include "cluster_private.h"
 #include "version.h"
@@ -25,7 +27,6 @@
 
 #include "evlog.h"
 #include "keys.h"
-#include "schedule.h"
 #include "trainer.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -48,11 +49,6 @@ static void copy_name(char *dst, size_t cap, const char *src)
         dst[n] = '\0';
 }
 
-const char *node_cluster__member_name(const struct gossip_member_info *m)
-{
-        return m->name[0] ? m->name : "?";
-}
-
 const char *node_cluster_name(const struct node_cluster *c)
 {
         return c->name;
@@ -62,35 +58,7 @@ struct node_handoff *node_cluster_handoff(struct node_cluster *c)
         return c->h;
 }
 
-struct gossip_member_info *node_cluster__members(struct node_cluster *c,
-                                                 size_t *n)
-{
-        size_t cap = c->npeers + 1, total;
-        struct gossip_member_info *mi = calloc(cap, sizeof(*mi));
-
-        if (!mi)
-                return NULL;
-        total = gossip_members(c->g, mi, cap);
-        *n = total < cap ? total : cap;
-        return mi;
-}
-
 /* ---- the protocol timer ------------------------------------------------- */
-
-uint64_t node_cluster__own_step(struct node_cluster *c)
-{
-        struct node_train_stats st;
-        uint64_t step = node_handoff_local_step(c->h);
-
-        /* serving: the model's step, which the box never heard when the
-         * node resumed on a checkpoint already at its stop criterion */
-        if (c->served) {
-                node_trainer_stats(c->served, &st);
-                if (st.step > step)
-                        step = st.step;
-        }
-        return step;
-}
 
 static void on_tick(uv_timer_t *t);
 
@@ -111,89 +79,14 @@ static void on_tick(uv_timer_t *t)
 
         /* our training step, carried in every message (how a joining peer
          * finds the member furthest ahead), also while we train alone */
-        gossip_set_step(c->g, node_cluster__own_step(c));
+        gossip_set_step(c->g, node_join_own_step(&c->join));
         if (c->o->wait_ms && c->o->codec != NODE_CODEC_NONE)
-                node_cluster__publish_members(c);
+                node_exchange_on_members(c->ex);
         gossip_tick(c->g);
         node_cluster__arm(c);
 }
 
-/* ---- partner choice ----------------------------------------------------- */
-
-static int partner_alive(void *ctx, size_t member)
-{
-        struct node_cluster *c = ctx;
-        struct gossip_member_info mi;
-
-        if (gossip_member_get(c->g, c->view[member], &mi))
-                return 0;
-        return mi.state == GOSSIP_ALIVE;
-}
-
-/* The live view as the schedule takes it, in c->view. */
-static struct gossip_sched_view sched_view(struct node_cluster *c)
-{
-        size_t n = gossip_view(c->g, c->view, c->view_cap);
-
-        return (struct gossip_sched_view){
-            (const uint8_t(*)[GOSSIP_KEY_BYTES])c->view,
-            n > c->view_cap ? c->view_cap : n, c->o->seed,
-            GOSSIP_SCHED_DISSEMINATION};
-}
-
-/* The step's partner per the GossipGraD schedule over the live view. */
-int node_cluster__partner(struct node_cluster *c, uint64_t step,
-                          uint8_t key[GOSSIP_KEY_BYTES])
-{
-        struct gossip_sched_view v = sched_view(c);
-
-        return gossip_sched_view_partner(&v, c->pk, step, partner_alive, c,
-                                         key);
-}
-
-/* Is key one of our scheduled senders at step? Under either reading of a
- * churning view (gossip_sched_view_is_sender()); the step is in the
- * message, so the round is exact; a sender outside our view never is. */
-int node_cluster__scheduled_sender(struct node_cluster *c, uint64_t step,
-                                   const uint8_t key[GOSSIP_KEY_BYTES])
-{
-        struct gossip_sched_view v = sched_view(c);
-
-        return gossip_sched_view_is_sender(&v, key, c->pk, step, partner_alive,
-                                           c);
-}
-
 /* ---- protocol callbacks ------------------------------------------------- */
-
-static void on_app(void *ctx, const struct gossip_member_info *from,
-                   const struct gossip_app *msg)
-{
-        struct node_cluster *c = ctx;
-        const void *payload = msg->payload;
-        uint64_t step = msg->step;
-        size_t len = msg->len;
-
-        node_cluster__heard_frame(c, from);
-        switch (msg->kind) {
-        case GOSSIP_APP_GRADIENT:
-                node_cluster__on_gradient(c, from, step, payload, len);
-                break;
-        case GOSSIP_APP_PARAMS:
-                node_cluster__on_params(c, from, msg);
-                break;
-        case GOSSIP_APP_STATE_REQ:
-                node_cluster__on_state_req(c, from);
-                break;
-        case GOSSIP_APP_STATE:
-                node_cluster__on_state(c, from, payload, len);
-                break;
-        case GOSSIP_APP_SAMPLES:
-                node_cluster__on_samples(c, from, payload, len);
-                break;
-        default:
-                c->decode_errors++;
-        }
-}
 
 /* The cluster-wide stop (gossip/stop.h): a member left with a reason;
  * if it ends our run too, the box tells the trainer (it finishes its
@@ -207,12 +100,12 @@ static void cluster_stop_heard(struct node_cluster *c,
                 return;
         if (!s.origin[0]) /* an unnamed origin: the leaver's name */
                 snprintf(s.origin, sizeof(s.origin), "%s",
-                         node_cluster__member_name(m));
+                         node_view_member_name(m));
         if (node_handoff_stop_peer(c->h, &s, gossip_stop_bp(c->o->target_acc)))
                 node_log(NODE_LOG_INFO,
                          "%s left: it reached the target (%.2f%% at step "
                          "%llu); stopping after this step",
-                         node_cluster__member_name(m), s.acc_bp / 100.0,
+                         node_view_member_name(m), s.acc_bp / 100.0,
                          (unsigned long long)s.step);
 }
 
@@ -225,29 +118,38 @@ static void on_member(void *ctx, const struct gossip_member_info *m,
         if (memcmp(m->key, c->pk, GOSSIP_KEY_BYTES) == 0)
                 return;
         node_log(NODE_LOG_INFO, "member %s %s -> %s (%zu alive)",
-                 node_cluster__member_name(m),
+                 node_view_member_name(m),
                  old_state < 0 ? "new" : gossip_state_name(old_state), st,
                  gossip_alive_count(c->g));
-        node_evlog_member(c->ev, node_cluster__member_name(m), st);
-        node_cluster__publish_members(c);
+        node_evlog_member(c->ev, node_view_member_name(m), st);
+        node_exchange_on_members(c->ex);
         if (m->state == GOSSIP_LEFT)
                 cluster_stop_heard(c, m);
 }
 
+/* A frame from the transport: to the protocol core, with how it arrived
+ * as the frame's context, which an application message in it carries to
+ * the exchange (node_exchange_gossip_app). */
 static void on_frame(void *ctx, const struct gossip_addr *from, const void *buf,
                      size_t len, int channel, const struct node_net_rx *rx)
 {
         struct node_cluster *c = ctx;
+        struct node_exchange_rx xrx = {*rx, len, uv_now(c->loop)};
 
         if (c->closing)
                 return;
-        /* how it arrived, for on_app (gossip_on_message calls it, or not,
-         * before it returns) */
-        c->rx_now = *rx;
-        c->rx_len = len;
-        gossip_on_message(c->g, from, buf, len, channel);
-        c->rx_now = (struct node_net_rx){0, 0};
-        c->rx_len = 0;
+        gossip_on_frame(c->g, from, buf, len, channel, &xrx);
+        node_cluster__arm(c);
+}
+
+/* The trainer posted something in the box: to the exchange. */
+static void on_post(uv_async_t *a)
+{
+        struct node_cluster *c = a->data;
+
+        if (c->closing)
+                return;
+        node_exchange_on_post(c->ex);
         node_cluster__arm(c);
 }
 
@@ -407,7 +309,9 @@ static int open_gossip(struct node_cluster *c, const uint8_t *sk, char *err,
         gc.incarnation = node_cluster__unix_ms();
         gc.peers = gp;
         gc.n_peers = c->npeers;
-        gc.on_app = on_app;
+        /* application messages straight to the exchange */
+        gc.on_app = node_exchange_gossip_app;
+        gc.app_ctx = c->ex;
         gc.on_member = on_member;
         gc.cb_ctx = c;
         node_net_env(c->net, &env);
@@ -423,11 +327,28 @@ static int open_gossip(struct node_cluster *c, const uint8_t *sk, char *err,
         return rc;
 }
 
+/* The exchange (and its box) and the view's scratch. */
+static int open_exchange(struct node_cluster *c, char *err, size_t errlen)
+{
+        struct node_exchange_cfg xc = {c->o, c->nparams, &c->async};
+        int rc = node_exchange_open(&c->ex, &xc, err, errlen);
+
+        if (rc)
+                return rc;
+        c->h = node_exchange_box(c->ex);
+        memcpy(c->view.pk, c->pk, GOSSIP_KEY_BYTES);
+        c->view.seed = c->o->seed;
+        if (node_view_reserve(&c->view, c->npeers)) {
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 static void free_cluster(struct node_cluster *c)
 {
-        node_cluster__exchange_free(c);
-        node_handoff_free(c->h);
-        free(c->view);
+        node_exchange_free(c->ex);
+        node_view_free(&c->view);
         node_peers_free(c->peers);
         free(c);
 }
@@ -492,7 +413,7 @@ int node_cluster_open(struct node_cluster **out, uv_loop_t *loop,
         c->start_ms = node_cluster__unix_ms();
         rc = load_identity(c, sk, err, errlen);
         if (rc == 0)
-                rc = node_cluster__exchange_open(c, err, errlen);
+                rc = open_exchange(c, err, errlen);
         if (rc == 0)
                 rc = open_net(c, err, errlen);
         if (rc == 0)
@@ -500,11 +421,14 @@ int node_cluster_open(struct node_cluster **out, uv_loop_t *loop,
         sodium_memzero(sk, sizeof(sk));
         if (rc)
                 goto out;
+        c->view.g = c->g;
+        c->join = (struct node_join){.g = c->g, .h = c->h, .view = &c->view};
+        node_exchange_bind(c->ex, c->g, c->net, &c->view, &c->join);
         node_log_set_name(c->name);
         uv_timer_init(loop, &c->tick);
         uv_timer_init(loop, &c->join_timer);
         uv_timer_init(loop, &c->linger);
-        uv_async_init(loop, &c->async, node_cluster__on_async);
+        uv_async_init(loop, &c->async, on_post);
         c->tick.data = c->join_timer.data = c->linger.data = c;
         c->async.data = c;
         handles = 1;
@@ -556,7 +480,6 @@ static const struct gossip_stop *cluster_stop_why(struct node_cluster *c,
         return why;
 }
 
-/* One line with the exchange counters (loop thread). */
 void node_cluster_leave(struct node_cluster *c, void (*done)(void *arg),
                         void *arg)
 {
@@ -567,7 +490,7 @@ void node_cluster_leave(struct node_cluster *c, void (*done)(void *arg),
         c->leaving = 1;
         c->leave_done = done;
         c->leave_arg = arg;
-        node_cluster__log_summary(c);
+        node_exchange_log_summary(c->ex);
         node_log(NODE_LOG_INFO, "leaving the cluster");
         gossip_leave_with(c->g, cluster_stop_why(c, &why));
         node_cluster__arm(c);
@@ -598,13 +521,7 @@ int node_cluster_reload(struct node_cluster *c, char *err, size_t errlen)
                         gossip_trust_remove(c->g, c->peers[i].pk);
                         removed++;
                 }
-        if (nn + 1 > c->view_cap) {
-                void *v = realloc(c->view, (nn + 1) * GOSSIP_KEY_BYTES);
-                if (v) {
-                        c->view = v;
-                        c->view_cap = nn + 1;
-                }
-        }
+        node_view_reserve(&c->view, nn); /* no memory: the view is cut */
         node_peers_free(c->peers);
         c->peers = np;
         c->npeers = nn;
@@ -614,4 +531,9 @@ int node_cluster_reload(struct node_cluster *c, char *err, size_t errlen)
                  nn, added, removed);
         node_cluster__arm(c);
         return 0;
+}
+
+void node_cluster_serve(struct node_cluster *c, struct node_trainer *t)
+{
+        node_join_serve(&c->join, t);
 }

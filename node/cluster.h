@@ -21,7 +21,8 @@
  * The training thread never calls in here: it meets the loop only in the
  * hand-off box (node/handoff.h) that node_cluster_handoff() returns, and
  * asks the exchange plan (gossip/plan.h) itself. The rooms of the
- * implementation are listed in cluster_private.h.
+ * implementation are listed in cluster_private.h; the exchange is its own
+ * object (exchange.h), the live join's state transfer too (join.h).
  */
 #ifndef NODE_CLUSTER_H
 #define NODE_CLUSTER_H
@@ -44,20 +45,10 @@ enum {
         /* After gossip_leave, keep the loop running this long so the LEAVE
          * reaches a few members (several probe-period piggybacks). */
         NODE_CLUSTER_LEAVE_LINGER_MS = 600,
-        /* Pending STATE_REQ answers kept at once. */
-        NODE_CLUSTER_STATE_PENDING = 16,
-        /* Peers tracked for per-peer gradient counters. */
-        NODE_CLUSTER_PEER_STATS = 256,
 };
 
 struct node_cluster;
 struct node_evlog;
-
-/* Per-peer gradient counters (keyed by public key). */
-struct node_cluster_peer_grads {
-        uint8_t key[32];
-        uint64_t merged, late, dropped;
-};
 
 /* Loop: load key and peers, bind the transport, create the protocol node
  * and the hand-off box, start the tick timer and join the peers. nparams

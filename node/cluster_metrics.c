@@ -6,7 +6,8 @@
  * Loop thread only, called once per scrape. Counters come from their
  * owners: the protocol core (gossip_stats_get, per-member info), the
  * transport (node_net_stats), the hand-off box (a consistent copy under its
- * lock) and the cluster's own counters in struct node_cluster.
+ * lock), the exchange (node_exchange_stats) and the join's count of states
+ * sent. It may call cluster.c, never the other way.
  *
  * One refusal family, three layers: "transport" (connections the transport
  * closed or refused before a frame reached the protocol), "protocol"
@@ -22,6 +23,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "codec.h"
 #include "metrics.h"
 #include "shuffle.h"
 
@@ -223,7 +225,7 @@ static void peer_metrics(struct node_cluster *c, struct node_metrics_buf *b,
         for (size_t i = 1; i < n; i++)
                 for (int s = GOSSIP_ALIVE; s <= GOSSIP_LEFT; s++) {
                         struct node_metrics_label l[2] = {
-                            {"peer", node_cluster__member_name(&mi[i])},
+                            {"peer", node_view_member_name(&mi[i])},
                             {"state", gossip_state_name(s)}};
 
                         node_metrics_sample(b, "peer_state", l, 2,
@@ -236,7 +238,7 @@ static void peer_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                                     peer_families[f].help);
                 for (size_t i = 1; i < n; i++) {
                         struct node_metrics_label l = {
-                            "peer", node_cluster__member_name(&mi[i])};
+                            "peer", node_view_member_name(&mi[i])};
 
                         node_metrics_sample(b, peer_families[f].name, &l, 1,
                                             peer_families[f].value(c, &mi[i]));
@@ -249,7 +251,7 @@ static void peer_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                 int have = node_handoff_robust_peer(c->h, mi[i].key, &rp) == 0;
 
                 sample_rejects(b, "peer_rejects_total",
-                               node_cluster__member_name(&mi[i]), mi[i].rejects,
+                               node_view_member_name(&mi[i]), mi[i].rejects,
                                have ? rp.count : none);
         }
 }
@@ -259,6 +261,7 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                              const struct node_handoff_stats *hs)
 {
         const struct gossip_merge_stats *ms = &hs->merge;
+        const struct node_exchange_stats *xs = node_exchange_stats(c->ex);
 
         node_metrics_counter(b, "gossip_bytes_in_total",
                              "Bytes of verified protocol messages received",
@@ -274,10 +277,10 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
         node_metrics_counter(b, "gossip_deaths_total", "Members declared dead",
                              gs->deaths_declared);
         node_metrics_counter(b, "grads_sent_total",
-                             "Gradients sent to a partner", c->grads_sent);
+                             "Gradients sent to a partner", xs->grads_sent);
         node_metrics_counter(b, "grads_send_failures_total",
                              "Gradients the protocol refused to send",
-                             c->grads_send_fail);
+                             xs->grads_send_fail);
         node_metrics_counter(b, "grads_merged_total",
                              "Received gradients merged", ms->merged);
         node_metrics_counter(b, "grads_late_total",
@@ -304,19 +307,19 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
         node_metrics_gauge(b, "exchange_slice_bytes_per_element",
                            "Bytes per element of the slices we send now: "
                            "4 fp32, 2 fp16, 1 int8 (--adapt)",
-                           c->adapt.codec == GOSSIP_CODEC_INT8   ? 1
-                           : c->adapt.codec == GOSSIP_CODEC_FP32 ? 4
-                                                                 : 2);
+                           xs->adapt.codec == GOSSIP_CODEC_INT8   ? 1
+                           : xs->adapt.codec == GOSSIP_CODEC_FP32 ? 4
+                                                                  : 2);
         node_metrics_counter(b, "exchange_catch_ups_total",
                              "Times every recent partner was far ahead and "
                              "we skipped steps to their pace",
                              hs->catch_ups);
         node_metrics_counter(b, "exchange_adaptations_total",
                              "Changes of slice codec or period (--adapt)",
-                             c->adapt_changes);
+                             xs->adapt_changes);
         node_metrics_counter(b, "state_transfers_sent_total",
                              "Model states sent to joining peers",
-                             c->states_sent);
+                             c->join.states_sent);
 }
 
 void node_cluster_metrics(struct node_cluster *c, struct node_trainer *t,
@@ -332,7 +335,7 @@ void node_cluster_metrics(struct node_cluster *c, struct node_trainer *t,
         gossip_stats_get(c->g, &gs);
         node_net_stats(c->net, &ns);
         node_handoff_stats(c->h, &hs);
-        mi = node_cluster__members(c, &n);
+        mi = node_view_members(&c->view, &n);
         if (mi) {
                 member_metrics(b, mi, n);
                 peer_metrics(c, b, mi, n);

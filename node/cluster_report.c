@@ -1,12 +1,14 @@
 /*
- * cluster_report.c - what the cluster tells people: the control-socket
- * replies (members, stats, join, force-leave; docs/control.md) and the
- * exchange's summary line at leave. The Prometheus families are in
- * cluster_metrics.c.
+ * cluster_report.c - what the cluster tells people on the control socket:
+ * the replies to members, stats, join and force-leave (docs/control.md).
+ * The Prometheus families are in cluster_metrics.c, the exchange's
+ * summary line at leave in exchange.c (node_exchange_log_summary).
  *
  * Loop thread only. Counters come from their owners: the protocol core,
- * the transport, the hand-off box (a consistent copy under its lock) and
- * the trainer (node_trainer_stats, thread-safe).
+ * the transport, the exchange (node_exchange_stats), the hand-off box (a
+ * consistent copy under its lock) and the trainer (node_trainer_stats,
+ * thread-safe). It may call cluster.c (the timer after a join), never the
+ * other way.
  */
 #include "cluster_private.h"
 
@@ -110,7 +112,7 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
 static int ctl_members(struct node_cluster *c, msgpack_packer *pk)
 {
         size_t n;
-        struct gossip_member_info *mi = node_cluster__members(c, &n);
+        struct gossip_member_info *mi = node_view_members(&c->view, &n);
 
         if (!mi)
                 return -ENOMEM;
@@ -125,8 +127,8 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
                             const struct gossip_member_info *m)
 {
         char a[NODE_ADDR_STR_SIZE] = "", k[NODE_KEY_PK_B64_SIZE];
-        struct node_cluster_peer_grads *pg =
-            node_cluster__peer_grads(c, m->key);
+        struct node_exchange_peer pgs,
+            *pg = node_exchange_peer(c->ex, m->key, &pgs) == 0 ? &pgs : NULL;
         struct node_net_peer_stats ps[64];
         size_t nps = node_net_peer_stats(c->net, ps, 64);
         uint64_t queued = 0, dropped = 0, none[GOSSIP_ROBUST_REASONS] = {0};
@@ -194,9 +196,10 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         struct gossip_merge_stats ms;
         struct node_handoff_stats hs;
         struct node_train_stats ts;
+        const struct node_exchange_stats *xs = node_exchange_stats(c->ex);
         char k[NODE_KEY_PK_B64_SIZE], say[64];
         size_t n, alive = 0, suspect = 0;
-        struct gossip_member_info *mi = node_cluster__members(c, &n);
+        struct gossip_member_info *mi = node_view_members(&c->view, &n);
 
         if (!mi)
                 return -ENOMEM;
@@ -219,8 +222,8 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         node_ctl_pack_kstr(
             pk, "sending",
             gossip_adapt_say(
-                &(struct gossip_adapt_choice){c->adapt.codec, c->k_force}, say,
-                sizeof(say)));
+                &(struct gossip_adapt_choice){xs->adapt.codec, xs->k_force},
+                say, sizeof(say)));
         node_ctl_pack_ku64(pk, "avg_every", hs.avg_every);
         node_ctl_pack_kstr(pk, "key", k);
         node_ctl_pack_kdbl(pk, "uptime_s",
@@ -317,7 +320,7 @@ static int ctl_force_leave(struct node_cluster *c, const msgpack_object *args,
                 snprintf(err, errlen, "force-leave needs a name or a key");
                 return -EINVAL;
         }
-        mi = node_cluster__members(c, &n);
+        mi = node_view_members(&c->view, &n);
         for (size_t i = 0; mi && i < n && !hit; i++) {
                 if (key ? memcmp(mi[i].key, pk_bin, GOSSIP_KEY_BYTES) == 0
                         : strcmp(mi[i].name, name) == 0) {
@@ -360,119 +363,4 @@ int node_cluster_ctl(struct node_cluster *c, struct node_trainer *t,
                 return ctl_force_leave(c, args, pk, err, errlen);
         snprintf(err, errlen, "unknown command: %s", cmd);
         return -ENOTSUP;
-}
-
-/* One line per peer robust merge has a record of (names, not keys). */
-static void log_robust(struct node_cluster *c,
-                       const struct node_handoff_stats *hs)
-{
-        struct gossip_member_info *mi;
-        struct gossip_robust_peer rp;
-        const uint64_t *r = hs->robust;
-        size_t n = 0;
-
-        node_log(NODE_LOG_INFO,
-                 "robust merge %s: %llu accepted, %llu clipped, refused "
-                 "%llu far, %llu nonfinite, %llu not_partner, %llu "
-                 "out_of_window, %llu mismatch",
-                 c->o->robust ? "on" : "off",
-                 (unsigned long long)r[GOSSIP_ROBUST_ACCEPTED],
-                 (unsigned long long)r[GOSSIP_ROBUST_CLIPPED],
-                 (unsigned long long)r[GOSSIP_ROBUST_FAR],
-                 (unsigned long long)r[GOSSIP_ROBUST_NONFINITE],
-                 (unsigned long long)r[GOSSIP_ROBUST_NOT_PARTNER],
-                 (unsigned long long)r[GOSSIP_ROBUST_WINDOW],
-                 (unsigned long long)r[GOSSIP_ROBUST_MISMATCH]);
-        mi = node_cluster__members(c, &n);
-        for (size_t i = 1; mi && i < n; i++) {
-                if (node_handoff_robust_peer(c->h, mi[i].key, &rp))
-                        continue;
-                node_log(NODE_LOG_INFO,
-                         "robust merge peer %s%s: %llu accepted, %llu "
-                         "clipped, %llu far, %llu nonfinite, %llu "
-                         "not_partner, %llu out_of_window, %llu mismatch; "
-                         "%u bad of the last %u",
-                         node_cluster__member_name(&mi[i]),
-                         gossip_robust_peer_suspect(&rp) ? " suspect_model"
-                                                         : "",
-                         (unsigned long long)rp.count[0],
-                         (unsigned long long)rp.count[1],
-                         (unsigned long long)rp.count[2],
-                         (unsigned long long)rp.count[3],
-                         (unsigned long long)rp.count[4],
-                         (unsigned long long)rp.count[5],
-                         (unsigned long long)rp.count[6],
-                         gossip_robust_peer_bad(&rp), rp.nhist);
-        }
-        free(mi);
-}
-
-void node_cluster__log_summary(struct node_cluster *c)
-{
-        struct node_handoff_stats hs;
-        const struct gossip_merge_stats *ms = &hs.merge;
-
-        node_handoff_stats(c->h, &hs);
-        log_robust(c, &hs);
-        if (c->o->adapt) {
-                char say[64], why[128];
-
-                node_log(
-                    NODE_LOG_INFO,
-                    "adaptation: %llu changes, ending with %s (our link "
-                    "needs every %u); exchange %s",
-                    (unsigned long long)c->adapt_changes,
-                    gossip_adapt_say(
-                        &(struct gossip_adapt_choice){c->adapt.codec,
-                                                      c->k_force},
-                        say, sizeof(say)),
-                    c->adapt.k,
-                    gossip_plan_health_say(&hs.exchange, why, sizeof(why)));
-        }
-        if (c->rates_told || c->rates_heard)
-                node_log(NODE_LOG_INFO,
-                         "link rate reports: %llu told to partners, %llu "
-                         "heard from them",
-                         (unsigned long long)c->rates_told,
-                         (unsigned long long)c->rates_heard);
-        if (hs.waits)
-                node_log(NODE_LOG_INFO,
-                         "averaging waits: %llu, %llu timed out, %.3f s "
-                         "blocked in all",
-                         (unsigned long long)hs.waits,
-                         (unsigned long long)hs.wait_timeouts, hs.wait_s);
-        node_log(
-            NODE_LOG_INFO,
-            "exchange: %llu gradients sent (%llu without a partner, "
-            "%llu refused); received %llu: %llu merged (%llu late), "
-            "dropped %llu stale, %llu ahead, %llu other; parameters "
-            "sent %llu (%llu skipped busy, %llu skipped: uplink still busy), "
-            "averaged %llu (%llu against "
-            "our copy of the same step) of %llu received (%llu too old, "
-            "%llu answered already, %llu replaced by a newer one); %llu "
-            "states sent",
-            (unsigned long long)c->grads_sent,
-            (unsigned long long)c->grads_no_partner,
-            (unsigned long long)c->grads_send_fail,
-            (unsigned long long)ms->offers, (unsigned long long)ms->merged,
-            (unsigned long long)ms->late, (unsigned long long)ms->dropped_stale,
-            (unsigned long long)ms->dropped_future,
-            (unsigned long long)(ms->dropped_shape + ms->dropped_nonfinite +
-                                 ms->dropped_dup + ms->dropped_full),
-            (unsigned long long)c->params_sent,
-            (unsigned long long)hs.params_busy,
-            (unsigned long long)c->params_skipped_link,
-            (unsigned long long)hs.params_applied,
-            (unsigned long long)hs.params_delta,
-            (unsigned long long)hs.params_received,
-            (unsigned long long)hs.params_stale,
-            (unsigned long long)hs.params_answered,
-            (unsigned long long)hs.params_replaced,
-            (unsigned long long)c->states_sent);
-        if (hs.catch_ups)
-                node_log(NODE_LOG_INFO,
-                         "behind every recent partner %llu times: %llu "
-                         "steps skipped to their pace",
-                         (unsigned long long)hs.catch_ups,
-                         (unsigned long long)hs.steps_skipped);
 }

@@ -800,6 +800,7 @@ struct got {
         uint8_t data[64];
         size_t len;
         uint8_t from[GOSSIP_KEY_BYTES];
+        const void *frame; /* gossip_app.frame */
         unsigned n;
 };
 
@@ -818,6 +819,7 @@ static void on_app(void *ctx, const struct gossip_member_info *from,
         if (g->len) /* a STATE_REQ has no payload (may be NULL) */
                 memcpy(g->data, msg->payload, g->len);
         memcpy(g->from, from->key, GOSSIP_KEY_BYTES);
+        g->frame = msg->frame;
         g->n++;
 }
 
@@ -1205,6 +1207,23 @@ static void test_facade_app_and_rejects(void **state)
             gossip_send_app(b, pk[0], GOSSIP_APP_STATE, 42, payload, 12), 0);
         assert_int_equal(state_req_seq(xb.buf, xb.len, sk[0], pk[1]),
                          seq_of(xa.buf, xa.len));
+        assert_null(got.frame); /* gossip_on_message: no frame context */
+
+        /* gossip_on_frame hands the caller's frame context to on_app
+         * untouched (node/: how the transport received the frame). */
+        {
+                const int rx_marker = 7;
+
+                assert_int_equal(gossip_send_app(a, pk[1], GOSSIP_APP_GRADIENT,
+                                                 43, payload, 12),
+                                 0);
+                assert_int_equal(gossip_on_frame(b, &peers[0].addr, xa.buf,
+                                                 xa.len, GOSSIP_CH_STREAM,
+                                                 &rx_marker),
+                                 0);
+                assert_int_equal(got.step, 43);
+                assert_ptr_equal(got.frame, &rx_marker);
+        }
 
         /* Trust removal: a's frames are refused and a leaves b's view. */
         assert_int_equal(gossip_trust_remove(b, pk[0]), 0);

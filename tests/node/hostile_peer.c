@@ -40,7 +40,7 @@
 #include "evlog.h"
 #include "nn.h"
 #include "options.h"
-#include "schedule.h"
+#include "view.h"
 
 /* A lie every 25 ms to each peer (a step takes ~20-100 ms here); our
  * turns looked for 16 steps ahead; "stale" labelled 200 steps back. */
@@ -140,15 +140,11 @@ static uint64_t our_turn(struct hostile *h, const uint8_t *key, uint64_t from,
                          uint64_t span)
 {
         struct node_cluster *c = h->c;
-        size_t n = gossip_view(c->g, c->view, c->view_cap);
-        struct gossip_sched_view v = {
-            (const uint8_t(*)[GOSSIP_KEY_BYTES])c->view,
-            n > c->view_cap ? c->view_cap : n, c->o->seed,
-            GOSSIP_SCHED_DISSEMINATION};
 
+        /* the receiver's own check (node/view.h), asked for us as sender */
         for (uint64_t t = from; t < from + span; t++)
                 if (gossip_plan_due(node_handoff_plan(c->h), t) &&
-                    gossip_sched_view_is_sender(&v, c->pk, key, t, NULL, NULL))
+                    node_view_is_sender(&c->view, t, c->pk, key))
                         return t;
         return UINT64_MAX;
 }
@@ -190,7 +186,7 @@ static void on_tick(uv_timer_t *t)
         size_t n = 0;
         int a;
 
-        mi = node_cluster__members(h->c, &n);
+        mi = node_view_members(&h->c->view, &n);
         for (size_t i = 1; mi && i < n; i++)
                 if (mi[i].state == GOSSIP_ALIVE && mi[i].step > newest)
                         newest = mi[i].step;
