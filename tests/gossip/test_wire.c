@@ -21,6 +21,7 @@
 
 #include "gn_rng.h"
 #include "test_seed.h"
+#include "test_doc.h"
 #include "gn_endian.h"
 #include "wire.h"
 #include "wire_private.h"
@@ -1841,46 +1842,15 @@ static void vector_msg(const char *name, struct gossip_msg *m,
         }
 }
 
-static char *read_file(const char *path)
-{
-        FILE *fp = fopen(path, "rb");
-        char *s = NULL;
-        long n;
-
-        if (!fp)
-                return NULL;
-        if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 &&
-            fseek(fp, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1))) {
-                if (fread(s, 1, (size_t)n, fp) != (size_t)n) {
-                        free(s);
-                        s = NULL;
-                } else {
-                        s[n] = 0;
-                }
-        }
-        fclose(fp);
-        return s;
-}
-
-/* The hex after "<!-- vector: name -->" up to the closing fence. */
+/* The hex of vector `name` (tests/common/test_doc.h), as bytes. */
 static size_t doc_vector(const char *doc, const char *name, uint8_t *out,
                          size_t cap)
 {
-        char marker[64];
-        const char *p, *end;
+        const char *end, *p = gn_test_doc_vector(doc, name, &end);
         size_t n = 0;
         int hi = -1;
 
-        snprintf(marker, sizeof(marker), "<!-- vector: %s -->", name);
-        p = strstr(doc, marker);
         if (!p)
-                return 0;
-        p = strstr(p, "```");
-        if (!p)
-                return 0;
-        p = strchr(p, '\n');
-        end = p ? strstr(p, "```") : NULL;
-        if (!end)
                 return 0;
         for (; p < end && n < cap; p++) {
                 int v;
@@ -1916,7 +1886,7 @@ static void test_protocol_vectors(void **state)
             "state_req",  "params_mac",   "ping_suspect",
             "leave_stop", "ping_version", "params_period"};
         struct fx *f = *state;
-        char *doc = read_file(GN_SOURCE_DIR "/docs/protocol.md");
+        char *doc = gn_test_read_file(GN_SOURCE_DIR "/docs/protocol.md");
         int print = getenv("GN_WIRE_PRINT_VECTORS") != NULL;
         const uint8_t *kab;
         uint8_t want_k[64];
