@@ -447,6 +447,7 @@ void node_cluster__on_samples(struct node_cluster *c,
          * without --shuffle-samples of our own, refused and counted */
         if (!s || node_shuffle_deliver(s, p, len) != 0) {
                 c->decode_errors++;
+                c->samples_refused++;
                 node_log(NODE_LOG_DEBUG, "samples from %s refused",
                          node_cluster__member_name(from));
         }

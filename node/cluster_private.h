@@ -91,6 +91,7 @@ struct node_cluster {
         uint64_t grads_sent, grads_send_fail, grads_no_partner;
         uint64_t params_sent, decode_errors;
         uint64_t params_skipped_link; /* not sent: the uplink still busy */
+        uint64_t samples_refused;     /* SAMPLES frames refused (3.8) */
         /* state transfer (cluster_join.c) */
         uint8_t pending[NODE_CLUSTER_STATE_PENDING][GOSSIP_KEY_BYTES];
         size_t npending;

@@ -535,7 +535,7 @@ static void test_view_calls_agree(void **state)
         assert_true(senders > asked / 20);
 }
 
-/* ---- docs/protocol.md section 12, the schedule's test vectors ----------
+/* ---- docs/protocol.md 9.10-9.11: the schedule's test vectors ------------
  *
  * The vectors name members A, B, C, ... by the keys of their "key" lines;
  * each row gives, at one step, the epoch, the permutation (the member at
@@ -559,7 +559,7 @@ struct doc_sched {
         int have_down;
 };
 
-/* splitmix64 as a function of its state (protocol.md 12.2). */
+/* H, splitmix64 as a function of its state (protocol.md 11.1). */
 static uint64_t doc_h(uint64_t x)
 {
         x += 0x9e3779b97f4a7c15ull;
