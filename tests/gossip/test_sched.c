@@ -7,7 +7,9 @@
  * others, both patterns; the permutation is fixed within an epoch of
  * ceil(log2 n) steps and re-drawn between epochs; skipping down members is
  * deterministic and agrees with the sender lists; the view calls answer
- * as the schedule built by hand from the same view. Seed from GN_SEED.
+ * as the schedule built by hand from the same view; the test vectors of
+ * docs/protocol.md 9.10-9.11 are what this code computes, and its 11.1
+ * formulas give the same permutation. Seed from GN_SEED.
  */
 #include <inttypes.h>
 #include <setjmp.h>
