@@ -317,6 +317,10 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
         node_metrics_counter(b, "exchange_adaptations_total",
                              "Changes of slice codec or period (--adapt)",
                              xs->adapt_changes);
+        node_metrics_counter(b, "samples_refused_total",
+                             "SAMPLES frames refused: wrong length or label, "
+                             "or no --shuffle-samples here",
+                             xs->samples_refused);
         node_metrics_counter(b, "state_transfers_sent_total",
                              "Model states sent to joining peers",
                              c->join.states_sent);

@@ -217,7 +217,7 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         if (node_handoff_shuffle(c->h)) /* --shuffle-samples */
                 node_shuffle_pack_stats(node_handoff_shuffle(c->h), pk);
         node_ctl_pack_str(pk, "node");
-        msgpack_pack_map(pk, 23);
+        msgpack_pack_map(pk, 24);
         node_ctl_pack_kstr(pk, "name", c->name);
         node_ctl_pack_kstr(
             pk, "sending",
@@ -241,6 +241,7 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         node_ctl_pack_ku64(pk, "msgs_in", gs.msgs_in);
         node_ctl_pack_ku64(pk, "msgs_out", gs.msgs_out);
         node_ctl_pack_ku64(pk, "addrs_refused", gs.addrs_refused);
+        node_ctl_pack_ku64(pk, "samples_refused", xs->samples_refused);
         node_ctl_pack_ku64(pk, "grads_merged", ms.merged - ms.late);
         node_ctl_pack_ku64(pk, "grads_late", ms.late);
         node_ctl_pack_ku64(pk, "grads_dropped",

@@ -564,6 +564,7 @@ static void on_samples(struct node_exchange *ex,
          * without --shuffle-samples of our own, refused and counted */
         if (!s || node_shuffle_deliver(s, p, len) != 0) {
                 ex->st.decode_errors++;
+                ex->st.samples_refused++;
                 node_log(NODE_LOG_DEBUG, "samples from %s refused",
                          node_view_member_name(from));
         }

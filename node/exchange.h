@@ -71,6 +71,7 @@ struct node_exchange_stats {
         uint64_t grads_sent, grads_send_fail, grads_no_partner;
         uint64_t params_sent, decode_errors;
         uint64_t params_skipped_link; /* not sent: the uplink still busy */
+        uint64_t samples_refused;     /* SAMPLES frames refused (3.8) */
 };
 
 /* Codecs, buffers, the adaptation and the box, from the options. 0, or a

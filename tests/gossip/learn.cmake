@@ -4,6 +4,9 @@
 if(TARGET gn::cmocka)
   gn_add_test(NAME gossip_sched SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sched.c
               LIBS gn_gossip gn::cmocka LABELS unit)
+  # the schedule's test vectors of docs/protocol.md (read from the source)
+  target_compile_definitions(gossip_sched PRIVATE
+                             GN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   gn_add_test(NAME gossip_merge SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_merge.c
               LIBS gn_gossip gn::cmocka LABELS unit)
   gn_add_test(NAME gossip_codec SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_codec.c

@@ -26,7 +26,7 @@
 #include "cert.h"
 #include "gn_endian.h"
 #include "gn_rng.h"
-#include "test_docvec.h"
+#include "test_doc.h"
 #include "test_seed.h"
 #include "wire.h"
 

@@ -7,7 +7,9 @@
  * others, both patterns; the permutation is fixed within an epoch of
  * ceil(log2 n) steps and re-drawn between epochs; skipping down members is
  * deterministic and agrees with the sender lists; the view calls answer
- * as the schedule built by hand from the same view. Seed from GN_SEED.
+ * as the schedule built by hand from the same view; the test vectors of
+ * docs/protocol.md 9.10-9.11 are what this code computes, and its 11.1
+ * formulas give the same permutation. Seed from GN_SEED.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -19,7 +21,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sodium.h>
 
+#include "test_doc.h"
 #include "test_seed.h"
 #include "schedule.h"
 
@@ -533,6 +537,287 @@ static void test_view_calls_agree(void **state)
         assert_true(senders > asked / 20);
 }
 
+/* ---- docs/protocol.md 9.10-9.11: the schedule's test vectors ------------
+ *
+ * The vectors name members A, B, C, ... by the keys of their "key" lines;
+ * each row gives, at one step, the epoch, the permutation (the member at
+ * rank 0, 1, ...), the partner of each member (A first) and the senders
+ * each member accepts (letters, "-" for none). The round keys and the
+ * permutation are also computed here straight from the document's
+ * formulas (not through schedule.c), so the text and the code are each
+ * checked against the other. GN_SCHED_PRINT_VECTORS=1 prints the rows
+ * the code computes instead of checking them. */
+
+enum { DOC_MAX = 8, DOC_ROUNDS = 6 };
+
+struct doc_sched {
+        uint64_t seed;
+        size_t n;
+        uint8_t keys[DOC_MAX][GOSSIP_KEY_BYTES]; /* by letter */
+        uint8_t view[DOC_MAX][GOSSIP_KEY_BYTES]; /* sorted */
+        size_t letter_of[DOC_MAX];               /* view index -> letter */
+        size_t index_of[DOC_MAX];                /* letter -> view index */
+        int dead[DOC_MAX];                       /* by view index */
+        int have_down;
+};
+
+/* H, splitmix64 as a function of its state (protocol.md 11.1). */
+static uint64_t doc_h(uint64_t x)
+{
+        x += 0x9e3779b97f4a7c15ull;
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+        return x ^ (x >> 31);
+}
+
+static uint64_t doc_round_key(uint64_t seed, uint64_t epoch, unsigned i)
+{
+        return doc_h(doc_h(seed ^ doc_h(epoch)) + i);
+}
+
+/* The member at `rank` of the epoch's permutation, by the text. */
+static size_t doc_member_at(uint64_t seed, size_t n, uint64_t epoch,
+                            size_t rank)
+{
+        unsigned len = 0, h;
+        uint32_t x = (uint32_t)rank, mask;
+
+        while (((size_t)1 << len) < n)
+                len++;
+        h = (len + 1) / 2 ? (len + 1) / 2 : 1;
+        mask = (1u << h) - 1;
+        if (n == 1)
+                return 0;
+        do {
+                uint32_t l = x >> h, r = x & mask;
+
+                for (unsigned i = 0; i < DOC_ROUNDS; i++) {
+                        uint32_t f =
+                            (uint32_t)doc_h(doc_round_key(seed, epoch, i) ^ r) &
+                            mask;
+                        uint32_t t = l ^ f;
+
+                        l = r;
+                        r = t;
+                }
+                x = (l << h) | r;
+        } while (x >= n);
+        return x;
+}
+
+static int doc_hex(const char *p, uint8_t *out, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                unsigned v;
+
+                if (sscanf(p + 2 * i, "%2x", &v) != 1)
+                        return -1;
+                out[i] = (uint8_t)v;
+        }
+        return 0;
+}
+
+/* The view of the vector's keys: sorted, with each index's letter. */
+static void doc_view(struct doc_sched *d)
+{
+        memcpy(d->view, d->keys, d->n * GOSSIP_KEY_BYTES);
+        qsort(d->view, d->n, GOSSIP_KEY_BYTES, key_cmp);
+        for (size_t i = 0; i < d->n; i++)
+                for (size_t l = 0; l < d->n; l++)
+                        if (!memcmp(d->view[i], d->keys[l], GOSSIP_KEY_BYTES)) {
+                                d->letter_of[i] = l;
+                                d->index_of[l] = i;
+                        }
+}
+
+/* in with runs of spaces made one and leading ones dropped, into out. */
+static void squeeze(const char *in, char *out)
+{
+        size_t o = 0;
+        int sp = 0;
+
+        for (; *in; in++) {
+                if (*in == ' ') {
+                        sp = o > 0;
+                        continue;
+                }
+                if (sp)
+                        out[o++] = ' ';
+                sp = 0;
+                out[o++] = *in;
+        }
+        out[o] = 0;
+}
+
+/* One row at `step` as the code computes it, in the doc's format. */
+static void doc_row(const struct doc_sched *d, uint64_t step, char *out,
+                    size_t cap)
+{
+        const uint8_t(*ck)[GOSSIP_KEY_BYTES] =
+            (const uint8_t(*)[GOSSIP_KEY_BYTES])d->view;
+        struct gossip_sched_view v = {ck, d->n, d->seed,
+                                      GOSSIP_SCHED_DISSEMINATION};
+        struct down dn = {d->dead};
+        gossip_sched_alive_fn alive = d->have_down ? alive_fn : NULL;
+        struct gossip_sched s;
+        size_t o;
+
+        assert_int_equal(gossip_sched_init(&s, ck, d->n, ck[0], d->seed,
+                                           GOSSIP_SCHED_DISSEMINATION),
+                         0);
+        o = (size_t)snprintf(out, cap, "%-4" PRIu64 " %-5" PRIu64 " ", step,
+                             gossip_sched_epoch(&s, step));
+        for (size_t r = 0; r < d->n; r++)
+                out[o++] =
+                    (char)('A' + d->letter_of[gossip_sched_member_at(
+                                     &s, gossip_sched_epoch(&s, step), r)]);
+        out[o++] = ' ';
+        for (size_t l = 0; l < d->n; l++) {
+                uint8_t p[GOSSIP_KEY_BYTES];
+                size_t pi = 0;
+
+                if (gossip_sched_view_partner(&v, d->keys[l], step, alive, &dn,
+                                              p) != 0) {
+                        out[o++] = '-';
+                        continue;
+                }
+                while (memcmp(d->view[pi], p, GOSSIP_KEY_BYTES))
+                        pi++;
+                out[o++] = (char)('A' + d->letter_of[pi]);
+        }
+        for (size_t l = 0; l < d->n; l++) {
+                size_t o0;
+
+                out[o++] = ' ';
+                o0 = o;
+                for (size_t f = 0; f < d->n; f++)
+                        if (gossip_sched_view_is_sender(
+                                &v, d->keys[f], d->keys[l], step, alive, &dn))
+                                out[o++] = (char)('A' + f);
+                if (o == o0)
+                        out[o++] = '-';
+        }
+        out[o] = 0;
+        assert_true(o < cap);
+}
+
+/* Check (or print) vector `name`; returns the rows checked. */
+static int doc_check(const char *doc, const char *name, int print)
+{
+        struct doc_sched d = {0};
+        const char *end, *p = gn_test_doc_text(doc, name, &end);
+        int rows = 0;
+
+        if (!p)
+                fail_msg("vector %s: not in docs/protocol.md", name);
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t)(end - p));
+                size_t len = eol ? (size_t)(eol - p) : (size_t)(end - p);
+                char line[256], want[256], got[256];
+                uint8_t kseed[32], pk[crypto_sign_PUBLICKEYBYTES],
+                    sk[crypto_sign_SECRETKEYBYTES];
+                unsigned long long u, e;
+                char c;
+
+                if (len >= sizeof(line))
+                        fail_msg("vector %s: line too long", name);
+                memcpy(line, p, len);
+                line[len] = 0;
+                p += len + 1;
+                if (sscanf(line, "seed %llu", &u) == 1) {
+                        d.seed = u;
+                } else if (sscanf(line, "key %c", &c) == 1) {
+                        if (c != 'A' + (int)d.n || d.n == DOC_MAX ||
+                            strlen(line) != 6 + 2 * GOSSIP_KEY_BYTES ||
+                            doc_hex(line + 6, d.keys[d.n], GOSSIP_KEY_BYTES))
+                                fail_msg("vector %s: bad key line: %s", name,
+                                         line);
+                        /* key L is the one of seed bytes 32 L .. 32 L + 31
+                         * (protocol.md 9: A and B are the wire's) */
+                        for (size_t i = 0; i < 32; i++)
+                                kseed[i] = (uint8_t)(32 * d.n + i);
+                        crypto_sign_seed_keypair(pk, sk, kseed);
+                        if (memcmp(pk, d.keys[d.n], GOSSIP_KEY_BYTES))
+                                fail_msg("vector %s: key %c is not the one of "
+                                         "its seed",
+                                         name, c);
+                        d.n++;
+                        doc_view(&d);
+                } else if (!strncmp(line, "view ", 5)) {
+                        for (size_t i = 0; i < d.n; i++)
+                                if (line[5 + i] != 'A' + (int)d.letter_of[i])
+                                        fail_msg("vector %s: view order %s, "
+                                                 "not the keys' memcmp order",
+                                                 name, line + 5);
+                } else if (sscanf(line, "down %c", &c) == 1) {
+                        if (c < 'A' || c >= 'A' + (int)d.n)
+                                fail_msg("vector %s: down %c", name, c);
+                        d.dead[d.index_of[c - 'A']] = 1;
+                        d.have_down = 1;
+                } else if (sscanf(line, "roundkeys %llu", &e) == 1) {
+                        const char *k = strchr(line + 10, ' ');
+
+                        for (unsigned i = 0; i < DOC_ROUNDS; i++) {
+                                if (!k || sscanf(k, " %llx", &u) != 1 ||
+                                    u != doc_round_key(d.seed, e, i))
+                                        fail_msg("vector %s: round key %u of "
+                                                 "epoch %llu",
+                                                 name, i, e);
+                                k = strchr(k + 1, ' ');
+                        }
+                        rows++;
+                } else if (sscanf(line, "%llu", &u) == 1) {
+                        struct gossip_sched s;
+                        uint64_t ep;
+
+                        /* the permutation by the text's formulas */
+                        assert_int_equal(
+                            gossip_sched_init(
+                                &s, (const uint8_t(*)[GOSSIP_KEY_BYTES])d.view,
+                                d.n, d.view[0], d.seed,
+                                GOSSIP_SCHED_DISSEMINATION),
+                            0);
+                        ep = gossip_sched_epoch(&s, u);
+                        for (size_t r = 0; r < d.n; r++)
+                                assert_int_equal(
+                                    doc_member_at(d.seed, d.n, ep, r),
+                                    gossip_sched_member_at(&s, ep, r));
+                        doc_row(&d, u, got, sizeof(got));
+                        if (print) {
+                                printf("%s\n", got);
+                                continue;
+                        }
+                        squeeze(line, want);
+                        squeeze(got, line);
+                        if (strcmp(want, line))
+                                fail_msg("vector %s, step %llu: the doc says "
+                                         "\"%s\", the code \"%s\"",
+                                         name, u, want, line);
+                        rows++;
+                }
+        }
+        return rows;
+}
+
+static void test_protocol_vectors(void **state)
+{
+        char *doc = gn_test_read_file(GN_SOURCE_DIR "/docs/protocol.md");
+        int print = getenv("GN_SCHED_PRINT_VECTORS") != NULL;
+        int rows;
+
+        (void)state;
+        assert_true(sodium_init() >= 0);
+        assert_non_null(doc);
+        /* every row of both vectors, and the round keys of epoch 0 */
+        rows = doc_check(doc, "sched", print);
+        if (!print)
+                assert_int_equal(rows, 8 + 1);
+        rows = doc_check(doc, "sched_down", print);
+        if (!print)
+                assert_int_equal(rows, 8);
+        free(doc);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -544,6 +829,7 @@ int main(void)
             cmocka_unit_test(test_skip_dead),
             cmocka_unit_test(test_small_views),
             cmocka_unit_test(test_view_calls_agree),
+            cmocka_unit_test(test_protocol_vectors),
         };
 
         g_seed = gn_test_seed("test_sched", g_seed);

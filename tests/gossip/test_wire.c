@@ -20,8 +20,8 @@
 #include <sodium.h>
 
 #include "gn_rng.h"
-#include "test_docvec.h"
 #include "test_seed.h"
+#include "test_doc.h"
 #include "gn_endian.h"
 #include "wire.h"
 #include "wire_private.h"
@@ -713,6 +713,23 @@ static void test_body_bounds(void **state)
              B(0x83, 0x63, 0xa1, 'x', 0xa1, 'k', 0xc0, 0x02, 0x07), 0},
             {GOSSIP_MSG_PING, "duplicate key", B(0x82, 0x02, 0x07, 0x02, 0x07),
              GOSSIP_EDECODE},
+            /* protocol.md 3.4: a key the kind reads, twice, whatever the
+             * values or their encodings; a key it does not read may
+             * repeat; one member twice in `updates` is no error */
+            {GOSSIP_MSG_PING, "duplicate key, other value",
+             B(0x82, 0x02, 0x07, 0x02, 0x08), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "duplicate key, other encoding",
+             B(0x82, 0x02, 0x07, 0x02, 0xd0, 0x07), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "duplicate updates",
+             B(0x82, 0x01, 0x90, 0x01, 0x90), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "key not read by PING, twice",
+             B(0x83, 0x0c, 0xc0, 0x0c, 0xc0, 0x02, 0x07), 0},
+            {GOSSIP_MSG_PING, "unknown key twice",
+             B(0x83, 0x63, 0x01, 0x63, 0x02, 0x02, 0x07), 0},
+            {GOSSIP_MSG_PING, "one member twice in updates",
+             B(0x81, 0x01, 0x92, 0x94, 0x07, 0x00, 0x01, 0xc0, 0x94, 0x07, 0x01,
+               0x02, 0xc0),
+             0},
             {GOSSIP_MSG_PING, "target as str", B(0x81, 0x02, 0xa1, 'x'),
              GOSSIP_EDECODE},
             {GOSSIP_MSG_PING, "target as int8 7", B(0x81, 0x02, 0xd0, 0x07), 0},

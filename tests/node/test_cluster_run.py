@@ -21,10 +21,12 @@ Fashion-MNIST shard per node). Scenarios:
          with the reason, and n1, n2 finish their step, write their
          checkpoint, log "stopped: n0 reached target ..." and exit 0, long
          before their --steps.
-  shuffle --shuffle-samples R on three nodes: each one's gossipctl stats
-         shows SAMPLES frames sent and received (authenticated: none
-         refused), bytes = samples x (1 + 784), a reservoir at its bound
-         and never over it, and reservoir samples trained on.
+  shuffle --shuffle-samples R on n0 and n1, not on n2: n0's and n1's
+         gossipctl stats show SAMPLES frames sent and received
+         (authenticated: none refused), bytes = samples x (1 + 784), a
+         reservoir at its bound and never over it, and reservoir samples
+         trained on; n2 refuses the frames they send it and counts them
+         (node samples_refused, protocol.md 3.8).
   hup    n0 and n1 trust only each other; n2 (trusting all) cannot get in;
          its key is added to their peers files and SIGHUP makes them
          accept it live; removing it again and SIGHUP drops it (dead).
@@ -439,23 +441,35 @@ def scenario_shuffle(c):
     ctl = os.path.join(os.path.dirname(c.keygen), "gossipctl")
     socks = [os.path.join(c.tmp, "c%d.sock" % i) for i in range(3)]
     for i in range(3):
+        shuf = ["--shuffle-samples", str(SHUF_R), "--shuffle-reservoir",
+                str(SHUF_CAP)] if i < 2 else []
         c.start(i, ["--steps", "100000", "--eval-every", "100",
-                    "--shuffle-samples", str(SHUF_R), "--shuffle-reservoir",
-                    str(SHUF_CAP), "--control", socks[i]])
+                    "--control", socks[i]] + shuf)
     c.wait_for("all three at step 300",
                lambda: all(c.step(i) >= 300 for i in range(3)), 120)
     for i in range(3):
         r = subprocess.run([ctl, "--socket", socks[i], "stats", "--json"],
                            capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, r.stderr
-        sh = json.loads(r.stdout)["shuffle"]
+        st = json.loads(r.stdout)
+        node = st["node"]
+        print("n%d samples_refused %s" % (i, node.get("samples_refused")))
+        if i == 2:
+            # no --shuffle-samples: every SAMPLES frame refused, counted;
+            # n2 is n0's and n1's partner at half their steps (n = 3)
+            assert "shuffle" not in st, st
+            assert node["samples_refused"] >= 50, node
+            continue
+        assert node["samples_refused"] == 0, node
+        sh = st["shuffle"]
         print("n%d shuffle: %s" % (i, sh))
         rec = 1 + 28 * 28
         assert sh["per_step"] == SHUF_R, sh
         assert sh["frames_sent"] >= 100, sh
         assert sh["samples_sent"] == SHUF_R * sh["frames_sent"], sh
         assert sh["bytes_sent"] == rec * sh["samples_sent"], sh
-        assert sh["frames_received"] >= 100, sh
+        # only the other shuffler sends it samples: half its steps' senders
+        assert sh["frames_received"] >= 50, sh
         assert sh["frames_refused"] == 0, sh
         assert sh["bytes_received"] == rec * sh["samples_received"], sh
         assert sh["samples_received"] > SHUF_CAP, sh

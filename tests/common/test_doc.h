@@ -1,23 +1,22 @@
 /*
- * test_docvec.h - test vectors read out of a document, so that the bytes
- * a third party reads in docs/protocol.md are the bytes the code makes.
- *
- * A vector is a marker line "<!-- vector: NAME -->" followed by a fenced
- * block of lowercase hex; whitespace and anything not [0-9a-f] between the
- * fences is skipped. gn_test_print_vector() writes one in that form, for
- * regenerating a document's vectors after a deliberate format change.
- * Header-only, libc only.
+ * test_doc.h - reading the test vectors out of the documentation, so that a
+ * vector a third party copies from docs/protocol.md is the one the code was
+ * checked against. A vector is the fenced block that follows a line
+ * "<!-- vector: NAME -->": lowercase hex (gn_test_doc_vector: whitespace
+ * and anything not [0-9a-f] skipped) or a table read as text
+ * (gn_test_doc_text). gn_test_print_vector() writes a hex one in that form,
+ * for regenerating a document's vectors after a deliberate format change.
+ * Header-only, libc only; test_wire, test_cert and gossip_sched share it.
  */
-#ifndef GN_TEST_DOCVEC_H
-#define GN_TEST_DOCVEC_H
+#ifndef GN_TEST_DOC_H
+#define GN_TEST_DOC_H
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The whole file at path, NUL-terminated, in a malloc'd block (free it),
- * or NULL if it cannot be read. */
+/* The whole file at path, NUL-terminated (malloc'd), or NULL. */
 static inline char *gn_test_read_file(const char *path)
 {
         FILE *fp = fopen(path, "rb");
@@ -39,26 +38,34 @@ static inline char *gn_test_read_file(const char *path)
         return s;
 }
 
-/* The bytes of vector name in doc, at most cap of them into out; returns
- * how many (0 when the marker or its fences are missing). */
-static inline size_t gn_test_doc_vector(const char *doc, const char *name,
-                                        uint8_t *out, size_t cap)
+/* The text of vector `name` in doc: *end is set to its closing fence and
+ * the start of its first line is returned; NULL when the doc has no such
+ * vector. */
+static inline const char *gn_test_doc_text(const char *doc, const char *name,
+                                           const char **end)
 {
         char marker[64];
-        const char *p, *end;
-        size_t n = 0;
-        int hi = -1;
+        const char *p;
 
         snprintf(marker, sizeof(marker), "<!-- vector: %s -->", name);
         p = strstr(doc, marker);
+        if (!p || !(p = strstr(p, "```")) || !(p = strchr(p, '\n')))
+                return NULL;
+        p++;
+        *end = strstr(p, "```");
+        return *end ? p : NULL;
+}
+
+/* The bytes of hex vector name in doc, at most cap of them into out;
+ * returns how many (0 when the marker or its fences are missing). */
+static inline size_t gn_test_doc_vector(const char *doc, const char *name,
+                                        uint8_t *out, size_t cap)
+{
+        const char *end, *p = gn_test_doc_text(doc, name, &end);
+        size_t n = 0;
+        int hi = -1;
+
         if (!p)
-                return 0;
-        p = strstr(p, "```");
-        if (!p)
-                return 0;
-        p = strchr(p, '\n');
-        end = p ? strstr(p, "```") : NULL;
-        if (!end)
                 return 0;
         for (; p < end && n < cap; p++) {
                 int v;
