@@ -266,7 +266,7 @@ static int app_kind(int msg_kind)
 }
 
 static void deliver_app(struct gossip *g, struct swim_member *from,
-                        const struct gossip_msg *m, const void *frame)
+                        const struct gossip_msg *m, void *frame)
 {
         struct gossip_member_info mi;
         struct gossip_app a = {
@@ -329,7 +329,7 @@ int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
 }
 
 int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
-                    const void *buf, size_t len, int channel, const void *frame)
+                    const void *buf, size_t len, int channel, void *frame)
 {
         struct gossip_msg m;
         struct gossip_update *upd = g ? g->dgram_upd : NULL;

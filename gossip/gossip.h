@@ -76,8 +76,9 @@ struct gossip_app {
         size_t len;
         /* the caller's context for the frame this came in, as given to
          * gossip_on_frame() (NULL from gossip_on_message()): how the
-         * transport received it, passed through untouched */
-        const void *frame;
+         * transport received it, passed through untouched (the
+         * application may write its answer there) */
+        void *frame;
 };
 
 /* One line of the peers file: who may speak, and where to find them. */
@@ -193,8 +194,7 @@ int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
  * gossip_app.frame: the caller's receive information reaches the
  * application message as an argument (the protocol never reads it). */
 int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
-                    const void *buf, size_t len, int channel,
-                    const void *frame);
+                    const void *buf, size_t len, int channel, void *frame);
 
 /* Is buf, received on channel, a frame signed (or MAC'd) by a trusted key
  * for that channel? 0 or the negative reason; changes nothing (no replay

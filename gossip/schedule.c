@@ -271,6 +271,11 @@ int gossip_sched_view_partner(const struct gossip_sched_view *v,
         return rc;
 }
 
+int gossip_sched_alive_flags(void *ctx, size_t member)
+{
+        return ((const uint8_t *)ctx)[member] != 0;
+}
+
 int gossip_sched_view_is_sender(const struct gossip_sched_view *v,
                                 const uint8_t from[GOSSIP_KEY_BYTES],
                                 const uint8_t to[GOSSIP_KEY_BYTES],

@@ -61,6 +61,11 @@ enum gossip_sched_pattern {
  * to be sent to? Non-zero = yes. NULL stands for "everyone is alive". */
 typedef int (*gossip_sched_alive_fn)(void *ctx, size_t member);
 
+/* The predicate over an array of flags, one per view member (ctx: a
+ * const uint8_t *; non-zero = alive): for a caller that knows who is
+ * alive before it asks, so that the schedule never calls back into it. */
+int gossip_sched_alive_flags(void *ctx, size_t member);
+
 struct gossip_sched {
         const uint8_t (*keys)[GOSSIP_KEY_BYTES]; /* borrowed, sorted */
         size_t n;                                /* members in the view */

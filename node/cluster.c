@@ -131,7 +131,7 @@ static void on_member(void *ctx, const struct gossip_member_info *m,
  * as the frame's context, which an application message in it carries to
  * the exchange (node_exchange_gossip_app). */
 static void on_frame(void *ctx, const struct gossip_addr *from, const void *buf,
-                     size_t len, int channel, const struct node_net_rx *rx)
+                     size_t len, int channel, struct node_net_rx *rx)
 {
         struct node_cluster *c = ctx;
         struct node_exchange_rx xrx = {*rx, len, uv_now(c->loop)};
@@ -139,6 +139,7 @@ static void on_frame(void *ctx, const struct gossip_addr *from, const void *buf,
         if (c->closing)
                 return;
         gossip_on_frame(c->g, from, buf, len, channel, &xrx);
+        rx->report = xrx.net.report; /* the exchange's answer, for net.c */
         node_cluster__arm(c);
 }
 

@@ -425,14 +425,18 @@ static void hear_need(struct node_exchange *ex, const uint8_t *key,
 }
 
 /* A partner told us the rate at which it received our frames: a sample
- * for our link estimate toward it. */
+ * for our link estimate toward it, handed back with the frame (rx->net's
+ * report) for the transport to take once the delivery returns. */
 static void hear_rate(struct node_exchange *ex,
                       const struct gossip_member_info *from, uint32_t rate,
-                      uint32_t span_us)
+                      uint32_t span_us, struct node_exchange_rx *rx)
 {
-        if (rate && span_us &&
-            node_net_peer_rate_sample(ex->net, &from->addr, rate, span_us) == 0)
-                ex->st.rates_heard++;
+        if (!rate || !span_us || !rx)
+                return;
+        rx->net.report.to = from->addr;
+        rx->net.report.rate_Bps = rate;
+        rx->net.report.span_us = span_us;
+        ex->st.rates_heard++;
 }
 
 /* How a stream frame from `from` arrived goes into the rate we tell it
@@ -657,8 +661,9 @@ static void on_gradient(struct node_exchange *ex,
  * rx_span; 0 = not told). */
 static void on_params(struct node_exchange *ex,
                       const struct gossip_member_info *from,
-                      const struct gossip_app *msg, uint64_t now_ms)
+                      const struct gossip_app *msg, struct node_exchange_rx *rx)
 {
+        uint64_t now_ms = rx ? rx->now_ms : node_net_now_ms(ex->net);
         struct gossip_codec_info info = {0};
         size_t cap = node_handoff_slice_cap(ex->h);
         uint64_t step = msg->step;
@@ -670,7 +675,7 @@ static void on_params(struct node_exchange *ex,
         if (!from_partner(ex, from, step))
                 return;
         hear_need(ex, from->key, msg->need, now_ms);
-        hear_rate(ex, from, msg->rx_rate, msg->rx_span);
+        hear_rate(ex, from, msg->rx_rate, msg->rx_span, rx);
         /* decoded outside the lock into the loop's spare slice, which the
          * box then swaps into its inbox: the trainer never waits for a
          * decode or a copy */
@@ -706,7 +711,7 @@ static void on_params(struct node_exchange *ex,
 void node_exchange_on_app(struct node_exchange *ex,
                           const struct gossip_member_info *from,
                           const struct gossip_app *msg,
-                          const struct node_exchange_rx *rx)
+                          struct node_exchange_rx *rx)
 {
         const void *payload = msg->payload;
         uint64_t step = msg->step;
@@ -718,8 +723,7 @@ void node_exchange_on_app(struct node_exchange *ex,
                 on_gradient(ex, from, step, payload, len);
                 break;
         case GOSSIP_APP_PARAMS:
-                on_params(ex, from, msg,
-                          rx ? rx->now_ms : node_net_now_ms(ex->net));
+                on_params(ex, from, msg, rx);
                 break;
         case GOSSIP_APP_STATE_REQ:
                 node_join_on_state_req(ex->join, from);

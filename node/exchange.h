@@ -67,7 +67,8 @@ struct node_exchange_stats {
         struct gossip_adapt_choice adapt;
         uint32_t k_force; /* the K in force (one period for all) */
         uint64_t adapt_changes;
-        uint64_t rates_told, rates_heard; /* rx samples sent, and taken */
+        uint64_t rates_told, rates_heard; /* rx samples sent, and heard
+                                             (handed to the transport) */
         uint64_t grads_sent, grads_send_fail, grads_no_partner;
         uint64_t params_sent, decode_errors;
         uint64_t params_skipped_link; /* not sent: the uplink still busy */
@@ -94,11 +95,14 @@ struct node_handoff *node_exchange_box(struct node_exchange *ex);
 
 /* A verified application message from `from`, in a frame received as rx
  * says: GRADIENT and PARAMS into the box, SAMPLES into the reservoir,
- * STATE_REQ and STATE to the join; anything else counted. */
+ * STATE_REQ and STATE to the join; anything else counted. A rate report
+ * the frame carried is handed back in rx->net.report for the transport
+ * (struct node_net_rx); rx may be NULL (no receive information, no
+ * report taken). */
 void node_exchange_on_app(struct node_exchange *ex,
                           const struct gossip_member_info *from,
                           const struct gossip_app *msg,
-                          const struct node_exchange_rx *rx);
+                          struct node_exchange_rx *rx);
 
 /* gossip_config.on_app with app_ctx = ex: msg->frame is the frame's
  * struct node_exchange_rx (gossip_on_frame), NULL when none was given. */

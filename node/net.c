@@ -274,11 +274,21 @@ static void conn__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
         *buf = uv_buf_init((char *)c->net->rbuf, NET_RBUF);
 }
 
+/* The rate report on_frame found in a frame, if any: a sample for our
+ * link toward its sender (node_net_peer_rate_sample). */
+static void take_report(struct node_net *net, const struct node_net_rx *rx)
+{
+        if (rx->report.rate_Bps && rx->report.span_us)
+                node_net_peer_rate_sample(net, &rx->report.to,
+                                          rx->report.rate_Bps,
+                                          rx->report.span_us);
+}
+
 /* Hand a complete frame up, with how it arrived; the first one of an
  * inbound connection must pass cfg.verify. 0, or -EACCES when the
  * connection must be closed. */
 static int conn__deliver(struct conn *c, const uint8_t *p, size_t len,
-                         const struct node_net_rx *rx)
+                         struct node_net_rx *rx)
 {
         struct node_net *net = c->net;
         c->last_frame_ms = uv_now(net->loop);
@@ -293,9 +303,11 @@ static int conn__deliver(struct conn *c, const uint8_t *p, size_t len,
         }
         net->st.frames_in++;
         net->st.bytes_in += len;
-        if (net->cfg.on_frame)
+        if (net->cfg.on_frame) {
                 net->cfg.on_frame(net->cfg.ctx, &c->peer, p, len,
                                   GOSSIP_CH_STREAM, rx);
+                take_report(net, rx);
+        }
         return 0;
 }
 
@@ -330,7 +342,7 @@ static int conn__grow(struct conn *c, size_t n)
 static struct node_net_rx conn__rx(const struct conn *c, int fresh,
                                    uint64_t now_us)
 {
-        struct node_net_rx rx = {0, 0};
+        struct node_net_rx rx = {0};
         if (!fresh && now_us > c->rx_first_us) {
                 rx.bytes_after_first = c->rx_after;
                 rx.span_us = now_us - c->rx_first_us;
@@ -845,9 +857,13 @@ static void udp__recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
                 return;
         net->st.dgram_in++;
         net->st.dgram_bytes_in += (uint64_t)nread;
-        if (net->cfg.on_frame)
+        if (net->cfg.on_frame) {
+                struct node_net_rx rx = {0};
+
                 net->cfg.on_frame(net->cfg.ctx, &from, buf->base, (size_t)nread,
-                                  GOSSIP_CH_DGRAM, &(struct node_net_rx){0, 0});
+                                  GOSSIP_CH_DGRAM, &rx);
+                take_report(net, &rx);
+        }
 }
 
 static void udp__sent(uv_udp_send_t *req, int status)

@@ -165,17 +165,28 @@ enum {
  * (gossip_link_rx_frame): the bytes of it (length prefix included) that
  * came after the read which brought its first ones, and the microseconds
  * (uv_hrtime) from that read to the one that completed it. Both 0 for a
- * datagram and for a frame that arrived in one read. */
+ * datagram and for a frame that arrived in one read.
+ *
+ * report is the receiver's answer, filled by on_frame (zeroed before): a
+ * rate report the frame carried, i.e. how fast its sender received our
+ * frames (rate_Bps over span_us), a sample for our link toward `to`. The
+ * transport takes it after on_frame returns (node_net_peer_rate_sample),
+ * so that delivering a frame never calls back into net.c. */
 struct node_net_rx {
         uint64_t bytes_after_first;
         uint64_t span_us;
+        struct {
+                struct gossip_addr to;
+                uint32_t rate_Bps, span_us; /* rate_Bps 0: none */
+        } report;
 };
 
-/* Called for every complete incoming frame; buf and rx are borrowed for
- * the call. channel is GOSSIP_CH_DGRAM or GOSSIP_CH_STREAM. */
+/* Called for every complete incoming frame; buf is borrowed for the call,
+ * rx too (its report is the callee's to fill). channel is GOSSIP_CH_DGRAM
+ * or GOSSIP_CH_STREAM. */
 typedef void (*node_net_frame_cb)(void *ctx, const struct gossip_addr *from,
                                   const void *buf, size_t len, int channel,
-                                  const struct node_net_rx *rx);
+                                  struct node_net_rx *rx);
 
 /* Called with the first complete frame of each inbound TCP connection,
  * before on_frame; buf is borrowed for the call. Return 0 when the frame

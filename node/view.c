@@ -17,15 +17,19 @@
 
 int node_view_reserve(struct node_view *v, size_t npeers)
 {
-        void *k;
+        void *k, *a;
 
         v->npeers = npeers;
         if (npeers + 1 <= v->cap)
                 return 0;
         k = realloc(v->keys, (npeers + 1) * GOSSIP_KEY_BYTES);
-        if (!k)
+        if (k)
+                v->keys = k;
+        a = realloc(v->alive, npeers + 1);
+        if (a)
+                v->alive = a;
+        if (!k || !a)
                 return -ENOMEM;
-        v->keys = k;
         v->cap = npeers + 1;
         return 0;
 }
@@ -33,7 +37,9 @@ int node_view_reserve(struct node_view *v, size_t npeers)
 void node_view_free(struct node_view *v)
 {
         free(v->keys);
+        free(v->alive);
         v->keys = NULL;
+        v->alive = NULL;
         v->cap = 0;
 }
 
@@ -55,24 +61,22 @@ struct gossip_member_info *node_view_members(const struct node_view *v,
         return mi;
 }
 
-static int partner_alive(void *ctx, size_t member)
-{
-        const struct node_view *v = ctx;
-        struct gossip_member_info mi;
-
-        if (gossip_member_get(v->g, v->keys[member], &mi))
-                return 0;
-        return mi.state == GOSSIP_ALIVE;
-}
-
-/* The live view as the schedule takes it, in v->keys. */
+/* The live view as the schedule takes it, in v->keys, and who in it is
+ * ALIVE (not suspect) in v->alive: asked before the schedule runs, so
+ * that it never calls back into this file (gossip_sched_alive_flags). */
 static struct gossip_sched_view sched_view(struct node_view *v)
 {
         size_t n = gossip_view(v->g, v->keys, v->cap);
+        struct gossip_member_info mi;
 
+        if (n > v->cap)
+                n = v->cap;
+        for (size_t i = 0; i < n; i++)
+                v->alive[i] = gossip_member_get(v->g, v->keys[i], &mi) == 0 &&
+                              mi.state == GOSSIP_ALIVE;
         return (struct gossip_sched_view){
-            (const uint8_t(*)[GOSSIP_KEY_BYTES])v->keys,
-            n > v->cap ? v->cap : n, v->seed, GOSSIP_SCHED_DISSEMINATION};
+            (const uint8_t(*)[GOSSIP_KEY_BYTES])v->keys, n, v->seed,
+            GOSSIP_SCHED_DISSEMINATION};
 }
 
 int node_view_partner(struct node_view *v, uint64_t step,
@@ -80,8 +84,8 @@ int node_view_partner(struct node_view *v, uint64_t step,
 {
         struct gossip_sched_view sv = sched_view(v);
 
-        return gossip_sched_view_partner(&sv, v->pk, step, partner_alive, v,
-                                         key);
+        return gossip_sched_view_partner(
+            &sv, v->pk, step, gossip_sched_alive_flags, v->alive, key);
 }
 
 /* The step is in the message, so the round is exact; a sender outside our
@@ -92,6 +96,6 @@ int node_view_is_sender(struct node_view *v, uint64_t step,
 {
         struct gossip_sched_view sv = sched_view(v);
 
-        return gossip_sched_view_is_sender(&sv, from, to, step, partner_alive,
-                                           v);
+        return gossip_sched_view_is_sender(&sv, from, to, step,
+                                           gossip_sched_alive_flags, v->alive);
 }

@@ -24,7 +24,8 @@ struct node_view {
         uint64_t seed;                     /* the schedule's (--seed) */
         size_t npeers;                     /* lines in the peers file */
         uint8_t (*keys)[GOSSIP_KEY_BYTES]; /* partner choice scratch */
-        size_t cap;                        /* of keys; never shrinks */
+        uint8_t *alive;                    /* keys[i] is ALIVE (scratch) */
+        size_t cap;                        /* of both; never shrinks */
 };
 
 /* Size the scratch for npeers peers and ourselves; on no memory the old

@@ -273,11 +273,14 @@ static void test_skip_dead(void **state)
         uint8_t(*k)[GOSSIP_KEY_BYTES] = make_view(n, g_seed);
         struct gossip_sched *s = make_nodes(k, n, g_seed, 0);
         int dead[11] = {0};
+        uint8_t flags[11];
         struct down d = {dead};
         uint64_t rs = g_seed;
 
         (void)state;
         dead[2] = dead[3] = dead[7] = 1;
+        for (size_t i = 0; i < n; i++)
+                flags[i] = !dead[i];
         for (uint64_t t = 0; t < 24; t++) {
                 size_t incoming[11] = {0}, total = 0;
 
@@ -291,6 +294,12 @@ static void test_skip_dead(void **state)
                             gossip_sched_partner(&s[i], t, alive_fn, &d, &p),
                             0);
                         assert_false(dead[p]);
+                        /* the same from flags (gossip_sched_alive_flags) */
+                        assert_int_equal(
+                            gossip_sched_partner(
+                                &s[i], t, gossip_sched_alive_flags, flags, &q),
+                            0);
+                        assert_int_equal(q, p);
                         assert_int_not_equal(p, i);
                         /* expected: first alive rank from the nominal one */
                         c = (r + (1u << (t % gossip_sched_epoch_len(&s[i])))) %

@@ -1212,7 +1212,7 @@ static void test_facade_app_and_rejects(void **state)
         /* gossip_on_frame hands the caller's frame context to on_app
          * untouched (node/: how the transport received the frame). */
         {
-                const int rx_marker = 7;
+                int rx_marker = 7;
 
                 assert_int_equal(gossip_send_app(a, pk[1], GOSSIP_APP_GRADIENT,
                                                  43, payload, 12),

@@ -64,7 +64,7 @@ static int parse_addr(const char *s, struct gossip_addr *a)
 }
 
 static void on_frame(void *ctx, const struct gossip_addr *from, const void *buf,
-                     size_t len, int channel, const struct node_net_rx *rx)
+                     size_t len, int channel, struct node_net_rx *rx)
 {
         struct app *app = ctx;
         const uint8_t *p = buf;

@@ -66,10 +66,14 @@ struct sink {
         int ch[SINK_MAX];
         struct gossip_addr from[SINK_MAX];
         struct node_net_rx rx[SINK_MAX];
+        /* the answer the sink gives for every frame (rx->report): a rate
+         * report toward this address, when rate_Bps is set */
+        struct gossip_addr report_to;
+        uint32_t report_rate_Bps, report_span_us;
 };
 
 static void sink_cb(void *ctx, const struct gossip_addr *from, const void *buf,
-                    size_t len, int channel, const struct node_net_rx *rx)
+                    size_t len, int channel, struct node_net_rx *rx)
 {
         struct sink *s = ctx;
         if (s->n >= SINK_MAX)
@@ -81,6 +85,11 @@ static void sink_cb(void *ctx, const struct gossip_addr *from, const void *buf,
         s->from[s->n] = *from;
         s->rx[s->n] = *rx;
         s->n++;
+        if (s->report_rate_Bps) {
+                rx->report.to = s->report_to;
+                rx->report.rate_Bps = s->report_rate_Bps;
+                rx->report.span_us = s->report_span_us;
+        }
 }
 
 static void sink_free(struct sink *s)
@@ -301,6 +310,20 @@ static void test_stream_large_both_ways(void **state)
         assert_int_equal(ps[0].link_peer_samples, 1);
         assert_int_equal(node_net_peer_rate_sample(a, &aa, 5000000, 20000),
                          -ENOENT);
+        /* a report the receiver hands back from on_frame (rx->report) is
+         * taken the same way once on_frame returns, on the stream and on
+         * datagrams alike */
+        sa.report_to = ab;
+        sa.report_rate_Bps = 4000000;
+        sa.report_span_us = 20000;
+        assert_int_equal(
+            node_net_send(b, &aa, small, sizeof(small), GOSSIP_CH_STREAM), 0);
+        assert_int_equal(
+            node_net_send(b, &aa, small, sizeof(small), GOSSIP_CH_DGRAM), 0);
+        wa.n = 3;
+        assert_true(run_until(&loop, have_n, &wa, WATCHDOG_MS));
+        assert_int_equal(node_net_peer_link(a, &ab, &le), 0);
+        assert_int_equal(le.peer_samples, 3);
         struct node_net_stats st;
         node_net_stats(b, &st);
         assert_int_equal(st.frames_in, 3);

@@ -85,7 +85,7 @@ static int verify_wire(void *ctx, const void *buf, size_t len)
 }
 
 static void on_a(void *ctx, const struct gossip_addr *from, const void *buf,
-                 size_t len, int channel, const struct node_net_rx *rx)
+                 size_t len, int channel, struct node_net_rx *rx)
 {
         struct honest *h = ctx;
         if (channel != GOSSIP_CH_STREAM || len != h->len_ba ||
@@ -97,7 +97,7 @@ static void on_a(void *ctx, const struct gossip_addr *from, const void *buf,
 }
 
 static void on_b(void *ctx, const struct gossip_addr *from, const void *buf,
-                 size_t len, int channel, const struct node_net_rx *rx)
+                 size_t len, int channel, struct node_net_rx *rx)
 {
         struct honest *h = ctx;
         if (channel == GOSSIP_CH_STREAM && len == h->len_ab &&

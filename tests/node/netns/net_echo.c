@@ -158,7 +158,7 @@ static void client_frame(struct app *a, const uint8_t *p, size_t len, int ch)
 }
 
 static void on_frame(void *ctx, const struct gossip_addr *from, const void *buf,
-                     size_t len, int ch, const struct node_net_rx *rx)
+                     size_t len, int ch, struct node_net_rx *rx)
 {
         struct app *a = ctx;
         if (a->serve)

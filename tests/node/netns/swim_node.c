@@ -69,7 +69,7 @@ static void on_member(void *ctx, const struct gossip_member_info *m, int old)
 }
 
 static void on_frame(void *ctx, const struct gossip_addr *from, const void *buf,
-                     size_t len, int channel, const struct node_net_rx *rx)
+                     size_t len, int channel, struct node_net_rx *rx)
 {
         struct app *a = ctx;
         if (a->g)
