@@ -118,8 +118,13 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         g->rng = env->seed;
         g->on_app = cfg->on_app;
         g->on_member = cfg->on_member;
+        g->on_refused = cfg->on_refused;
         g->cb_ctx = cfg->cb_ctx;
         g->app_ctx = cfg->app_ctx ? cfg->app_ctx : cfg->cb_ctx;
+        if (cfg->settings) {
+                g->settings = *cfg->settings;
+                g->self.settings = g->settings.digest;
+        }
         g->n_live = 1;
         g->n_known = 1;
         g->kr = gossip_keyring_new();
@@ -237,6 +242,8 @@ int gossip__send(struct gossip *g, struct swim_member *to,
                         return GOSSIP_ENOMEM;
                 n = gossip__swim_full_view(g, full);
                 m->updates = full;
+                if (g->settings.digest)
+                        m->settings = &g->settings;
         }
         m->n_updates = (uint32_t)n;
         rc = encode_send(g, to, addr, m, &n_sent);
@@ -356,6 +363,7 @@ int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
         }
         m.updates = upd;
         m.updates_cap = cap;
+        m.settings = &g->rx_settings;
         rc = gossip_wire_decode(buf, len, channel, NULL, g->kr, g->rp, &m,
                                 &g->wst);
         if (rc < 0) {
@@ -375,7 +383,11 @@ int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
         sender->bytes_in += len;
         sender->last_heard_ms = gossip__now(g);
         sender->step = m.step;
-        gossip__swim_on_msg(g, sender, from, &m);
+        rc = gossip__swim_on_msg(g, sender, from, &m);
+        if (rc < 0) {
+                count_reject(g, &m, rc);
+                goto out;
+        }
         if (app_kind(m.kind))
                 deliver_app(g, sender, &m, frame);
 out:

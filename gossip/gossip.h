@@ -29,12 +29,13 @@
 #include <stdint.h>
 
 #include "gossip_types.h"
+#include "settings.h"
 #include "stop.h"
 
 #define GOSSIP_NAME_MAX    32 /* bytes including the NUL; longer names are cut */
 #define GOSSIP_VERSION_MAX 16 /* software version, NUL included; cut */
 /* Reject counters are indexed by -GOSSIP_E* code (slot 0 unused). */
-#define GOSSIP_REJECT_SLOTS 16
+#define GOSSIP_REJECT_SLOTS 17
 /* Per-kind counters are indexed by wire message kind (wire.h; 0 unused). */
 #define GOSSIP_KIND_SLOTS 16
 
@@ -130,6 +131,18 @@ struct gossip_config {
          * when the member was not known before. */
         void (*on_member)(void *ctx, const struct gossip_member_info *m,
                           int old_state);
+        /* The cluster-wide settings this node trains with (settings.h);
+         * copied. NULL: none told, nobody refused (older callers, the
+         * simulations). */
+        const struct gossip_settings *settings;
+        /* Member m runs other cluster settings than ours: refused (never
+         * in the view, its frames counted under `settings`). name is the
+         * first setting that differs with each side's value, when m's
+         * list has arrived (its JOIN or SYNC); NULL when only its digest
+         * is known so far. Called on every such JOIN or SYNC. */
+        void (*on_refused)(void *ctx, const struct gossip_member_info *m,
+                           const char *name, const char *ours,
+                           const char *theirs);
         void *cb_ctx;
         void *app_ctx; /* on_app's ctx when not NULL (else cb_ctx) */
 };
@@ -149,6 +162,8 @@ struct gossip_member_info {
         uint64_t rejects[GOSSIP_REJECT_SLOTS]; /* its frames we refused */
         /* state `left`: the reason its LEAVE gave (reason 0: none heard) */
         struct gossip_stop stop;
+        /* its cluster settings differ from ours: refused (on_refused) */
+        int refused;
 };
 
 /* Node-wide counters. */

@@ -37,6 +37,8 @@ const char *gossip_strerror(int err)
                 return "send failed";
         case GOSSIP_EMISMATCH:
                 return "payload does not match the model";
+        case GOSSIP_ESETTINGS:
+                return "sender runs other cluster settings";
         }
         return "unknown error";
 }
@@ -74,6 +76,8 @@ const char *gossip_reject_name(int err)
                 return "send";
         case GOSSIP_EMISMATCH:
                 return "mismatch";
+        case GOSSIP_ESETTINGS:
+                return "settings";
         }
         return NULL;
 }

@@ -33,6 +33,7 @@ enum gossip_err {
         GOSSIP_ENOPEER = -13,    /* no live partner / member */
         GOSSIP_ESEND = -14,      /* env->send failed */
         GOSSIP_EMISMATCH = -15,  /* payload shape does not match the model */
+        GOSSIP_ESETTINGS = -16,  /* sender runs other cluster settings */
 };
 
 const char *gossip_strerror(int err);

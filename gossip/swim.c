@@ -224,6 +224,7 @@ void gossip__member_info(const struct gossip *g, const struct swim_member *m,
         o->bytes_out = m->bytes_out;
         memcpy(o->rejects, m->rejects, sizeof(o->rejects));
         o->stop = m->stop;
+        o->refused = m->refused;
 }
 
 /* ---- timing ---- */
@@ -305,8 +306,10 @@ static void entry_of(const struct swim_member *m, struct gossip_update *u)
                 u->origin = m->origin;
         memcpy(u->name, m->name, GOSSIP_WIRE_NAME_MAX);
         u->name[GOSSIP_WIRE_NAME_MAX - 1] = 0;
-        if (m->state == GOSSIP_ALIVE)
+        if (m->state == GOSSIP_ALIVE) {
                 memcpy(u->version, m->version, GOSSIP_WIRE_VERSION_MAX);
+                u->settings = m->settings;
+        }
 }
 
 static int bq_cmp(const void *a, const void *b)
@@ -505,9 +508,57 @@ int gossip_addr_usable(const struct gossip_addr *a)
         return 0;
 }
 
+/* ---- cluster settings (settings.h) ---- */
+
+/* A member telling digest d cannot train with us. Nobody is refused when
+ * we have no settings, or it told none (an older node). */
+static bool settings_differ(const struct gossip *g, uint64_t d)
+{
+        return d && g->settings.digest && d != g->settings.digest;
+}
+
+/* m runs other settings: out of the live states (without spreading it:
+ * others judge by the digest themselves), and the daemon told, at the
+ * first refusal and whenever the differing setting can be named. */
+static void refuse(struct gossip *g, struct swim_member *m, const char *name,
+                   const char *ours, const char *theirs)
+{
+        bool first = !m->refused;
+
+        m->refused = true;
+        if (is_live(m->state))
+                set_state(g, m, GOSSIP_DEAD, m->inc);
+        if ((first || name) && g->on_refused) {
+                struct gossip_member_info mi;
+
+                gossip__member_info(g, m, &mi);
+                g->on_refused(g->cb_ctx, &mi, name, ours, theirs);
+        }
+}
+
+/* The digest an update about m tells, if it is news of m's current life
+ * or a newer one (a newer life that tells none is an older node: no
+ * digest). 1 if m is refused after it. */
+static bool take_digest(struct gossip *g, struct swim_member *m, uint64_t inc,
+                        uint64_t digest)
+{
+        if (m->state == SWIM_UNKNOWN || inc > m->inc)
+                m->settings = digest;
+        else if (inc == m->inc && digest)
+                m->settings = digest;
+        if (settings_differ(g, m->settings)) {
+                refuse(g, m, NULL, NULL, NULL);
+                return true;
+        }
+        m->refused = false;
+        return false;
+}
+
 static void apply_alive(struct gossip *g, struct swim_member *m,
                         const struct gossip_update *u)
 {
+        if (take_digest(g, m, u->incarnation, u->settings))
+                return;
         /* a version belongs to a life (a restart raises the incarnation):
          * take it also from news of the life we know, which may have come
          * first without one (we marked it alive on hearing from it) */
@@ -1061,13 +1112,61 @@ static void on_sync_answer(struct gossip *g, uint64_t learned_before)
                 g->next_sync_at = at;
 }
 
-void gossip__swim_on_msg(struct gossip *g, struct swim_member *from,
-                         const struct gossip_addr *from_addr,
-                         const struct gossip_msg *m)
+/* A frame from a member that may run other settings: its JOIN or SYNC's
+ * list (or else its own entry) is judged before anything it says is
+ * taken. 1 if it is refused: the frame goes no further, a JOIN is
+ * answered (rate-limited) so that the joiner learns why. */
+static bool refused_sender(struct gossip *g, struct swim_member *from,
+                           const struct gossip_msg *m)
+{
+        const char *name = NULL, *ours = NULL, *theirs = NULL;
+        const struct gossip_addr *to = &from->addr;
+        uint64_t now = gossip__now(g);
+
+        if (!g->settings.digest)
+                return false;
+        if (m->settings_told) {
+                if (!take_digest(g, from, m->incarnation, m->settings->digest))
+                        return false;
+                if (gossip_settings_diff(&g->settings, m->settings, &name,
+                                         &ours, &theirs))
+                        refuse(g, from, name, ours, theirs);
+        } else {
+                for (uint32_t i = 0; i < m->n_updates; i++)
+                        if (m->updates[i].key_id == from->key_id &&
+                            m->updates[i].state == GOSSIP_ALIVE)
+                                take_digest(g, from, m->updates[i].incarnation,
+                                            m->updates[i].settings);
+                if (!from->refused)
+                        return false;
+        }
+        /* a joiner we never knew the address of tells it in its entry */
+        for (uint32_t i = 0; !to->family && i < m->n_updates; i++)
+                if (m->updates[i].key_id == from->key_id &&
+                    gossip_addr_usable(&m->updates[i].addr))
+                        to = &m->updates[i].addr;
+        if (m->kind == GOSSIP_MSG_JOIN &&
+            (!from->told_ms || now - from->told_ms >= g->tun.probe_period_ms)) {
+                struct gossip_msg out = {0};
+
+                from->told_ms = now;
+                out.kind = GOSSIP_MSG_SYNC;
+                out.channel = GOSSIP_CH_STREAM;
+                gossip__send(g, from, to, &out);
+        }
+        return true;
+}
+
+int gossip__swim_on_msg(struct gossip *g, struct swim_member *from,
+                        const struct gossip_addr *from_addr,
+                        const struct gossip_msg *m)
 {
         uint32_t i;
         bool sync = m->kind == GOSSIP_MSG_SYNC || m->kind == GOSSIP_MSG_JOIN;
         uint64_t learned_before = g->n_learned;
+
+        if (refused_sender(g, from, m))
+                return GOSSIP_ESETTINGS;
 
         /* Updates first: a JOIN's own entry brings the joiner's address,
          * which the header alone does not. */
@@ -1075,12 +1174,12 @@ void gossip__swim_on_msg(struct gossip *g, struct swim_member *from,
                 apply_update(g, &m->updates[i], from->key_id, sync);
         direct_evidence(g, from, from_addr, m);
         if (g->self.state == GOSSIP_LEFT)
-                return; /* leaving: take news, answer nothing */
+                return 0; /* leaving: take news, answer nothing */
         switch (m->kind) {
         case GOSSIP_MSG_PING: {
                 struct gossip_msg out = {0};
                 if (m->u.ping.target && m->u.ping.target != g->self.key_id)
-                        return; /* meant for a previous owner of the addr */
+                        return 0; /* meant for a previous owner */
                 out.kind = GOSSIP_MSG_ACK;
                 out.channel = m->channel; /* a stream PING: a stream ACK */
                 out.u.ack.ack_seq = m->seq;
@@ -1114,6 +1213,7 @@ void gossip__swim_on_msg(struct gossip *g, struct swim_member *from,
         default:
                 break;
         }
+        return 0;
 }
 
 void gossip__swim_tick(struct gossip *g)

@@ -89,6 +89,11 @@ struct swim_member {
         uint64_t state_req_seq;  /* seq of its last STATE_REQ: our STATE's
                                     req_seq (docs/protocol.md) */
         struct gossip_stop stop; /* its LEAVE's reason (0: none heard) */
+        /* the digest of its cluster settings, from its alive updates (0:
+         * not told); refused: it differs from ours, so it is kept out of
+         * the live states until a newer life tells a matching one */
+        uint64_t settings;
+        bool refused;
 };
 
 struct swim_probe {
@@ -120,8 +125,13 @@ struct gossip {
         void (*on_app)(void *, const struct gossip_member_info *,
                        const struct gossip_app *);
         void (*on_member)(void *, const struct gossip_member_info *, int);
+        void (*on_refused)(void *, const struct gossip_member_info *,
+                           const char *, const char *, const char *);
         void *cb_ctx;
         void *app_ctx; /* on_app's ctx */
+        /* ours (n 0, digest 0: none, nobody is refused) */
+        struct gossip_settings settings;
+        struct gossip_settings rx_settings; /* a JOIN's or SYNC's, decoded */
 
         struct gossip_keyring *kr;
         struct gossip_replay *rp;
@@ -173,10 +183,12 @@ int gossip__member_add(struct gossip *g, const struct gossip_peer *p,
 void gossip__member_remove(struct gossip *g, struct swim_member *m);
 void gossip__member_info(const struct gossip *g, const struct swim_member *m,
                          struct gossip_member_info *out);
-/* Handle one verified membership message (any kind but the app kinds). */
-void gossip__swim_on_msg(struct gossip *g, struct swim_member *from,
-                         const struct gossip_addr *from_addr,
-                         const struct gossip_msg *m);
+/* Handle one verified message's membership part (updates, probes, syncs,
+ * joins). 0, or GOSSIP_ESETTINGS: the sender runs other cluster settings
+ * and nothing of the frame was taken (settings.h). */
+int gossip__swim_on_msg(struct gossip *g, struct swim_member *from,
+                        const struct gossip_addr *from_addr,
+                        const struct gossip_msg *m);
 void gossip__swim_tick(struct gossip *g);
 /* Fill upd[0..cap) with what a datagram to `to` (may be NULL) should carry:
  * to's own entry if we think it suspect or dead, then queued updates,

@@ -84,11 +84,12 @@ enum {
         K_N_ELEMS = 11,
         K_PAYLOAD = 12,
         K_REQ_SEQ = 13,
-        K_STOP = 14,    /* LEAVE: why (gossip/stop.h), optional */
-        K_PERIOD = 15,  /* PARAMS: the sender's averaging period, optional */
-        K_NEED = 16,    /* PARAMS: the period the sender's link needs, opt. */
-        K_RX_RATE = 17, /* PARAMS: how fast the sender received ours, opt. */
-        K_RX_SPAN = 18, /* PARAMS: the microseconds that rate covers, opt. */
+        K_STOP = 14,     /* LEAVE: why (gossip/stop.h), optional */
+        K_PERIOD = 15,   /* PARAMS: the sender's averaging period, optional */
+        K_NEED = 16,     /* PARAMS: the period the sender's link needs, opt. */
+        K_RX_RATE = 17,  /* PARAMS: how fast the sender received ours, opt. */
+        K_RX_SPAN = 18,  /* PARAMS: the microseconds that rate covers, opt. */
+        K_SETTINGS = 19, /* JOIN, SYNC: the sender's cluster settings, opt. */
         K_COUNT
 };
 #define BIT(k) (1u << (k))
@@ -104,9 +105,11 @@ enum {
         ADDR4_BYTES = 6,  /* IPv4 address + port */
         ADDR6_BYTES = 18, /* IPv6 address + port */
         /* Largest encoding of one update: array hdr, 2 x uint64, state,
-         * bin8 IPv6 address, str8 name, uint64 origin, fixstr version. */
+         * bin8 IPv6 address, str8 name, uint64 origin, fixstr version,
+         * uint64 settings digest. */
         UPDATE_MAX_BYTES = 1 + 9 + 1 + 9 + 2 + ADDR6_BYTES + 2 +
-                           GOSSIP_WIRE_NAME_MAX + 9 + GOSSIP_WIRE_VERSION_MAX,
+                           GOSSIP_WIRE_NAME_MAX + 9 + GOSSIP_WIRE_VERSION_MAX +
+                           9,
 };
 
 struct kind_info {
@@ -127,8 +130,10 @@ static const struct kind_info kinds[GOSSIP_MSG_KIND_COUNT] = {
     [GOSSIP_MSG_ACK] = {BIT(K_UPDATES) | BIT(K_ACK_SEQ) | BIT(K_TARGET) |
                             BIT(K_NACK),
                         BIT(K_ACK_SEQ) | BIT(K_TARGET), 3, 0},
-    [GOSSIP_MSG_SYNC] = {BIT(K_UPDATES) | BIT(K_REPLY), 0, 1, 0},
-    [GOSSIP_MSG_JOIN] = {BIT(K_UPDATES), 0, 0, 0},
+    /* settings: written if set */
+    [GOSSIP_MSG_SYNC] = {BIT(K_UPDATES) | BIT(K_REPLY) | BIT(K_SETTINGS), 0, 1,
+                         0},
+    [GOSSIP_MSG_JOIN] = {BIT(K_UPDATES) | BIT(K_SETTINGS), 0, 0, 0},
     [GOSSIP_MSG_LEAVE] = {BIT(K_STOP), 0, 0, 0}, /* stop: written if set */
     [GOSSIP_MSG_GRADIENT] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
     [GOSSIP_MSG_STATE_REQ] = {0, 0, 0, 0},
@@ -231,6 +236,21 @@ static int stop_valid(const struct gossip_stop *s)
                text_valid(s->origin, GOSSIP_WIRE_NAME_MAX);
 }
 
+/* A list the encoder may write: bounded, printable, names strictly
+ * ascending (the order gossip_settings_set gives). */
+static int settings_valid(const struct gossip_settings *s)
+{
+        if (s->n > GOSSIP_SETTINGS_MAX)
+                return 0;
+        for (size_t i = 0; i < s->n; i++)
+                if (!s->s[i].name[0] ||
+                    !text_valid(s->s[i].name, GOSSIP_SETTING_NAME_MAX) ||
+                    !text_valid(s->s[i].value, GOSSIP_SETTING_VALUE_MAX) ||
+                    (i && strcmp(s->s[i - 1].name, s->s[i].name) >= 0))
+                        return 0;
+        return 1;
+}
+
 static int update_valid(const struct gossip_update *u)
 {
         return u->key_id && u->state <= GOSSIP_WIRE_STATE_MAX &&
@@ -245,20 +265,26 @@ static int pack_update(msgpack_packer *pk, const struct gossip_update *u)
         int r;
 
         /* the shortest array that holds what is set; elements before a
-         * set one are nil (name) or 0 (origin: "not given") */
-        r = msgpack_pack_array(pk, v ? 7 : u->origin ? 6 : n ? 5 : 4);
+         * set one are nil (name, version) or 0 (origin: "not given") */
+        int d = u->settings != 0;
+
+        r = msgpack_pack_array(pk, d ? 8 : v ? 7 : u->origin ? 6 : n ? 5 : 4);
         r = r ? r : msgpack_pack_uint64(pk, u->key_id);
         r = r ? r : msgpack_pack_uint8(pk, u->state);
         r = r ? r : msgpack_pack_uint64(pk, u->incarnation);
         r = r ? r : pack_addr(pk, &u->addr);
         if (n)
                 r = r ? r : msgpack_pack_str_with_body(pk, u->name, n);
-        else if (u->origin || v)
+        else if (u->origin || v || d)
                 r = r ? r : msgpack_pack_nil(pk);
-        if (u->origin || v)
+        if (u->origin || v || d)
                 r = r ? r : msgpack_pack_uint64(pk, u->origin);
         if (v)
                 r = r ? r : msgpack_pack_str_with_body(pk, u->version, v);
+        else if (d)
+                r = r ? r : msgpack_pack_nil(pk);
+        if (d)
+                r = r ? r : msgpack_pack_uint64(pk, u->settings);
         return r;
 }
 
@@ -332,9 +358,33 @@ static int pack_stop(msgpack_packer *pk, const struct gossip_stop *s)
         return r;
 }
 
+/* JOIN and SYNC's settings: [[name, value], ...], names ascending. */
+static int pack_settings(msgpack_packer *pk, const struct gossip_settings *s)
+{
+        int r = msgpack_pack_uint8(pk, K_SETTINGS);
+
+        r = r ? r : msgpack_pack_array(pk, s->n);
+        for (size_t i = 0; !r && i < s->n; i++) {
+                size_t a = strlen(s->s[i].name), b = strlen(s->s[i].value);
+
+                r = msgpack_pack_array(pk, 2);
+                r = r ? r : msgpack_pack_str_with_body(pk, s->s[i].name, a);
+                r = r ? r : msgpack_pack_str_with_body(pk, s->s[i].value, b);
+        }
+        return r;
+}
+
+static int has_settings(const struct gossip_msg *m)
+{
+        return (m->kind == GOSSIP_MSG_JOIN || m->kind == GOSSIP_MSG_SYNC) &&
+               m->settings;
+}
+
 /* Keys the encoder writes for m, updates aside. */
 static uint32_t fields_count(const struct gossip_msg *m)
 {
+        if (has_settings(m))
+                return kinds[m->kind].n_fields + 1;
         if (m->kind == GOSSIP_MSG_LEAVE)
                 return m->u.leave.reason != 0;
         if (m->kind == GOSSIP_MSG_PARAMS)
@@ -361,7 +411,10 @@ static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
                 r = r ? r : pack_kv_u64(pk, K_ACK_SEQ, m->u.ack.ack_seq);
                 return r ? r : pack_kv_bool(pk, K_NACK, m->u.ack.nack);
         case GOSSIP_MSG_SYNC:
-                return pack_kv_bool(pk, K_REPLY, m->u.sync.reply);
+                r = pack_kv_bool(pk, K_REPLY, m->u.sync.reply);
+                return r || !m->settings ? r : pack_settings(pk, m->settings);
+        case GOSSIP_MSG_JOIN:
+                return m->settings ? pack_settings(pk, m->settings) : 0;
         case GOSSIP_MSG_PARAMS:
                 r = pack_tensor(pk, &m->u.tensor);
                 if (!r && m->u.tensor.period)
@@ -420,7 +473,10 @@ static int msg_valid(const struct gossip_msg *m)
         case GOSSIP_MSG_ACK:
                 return m->u.ack.nack <= 1;
         case GOSSIP_MSG_SYNC:
-                return m->u.sync.reply <= 1;
+                return m->u.sync.reply <= 1 &&
+                       (!m->settings || settings_valid(m->settings));
+        case GOSSIP_MSG_JOIN:
+                return !m->settings || settings_valid(m->settings);
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
         case GOSSIP_MSG_SAMPLES:
@@ -552,6 +608,10 @@ size_t gossip_wire_frame_bound(const struct gossip_msg *m)
                 n += 5 + m->u.tensor.payload_len;
         else if (m->kind == GOSSIP_MSG_STATE)
                 n += 5 + m->u.state.len;
+        if (has_settings(m)) /* key, array, each pair: array, 2 str8 */
+                n += 1 + 3 +
+                     m->settings->n * (1 + 2 + GOSSIP_SETTING_NAME_MAX + 2 +
+                                       GOSSIP_SETTING_VALUE_MAX);
         return n + (size_t)m->n_updates * UPDATE_MAX_BYTES;
 }
 
@@ -757,7 +817,7 @@ static int get_stop(const msgpack_object *o, struct gossip_stop *s)
 }
 
 /* [key_id, state, incarnation, addr|nil, (name|nil), (origin),
- *  (version|nil), ...ignored] */
+ *  (version|nil), (settings digest), ...ignored] */
 static int get_update(const msgpack_object *o, struct gossip_update *u)
 {
         const msgpack_object *f;
@@ -782,6 +842,9 @@ static int get_update(const msgpack_object *o, struct gossip_update *u)
         if (o->via.array.size > 6 &&
             get_text(&f[6], u->version, GOSSIP_WIRE_VERSION_MAX))
                 return -1;
+        u->settings = 0;
+        if (o->via.array.size > 7 && get_u64(&f[7], &u->settings))
+                return -1;
         return 0;
 }
 
@@ -798,6 +861,40 @@ static int get_updates(const msgpack_object *o, struct gossip_msg *m)
                 if (get_update(&o->via.array.ptr[i], &m->updates[i]))
                         return -1;
         m->n_updates = n;
+        return 0;
+}
+
+/* Key 19: [[name, value], ...], at most GOSSIP_SETTINGS_MAX pairs, names
+ * non-empty and strictly ascending, texts as names are. */
+static int get_settings(const msgpack_object *o, struct gossip_msg *m)
+{
+        struct gossip_settings *s = m->settings;
+        uint32_t n;
+
+        if (o->type != MSGPACK_OBJECT_ARRAY)
+                return -1;
+        n = o->via.array.size;
+        if (n > GOSSIP_SETTINGS_MAX)
+                return -1;
+        if (!s)
+                return 0; /* no room asked for: checked, not kept */
+        for (uint32_t i = 0; i < n; i++) {
+                const msgpack_object *p = &o->via.array.ptr[i];
+
+                if (p->type != MSGPACK_OBJECT_ARRAY || p->via.array.size != 2 ||
+                    get_text(&p->via.array.ptr[0], s->s[i].name,
+                             GOSSIP_SETTING_NAME_MAX) ||
+                    p->via.array.ptr[0].type != MSGPACK_OBJECT_STR ||
+                    !s->s[i].name[0] ||
+                    p->via.array.ptr[1].type != MSGPACK_OBJECT_STR ||
+                    get_text(&p->via.array.ptr[1], s->s[i].value,
+                             GOSSIP_SETTING_VALUE_MAX) ||
+                    (i && strcmp(s->s[i - 1].name, s->s[i].name) >= 0))
+                        return -1;
+        }
+        s->n = n;
+        s->digest = gossip_settings_digest(s->s, n);
+        m->settings_told = 1;
         return 0;
 }
 
@@ -849,6 +946,8 @@ static int get_field(int key, const msgpack_object *v, struct gossip_msg *m)
                 return get_u32(v, &t->rx_rate) || t->rx_rate == 0 ? -1 : 0;
         case K_RX_SPAN:
                 return get_u32(v, &t->rx_span) || t->rx_span == 0 ? -1 : 0;
+        case K_SETTINGS:
+                return get_settings(v, m);
         }
         return -1;
 }
@@ -1014,6 +1113,7 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
                         struct gossip_replay *rp, struct gossip_msg *m)
 {
         struct gossip_update *upd = m->updates;
+        struct gossip_settings *settings = m->settings;
         uint32_t upd_cap = m->updates_cap;
         uint64_t body_len;
         int err;
@@ -1024,6 +1124,7 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
         memset(m, 0, sizeof(*m));
         m->updates = upd;
         m->updates_cap = upd_cap;
+        m->settings = settings;
         m->kind = b[OFF_KIND];
         m->channel = (uint8_t)channel;
         m->key_id = gn_be_get(b + OFF_KEY_ID, 8);

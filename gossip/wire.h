@@ -51,6 +51,7 @@
 #include <stdint.h>
 
 #include "gossip_types.h"
+#include "settings.h"
 #include "stop.h"
 
 /* Tunables and fixed sizes (bytes unless named otherwise). */
@@ -86,7 +87,7 @@ enum {
          * how far a datagram may be overtaken and still be accepted. */
         GOSSIP_WIRE_REPLAY_WINDOW = 128,
         /* Reject counters are indexed by -GOSSIP_E* code. */
-        GOSSIP_WIRE_REJECT_SLOTS = 16,
+        GOSSIP_WIRE_REJECT_SLOTS = 17,
 };
 /* Default stream bound: a 784-512-10 model with Adam state is ~5 MB; 64 MiB
  * leaves room for bigger models while bounding what a peer can make us
@@ -133,6 +134,9 @@ struct gossip_update {
         /* ALIVE: the member's software version, "" = not given (element
          * 6, optional: older senders omit it, older receivers skip it). */
         char version[GOSSIP_WIRE_VERSION_MAX];
+        /* ALIVE: the digest of the member's cluster settings
+         * (gossip/settings.h), 0 = not given (element 7, optional). */
+        uint64_t settings;
 };
 
 /* GRADIENT, PARAMS and SAMPLES (whose payload is opaque samples, see
@@ -196,6 +200,12 @@ struct gossip_msg {
         struct gossip_update *updates;
         uint32_t n_updates;
         uint32_t updates_cap;
+        /* JOIN and SYNC, key 19 (optional): the sender's cluster settings.
+         * Encode: written when non-NULL. Decode: filled when the key is
+         * present and this points at storage (else the key is skipped);
+         * settings_told says it was. */
+        struct gossip_settings *settings;
+        uint8_t settings_told;
 
         union {
                 struct {

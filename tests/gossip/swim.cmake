@@ -7,3 +7,6 @@ gn_add_test(NAME test_swim SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_swim.c
 gn_add_test(NAME test_swim_loss SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_swim.c
             LIBS gn_sim gn::cmocka LABELS sim TIMEOUT 300
             ARGS only test_loss_no_false_dead)
+# Cluster settings agreed at join (gossip/settings.h): refused both ways.
+gn_add_test(NAME test_settings SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_settings.c
+            LIBS gn_sim gn::cmocka LABELS sim)

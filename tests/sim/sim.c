@@ -63,6 +63,7 @@ struct sim {
         int *group;
         struct evheap heap;
         struct sim_counters c;
+        long running; /* the node whose code runs now (callbacks), or -1 */
 };
 
 static double sim_unit(struct sim *s)
@@ -224,6 +225,9 @@ static int node_boot(struct sim *s, size_t i)
         cfg.tun = s->o.tun;
         cfg.on_app = s->o.on_app;
         cfg.on_member = s->o.on_member;
+        cfg.on_refused = s->o.on_refused;
+        if (s->o.settings)
+                cfg.settings = &s->o.settings[i];
         cfg.cb_ctx = s;
         env.send = env_send;
         env.now_ms = env_now;
@@ -250,6 +254,7 @@ int sim_create(const struct sim_opts *o, struct sim **out)
         s->o = *o;
         s->n = n;
         s->rng = o->seed;
+        s->running = -1;
         if (evheap_init(&s->heap, sizeof(struct sim_ev)) < 0)
                 goto out;
         nn = n * n;
@@ -332,7 +337,9 @@ static void sim_dispatch(struct sim *s, struct sim_ev *ev)
                         return;
                 nd->timer_at = UINT64_MAX;
                 s->c.ticks++;
+                s->running = (long)ev->to;
                 gossip_tick(nd->g);
+                s->running = -1;
                 node_rearm(nd, true);
                 return;
         }
@@ -342,9 +349,11 @@ static void sim_dispatch(struct sim *s, struct sim_ev *ev)
                 struct gossip_addr from;
                 sim_addr(s, ev->from, &from);
                 s->c.delivered[ev->channel]++;
+                s->running = (long)ev->to;
                 if (gossip_on_message(nd->g, &from, ev->buf, ev->len,
                                       ev->channel) < 0)
                         s->c.rejected++;
+                s->running = -1;
                 node_rearm(nd, false);
         }
         free(ev->buf);
@@ -407,6 +416,11 @@ const uint8_t *sim_key(const struct sim *s, size_t i)
         return s->nodes[i].pk;
 }
 
+long sim_running(const struct sim *s)
+{
+        return s->running;
+}
+
 long sim_index_of_key(const struct sim *s, const uint8_t *key)
 {
         size_t i;
@@ -425,7 +439,9 @@ int sim_join(struct sim *s, size_t i, size_t j)
         if (!s->nodes[i].g)
                 return GOSSIP_EINVAL;
         sim_addr(s, j, &a);
+        s->running = (long)i;
         rc = gossip_join(s->nodes[i].g, &a);
+        s->running = -1;
         node_rearm(&s->nodes[i], false);
         return rc;
 }

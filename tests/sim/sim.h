@@ -44,6 +44,12 @@ struct sim_opts {
                           int old_state);
         void (*on_app)(void *ctx, const struct gossip_member_info *from,
                        const struct gossip_app *msg);
+        void (*on_refused)(void *ctx, const struct gossip_member_info *m,
+                           const char *name, const char *ours,
+                           const char *theirs);
+        /* Optional: node i's cluster settings are settings[i] (n entries,
+         * kept by the caller for the sim's life); NULL: none told. */
+        const struct gossip_settings *settings;
         void *user; /* for the callbacks: sim_user() */
 };
 
@@ -58,6 +64,9 @@ void *sim_user(const struct sim *s);
 struct gossip *sim_node(const struct sim *s, size_t i);
 const uint8_t *sim_key(const struct sim *s, size_t i);
 void sim_addr(const struct sim *s, size_t i, struct gossip_addr *out);
+/* The node whose code is running (for a callback: the node called back),
+ * or -1 outside the nodes' code. */
+long sim_running(const struct sim *s);
 /* Index of the node with this key, or -1. */
 long sim_index_of_key(const struct sim *s, const uint8_t *key);
 
