@@ -26,7 +26,7 @@
 
 #include <sodium.h>
 
-#include "gn_endian.h"
+#include "base/gn_endian.h"
 #include "wire_private.h"
 
 _Static_assert(GOSSIP_WIRE_REPLAY_WINDOW == 128,

@@ -24,7 +24,7 @@
 #include <msgpack.h>
 #include <sodium.h>
 
-#include "gn_endian.h"
+#include "base/gn_endian.h"
 #include "wire_private.h"
 
 /* Prefix layout: offsets of each field (all integers big-endian). */

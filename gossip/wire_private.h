@@ -8,7 +8,7 @@
 #ifndef GOSSIP_WIRE_PRIVATE_H
 #define GOSSIP_WIRE_PRIVATE_H
 
-#include "wire.h"
+#include "gossip/wire.h"
 
 /* 0 if (inc, seq) from key_id on channel would be new, else
  * GOSSIP_EREPLAY. Changes nothing. */

@@ -14,8 +14,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "gn_rng.h"
-#include "nn.h"
+#include "base/gn_rng.h"
+#include "nn/nn.h"
 #include "nn_layers.h"
 
 uint64_t nn__rand_u64(uint64_t *state)

@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn.h"
+#include "nn/nn.h"
 #include "nn_layers.h"
 
 /* Tunables. */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gn_hot.h"
+#include "base/gn_hot.h"
 
 /*
  * NN_HOT marks the element-wise loops that run once per activation or per

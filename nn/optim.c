@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn.h"
+#include "nn/nn.h"
 #include "nn_layers.h"
 
 /* pi to double precision (M_PI is not in strict C11). */

@@ -24,8 +24,8 @@
 #include <sodium.h>
 
 #include "evlog.h"
-#include "keys.h"
-#include "schedule.h"
+#include "ident/keys.h"
+#include "gossip/schedule.h"
 #include "trainer.h"
 
 /* ---- small helpers ------------------------------------------------------ */

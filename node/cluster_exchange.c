@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "evlog.h"
-#include "reservoir.h"
+#include "nn/reservoir.h"
 #include "shuffle.h"
 
 static int codec_id(int opt)

@@ -25,13 +25,13 @@
 
 #include <uv.h>
 
-#include "adapt.h"
+#include "gossip/adapt.h"
 #include "cluster.h"
-#include "codec.h"
-#include "gossip.h"
+#include "gossip/codec.h"
+#include "gossip/gossip.h"
 #include "handoff.h"
 #include "net.h"
-#include "peers.h"
+#include "ident/peers.h"
 
 struct node_cluster {
         /* fixed at open */

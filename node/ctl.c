@@ -29,7 +29,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "gn_endian.h"
+#include "base/gn_endian.h"
 #include "version.h"
 
 enum {

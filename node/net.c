@@ -28,8 +28,8 @@
  * in one place; the policy numbers are in net.h.
  */
 #include "net.h"
-#include "gn_endian.h"
-#include "gn_rng.h"
+#include "base/gn_endian.h"
+#include "base/gn_rng.h"
 #include "tcpinfo.h"
 
 #include <errno.h>

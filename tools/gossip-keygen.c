@@ -24,8 +24,8 @@
 
 #include <sodium.h>
 
-#include "keys.h"
-#include "peers.h"
+#include "ident/keys.h"
+#include "ident/peers.h"
 
 #ifndef GN_VERSION
 #define GN_VERSION "unknown"

@@ -30,7 +30,7 @@
  * NODE_CTL_ERR_MAX}; "echo" of a well-formed request gives back exactly
  * its args, "version" is answered ok; the counters add up.
  */
-#include "gn_endian.h"
+#include "base/gn_endian.h"
 #include "../../node/ctl.c"
 
 #include <fcntl.h>

@@ -38,7 +38,7 @@ static void fake_freeaddrinfo(struct addrinfo *ai);
 
 #define getaddrinfo  fake_getaddrinfo
 #define freeaddrinfo fake_freeaddrinfo
-#include "../../node/peers.c"
+#include "../../ident/peers.c"
 #undef getaddrinfo
 #undef freeaddrinfo
 

@@ -29,8 +29,8 @@
 
 #include <cmocka.h>
 
-#include "gn_rng.h"
-#include "link.h"
+#include "base/gn_rng.h"
+#include "gossip/link.h"
 #include "test_seed.h"
 
 #define MS 1000ull

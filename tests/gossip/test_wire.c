@@ -19,10 +19,10 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
-#include "gn_endian.h"
-#include "wire.h"
+#include "base/gn_endian.h"
+#include "gossip/wire.h"
 #include "wire_private.h"
 
 #ifndef GN_SOURCE_DIR

@@ -29,7 +29,7 @@
 #include <cmocka.h>
 
 #include "test_seed.h"
-#include "nn.h"
+#include "nn/nn.h"
 #include "nn_layers.h"
 
 static uint64_t seed;

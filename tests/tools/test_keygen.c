@@ -21,8 +21,8 @@
 
 #include "test_proc.h"
 #include "test_tmpdir.h"
-#include "keys.h"
-#include "peers.h"
+#include "ident/keys.h"
+#include "ident/peers.h"
 
 static const char *g_bin;
 static char g_dir[64];

@@ -50,8 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip_types.h"
-#include "stop.h"
+#include "gossip/gossip_types.h"
+#include "gossip/stop.h"
 
 /* Tunables and fixed sizes (bytes unless named otherwise). */
 enum {
