@@ -27,7 +27,8 @@
 #include <sodium.h>
 
 #include "base/gn_endian.h"
-#include "wire_private.h"
+#include "gossip/wire.h"
+#include "keyring_private.h"
 
 _Static_assert(GOSSIP_WIRE_REPLAY_WINDOW == 128,
                "the window is two 64-bit words");

@@ -25,7 +25,8 @@
 #include <sodium.h>
 
 #include "base/gn_endian.h"
-#include "wire_private.h"
+#include "gossip/wire.h"
+#include "keyring_private.h"
 
 /* Prefix layout: offsets of each field (all integers big-endian). */
 enum {

@@ -41,7 +41,7 @@
 #include <string.h>
 
 #include "nn/nn.h"
-#include "nn_layers.h"
+#include "layers.h"
 
 /* Tunables. */
 enum {

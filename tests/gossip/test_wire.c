@@ -23,7 +23,7 @@
 #include "test_seed.h"
 #include "base/gn_endian.h"
 #include "gossip/wire.h"
-#include "wire_private.h"
+#include "keyring_private.h"
 
 #ifndef GN_SOURCE_DIR
 #define GN_SOURCE_DIR "."

@@ -17,7 +17,7 @@
 
 #include "test_seed.h"
 #include "nn/nn.h"
-#include "nn_layers.h"
+#include "layers.h"
 
 static uint64_t seed;
 

@@ -1,5 +1,5 @@
 /*
- * nn_layers.h - internal: the layer kernels model.c strings together, and
+ * layers.h - internal: the layer kernels model.c strings together, and
  * the seeded PRNG used for weight initialisation.  Not part of the public
  * API (tests include it to check each backward against finite differences).
  *
