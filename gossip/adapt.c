@@ -2,14 +2,14 @@
  * adapt.c - the slice codec and averaging period chosen from the measured
  * link (see adapt.h for the rule). Pure.
  */
-#include "adapt.h"
+#include "gossip/adapt.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
+#include "gossip/codec.h"
 
 void gossip_adapt_init(const struct gossip_adapt_in *in,
                        struct gossip_adapt_choice *out)

@@ -9,14 +9,14 @@
  * signed blob always decodes. Nothing here allocates, reads a clock or
  * keeps state; decoded lists are views into the caller's buffer.
  */
-#include "cert.h"
+#include "gossip/cert.h"
 
 #include <string.h>
 
 #include <sodium.h>
 
-#include "gn_endian.h"
-#include "wire.h"
+#include "base/gn_endian.h"
+#include "gossip/wire.h"
 
 static const uint8_t cert_magic[4] = {'G', 'N', 'C', 'T'};
 static const uint8_t crl_magic[4] = {'G', 'N', 'R', 'L'};

@@ -20,9 +20,9 @@
 #include <arm_neon.h>
 #endif
 
-#include "codec.h"
-#include "gn_endian.h"
-#include "gn_hot.h"
+#include "gossip/codec.h"
+#include "base/gn_endian.h"
+#include "base/gn_hot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

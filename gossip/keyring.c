@@ -26,8 +26,9 @@
 
 #include <sodium.h>
 
-#include "gn_endian.h"
-#include "wire_private.h"
+#include "base/gn_endian.h"
+#include "gossip/wire.h"
+#include "keyring_private.h"
 
 _Static_assert(GOSSIP_WIRE_REPLAY_WINDOW == 128,
                "the window is two 64-bit words");

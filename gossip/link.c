@@ -4,7 +4,7 @@
  * Each struct gossip_link belongs to one caller (the transport keeps one
  * per destination on the loop thread).
  */
-#include "link.h"
+#include "gossip/link.h"
 
 #include <math.h>
 #include <string.h>

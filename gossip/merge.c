@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "merge.h"
+#include "gossip/merge.h"
 
-#include "gn_hot.h"
+#include "base/gn_hot.h"
 
 int gossip_merge_init(struct gossip_merge *m, size_t n, uint64_t staleness)
 {

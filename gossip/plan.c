@@ -6,11 +6,11 @@
  *
  * Pure: the caller passes the clock in view->now_us and owns the wait.
  */
-#include "plan.h"
+#include "gossip/plan.h"
 
 #include <stdio.h>
 
-#include "codec.h"
+#include "gossip/codec.h"
 
 int gossip_plan_cfg_valid(const struct gossip_plan_cfg *c)
 {

@@ -2,12 +2,12 @@
  * robust.c - robust merge decisions (see robust.h): distances, the running
  * median, the verdict, centered clipping and the per-peer record. Pure.
  */
-#include "robust.h"
+#include "gossip/robust.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "gn_hot.h"
+#include "base/gn_hot.h"
 
 const struct gossip_robust_cfg gossip_robust_params_cfg = {
     .mult = 3.0f, .refuse = 4.0f, .floor = 0.02f, .cap = 0.5f};

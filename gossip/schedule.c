@@ -9,8 +9,8 @@
  */
 #include <string.h>
 
-#include "schedule.h"
-#include "gn_rng.h"
+#include "gossip/schedule.h"
+#include "base/gn_rng.h"
 
 /* Feistel rounds. Four is the Luby-Rackoff minimum for a strong
  * pseudo-random permutation; six costs nothing measurable here. */

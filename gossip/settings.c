@@ -7,15 +7,15 @@
  * (docs/protocol.md 3.2, element 7): a third party recomputes it from
  * the list alone.
  */
-#include "settings.h"
+#include "gossip/settings.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
 
-#include "gn_endian.h"
-#include "gossip_types.h"
+#include "base/gn_endian.h"
+#include "gossip/gossip_types.h"
 
 static int text_ok(const char *t, size_t max)
 {

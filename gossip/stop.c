@@ -2,7 +2,7 @@
  * stop.c - the cluster-wide stop decision (see stop.h): pure arithmetic
  * on a LEAVE's reason and our own target.
  */
-#include "stop.h"
+#include "gossip/stop.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -23,7 +23,7 @@
  * sender, as before; an origin we do not know is not believed either.
  */
 #include "swim.h"
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 
 #include <math.h>
 #include <stdlib.h>

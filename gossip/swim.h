@@ -46,8 +46,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip.h"
-#include "wire.h"
+#include "gossip/gossip.h"
+#include "gossip/wire.h"
 
 /* Fixed sizes. The reasons for the protocol tunables' defaults live with
  * gossip_tunables_default() in swim.c. */

@@ -24,8 +24,9 @@
 #include <msgpack.h>
 #include <sodium.h>
 
-#include "gn_endian.h"
-#include "wire_private.h"
+#include "base/gn_endian.h"
+#include "gossip/wire.h"
+#include "keyring_private.h"
 
 /* Prefix layout: offsets of each field (all integers big-endian). */
 enum {

@@ -12,9 +12,9 @@
  * either the old file or the new one, never a torn one. Two threads of
  * one process must not save to the same path at once.
  */
-#include "checkpoint.h"
-#include "gn_endian.h"
-#include "gn_errbuf.h"
+#include "nn/checkpoint.h"
+#include "base/gn_endian.h"
+#include "base/gn_errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>

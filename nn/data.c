@@ -10,9 +10,9 @@
  * one line naming the file. Randomness: splitmix64 from (seed, epoch)
  * only, integer arithmetic only, so every machine draws the same order.
  */
-#include "data.h"
-#include "gn_endian.h"
-#include "gn_errbuf.h"
+#include "nn/data.h"
+#include "base/gn_endian.h"
+#include "base/gn_errbuf.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -25,7 +25,7 @@
 
 #include <blis.h>
 
-#include "nn.h"
+#include "nn/nn.h"
 
 /* Threads a model computes with (model.c splits batches by samples).  Atomic
  * because a daemon may set it on one thread while a trainer reads it. */

@@ -8,15 +8,15 @@
  * data (bias+ReLU after a GEMM, masks, im2col/col2im), except the direct
  * convolution of short-patch layers, which does its own sums ("direct
  * convolution" below).  Shapes are given in
- * the comments as [rows, cols] of row-major arrays; see nn_layers.h for the
+ * the comments as [rows, cols] of row-major arrays; see layers.h for the
  * layouts.  Nothing here allocates: callers own every buffer.
  */
 #include <math.h>
 #include <string.h>
 
-#include "gn_rng.h"
-#include "nn.h"
-#include "nn_layers.h"
+#include "base/gn_rng.h"
+#include "nn/nn.h"
+#include "layers.h"
 
 uint64_t nn__rand_u64(uint64_t *state)
 {

@@ -40,8 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn.h"
-#include "nn_layers.h"
+#include "nn/nn.h"
+#include "layers.h"
 
 /* Tunables. */
 enum {

@@ -1,5 +1,5 @@
 /* nn_err.c - names for the engine's error codes. */
-#include "nn_err.h"
+#include "nn/nn_err.h"
 
 const char *nn_strerror(int err)
 {

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn.h"
-#include "nn_layers.h"
+#include "nn/nn.h"
+#include "layers.h"
 
 /* pi to double precision (M_PI is not in strict C11). */
 #define NN_PI 3.14159265358979323846

@@ -10,7 +10,7 @@
  * U^(1/A) below 1) so that A = 0.001 does not underflow every share to
  * zero. Allocations: the per-class index lists (n words) and counters.
  */
-#include "partition.h"
+#include "nn/partition.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 
 /* Uniform in (0, 1), never 0 or 1 (53 random bits). */
 static double unit_open(uint64_t *s)

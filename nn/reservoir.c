@@ -2,13 +2,13 @@
  * reservoir.c - the bounded sample reservoir and the packed sample form
  * (see reservoir.h). One allocation at init; algorithm R on offer.
  */
-#include "reservoir.h"
+#include "nn/reservoir.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "gn_rng.h"
-#include "nn_err.h"
+#include "base/gn_rng.h"
+#include "nn/nn_err.h"
 
 int nn_reservoir_init(struct nn_reservoir *r, uint32_t cap,
                       uint32_t sample_bytes, uint64_t seed)

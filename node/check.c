@@ -15,14 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data.h"
-#include "gn_errbuf.h"
-#include "gossip.h"
-#include "keys.h"
-#include "nn.h"
-#include "nn_err.h"
-#include "partition.h"
-#include "peers.h"
+#include "nn/data.h"
+#include "base/gn_errbuf.h"
+#include "gossip/gossip.h"
+#include "ident/keys.h"
+#include "nn/nn.h"
+#include "nn/nn_err.h"
+#include "nn/partition.h"
+#include "ident/peers.h"
 #include "trainer.h"
 
 struct report {

@@ -26,7 +26,8 @@
 #include <sodium.h>
 
 #include "evlog.h"
-#include "keys.h"
+#include "ident/keys.h"
+#include "gossip/schedule.h"
 #include "trainer.h"
 
 /* ---- small helpers ------------------------------------------------------ */

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "codec.h"
+#include "gossip/codec.h"
 #include "metrics.h"
 #include "shuffle.h"
 

@@ -33,11 +33,13 @@
 
 #include "cluster.h"
 #include "exchange.h"
-#include "gossip.h"
+#include "gossip/gossip.h"
+#include "gossip/adapt.h"
+#include "gossip/codec.h"
 #include "handoff.h"
 #include "join.h"
 #include "net.h"
-#include "peers.h"
+#include "ident/peers.h"
 #include "view.h"
 
 struct node_cluster {

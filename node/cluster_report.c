@@ -20,7 +20,7 @@
 
 #include "ctl.h"
 #include "evlog.h"
-#include "keys.h"
+#include "ident/keys.h"
 #include "shuffle.h"
 
 static void pack_rejects(msgpack_packer *pk, const uint64_t *r)

@@ -3,7 +3,7 @@
  * (protocol in docs/control.md, contract in ctl.h).
  *
  * Each client connection reassembles length-prefixed requests; a request
- * body is first walked by ctl__msgpack_check(), which proves every declared
+ * body is first walked by ctl_msgpack_check(), which proves every declared
  * container count and string length fits in the bytes actually present,
  * before msgpack-c (which trusts declared lengths and would allocate for
  * them) ever sees it. The handler writes the "data" value into its own
@@ -29,7 +29,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "gn_endian.h"
+#include "base/gn_endian.h"
 #include "version.h"
 
 enum {
@@ -164,7 +164,7 @@ static int mp_head(const uint8_t *p, size_t avail, size_t *hdr, size_t *skip,
 
 /* 0 if p[0..len) is exactly one msgpack object whose every declared count
  * and length fits in the bytes present; -EINVAL otherwise. */
-static int ctl__msgpack_check(const uint8_t *p, size_t len)
+static int ctl_msgpack_check(const uint8_t *p, size_t len)
 {
         size_t need = 1, off = 0;
         while (need > 0) {
@@ -186,9 +186,9 @@ static int ctl__msgpack_check(const uint8_t *p, size_t len)
 
 /* ---- responses ---- */
 
-static void ctl__write_done(uv_write_t *req, int status);
+static void ctl_write_done(uv_write_t *req, int status);
 
-static void client__closed(uv_handle_t *h)
+static void client_closed(uv_handle_t *h)
 {
         struct ctl_client *c = h->data;
         struct node_ctl *ctl = c->ctl;
@@ -205,17 +205,17 @@ static void client__closed(uv_handle_t *h)
                 free(ctl);
 }
 
-static void client__close(struct ctl_client *c)
+static void client_close(struct ctl_client *c)
 {
         if (c->closing)
                 return;
         c->closing = 1;
-        uv_close((uv_handle_t *)&c->pipe, client__closed);
+        uv_close((uv_handle_t *)&c->pipe, client_closed);
 }
 
 /* Frame and queue len bytes of msgpack to c. */
-static void client__send(struct ctl_client *c, const void *buf, size_t len,
-                         int close_after)
+static void client_send(struct ctl_client *c, const void *buf, size_t len,
+                        int close_after)
 {
         struct ctl_write *w;
         uv_buf_t b;
@@ -225,12 +225,12 @@ static void client__send(struct ctl_client *c, const void *buf, size_t len,
                 close_after = 1; /* the server is going away */
         if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) + len >
             CTL_OUT_MAX) {
-                client__close(c); /* pipelines without reading */
+                client_close(c); /* pipelines without reading */
                 return;
         }
         w = malloc(sizeof(*w) + 4 + len);
         if (!w) {
-                client__close(c);
+                client_close(c);
                 return;
         }
         w->close_after = close_after;
@@ -239,24 +239,24 @@ static void client__send(struct ctl_client *c, const void *buf, size_t len,
         memcpy(w->bytes + 4, buf, len);
         w->req.data = c;
         b = uv_buf_init((char *)w->bytes, (unsigned)w->len);
-        if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1,
-                     ctl__write_done) != 0) {
+        if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, ctl_write_done) !=
+            0) {
                 free(w);
-                client__close(c);
+                client_close(c);
         }
 }
 
-static void ctl__write_done(uv_write_t *req, int status)
+static void ctl_write_done(uv_write_t *req, int status)
 {
         struct ctl_write *w = (struct ctl_write *)req;
         struct ctl_client *c = req->data;
         if (status < 0 || w->close_after)
-                client__close(c);
+                client_close(c);
         free(w);
 }
 
-static void client__error(struct ctl_client *c, int close_after,
-                          const char *fmt, ...)
+static void client_error(struct ctl_client *c, int close_after, const char *fmt,
+                         ...)
 {
         char msg[NODE_CTL_ERR_MAX];
         msgpack_sbuffer sb;
@@ -277,9 +277,9 @@ static void client__error(struct ctl_client *c, int close_after,
         node_ctl_pack_str(&pk, msg);
         c->ctl->st.errors++;
         if (sb.data)
-                client__send(c, sb.data, sb.size, close_after);
+                client_send(c, sb.data, sb.size, close_after);
         else
-                client__close(c);
+                client_close(c);
         msgpack_sbuffer_destroy(&sb);
 }
 
@@ -310,8 +310,8 @@ static int pack_version(msgpack_packer *pk)
 }
 
 /* Run cmd and send the framed response; data is the handler's buffer. */
-static void client__dispatch(struct ctl_client *c, const char *cmd,
-                             const msgpack_object *args)
+static void client_dispatch(struct ctl_client *c, const char *cmd,
+                            const msgpack_object *args)
 {
         struct node_ctl *ctl = c->ctl;
         char err[NODE_CTL_ERR_MAX] = "";
@@ -332,17 +332,17 @@ static void client__dispatch(struct ctl_client *c, const char *cmd,
         if (r < 0) {
                 if (!err[0])
                         snprintf(err, sizeof(err), "%s: %s", cmd, strerror(-r));
-                client__error(c, 0, "%s", err);
+                client_error(c, 0, "%s", err);
                 goto out;
         }
         if (data.size == 0)
                 msgpack_pack_nil(&pk);
         if (data.size > NODE_CTL_RESP_MAX - 16) {
-                client__error(c, 0, "%s: response too large", cmd);
+                client_error(c, 0, "%s: response too large", cmd);
                 goto out;
         }
-        if (ctl__msgpack_check((const uint8_t *)data.data, data.size) != 0) {
-                client__error(c, 0, "%s: internal error (bad data)", cmd);
+        if (ctl_msgpack_check((const uint8_t *)data.data, data.size) != 0) {
+                client_error(c, 0, "%s: internal error (bad data)", cmd);
                 goto out;
         }
         msgpack_packer_init(&pk, &resp, msgpack_sbuffer_write);
@@ -352,18 +352,18 @@ static void client__dispatch(struct ctl_client *c, const char *cmd,
         node_ctl_pack_str(&pk, "data");
         msgpack_sbuffer_write(&resp, data.data, data.size);
         if (!resp.data || resp.size < data.size) {
-                client__error(c, 0, "%s: out of memory", cmd);
+                client_error(c, 0, "%s: out of memory", cmd);
                 goto out;
         }
         ctl->st.requests++;
         /* a handler that closed the server still gets its answer out */
-        client__send(c, resp.data, resp.size, 0);
+        client_send(c, resp.data, resp.size, 0);
 out:
         msgpack_sbuffer_destroy(&data);
         msgpack_sbuffer_destroy(&resp);
 }
 
-static void client__request(struct ctl_client *c, const uint8_t *p, size_t len)
+static void client_request(struct ctl_client *c, const uint8_t *p, size_t len)
 {
         static const msgpack_object empty = {.type = MSGPACK_OBJECT_MAP};
         msgpack_unpacked u;
@@ -371,19 +371,19 @@ static void client__request(struct ctl_client *c, const uint8_t *p, size_t len)
         char name[NODE_CTL_CMD_MAX];
         size_t off = 0;
         msgpack_unpacked_init(&u);
-        if (ctl__msgpack_check(p, len) != 0 ||
+        if (ctl_msgpack_check(p, len) != 0 ||
             msgpack_unpack_next(&u, (const char *)p, len, &off) !=
                 MSGPACK_UNPACK_SUCCESS ||
             off != len) {
                 c->ctl->st.bad_requests++;
-                client__error(c, 0,
-                              "malformed request: not one msgpack "
-                              "object");
+                client_error(c, 0,
+                             "malformed request: not one msgpack "
+                             "object");
                 goto out;
         }
         if (u.data.type != MSGPACK_OBJECT_MAP) {
                 c->ctl->st.bad_requests++;
-                client__error(c, 0, "malformed request: not a map");
+                client_error(c, 0, "malformed request: not a map");
                 goto out;
         }
         cmd = map_get(&u.data, "cmd");
@@ -392,27 +392,27 @@ static void client__request(struct ctl_client *c, const uint8_t *p, size_t len)
             cmd->via.str.size >= sizeof(name) ||
             memchr(cmd->via.str.ptr, 0, cmd->via.str.size)) {
                 c->ctl->st.bad_requests++;
-                client__error(c, 0,
-                              "malformed request: \"cmd\" must be a "
-                              "string of 1..31 bytes");
+                client_error(c, 0,
+                             "malformed request: \"cmd\" must be a "
+                             "string of 1..31 bytes");
                 goto out;
         }
         if (args && args->type != MSGPACK_OBJECT_MAP) {
                 c->ctl->st.bad_requests++;
-                client__error(c, 0,
-                              "malformed request: \"args\" must be a "
-                              "map");
+                client_error(c, 0,
+                             "malformed request: \"args\" must be a "
+                             "map");
                 goto out;
         }
         memcpy(name, cmd->via.str.ptr, cmd->via.str.size);
         name[cmd->via.str.size] = 0;
-        client__dispatch(c, name, args ? args : &empty);
+        client_dispatch(c, name, args ? args : &empty);
 out:
         msgpack_unpacked_destroy(&u);
 }
 
 /* Feed stream bytes; complete requests are answered in order. */
-static void client__feed(struct ctl_client *c, const uint8_t *p, size_t n)
+static void client_feed(struct ctl_client *c, const uint8_t *p, size_t n)
 {
         while (n > 0 && !c->closing && !c->ctl->closing) {
                 if (c->hdr_have < 4) {
@@ -427,15 +427,15 @@ static void client__feed(struct ctl_client *c, const uint8_t *p, size_t n)
                         c->body_have = 0;
                         if (c->want == 0 || c->want > NODE_CTL_REQ_MAX) {
                                 c->ctl->st.bad_requests++;
-                                client__error(c, 1,
-                                              c->want ? "request too large"
-                                                      : "empty request");
+                                client_error(c, 1,
+                                             c->want ? "request too large"
+                                                     : "empty request");
                                 uv_read_stop((uv_stream_t *)&c->pipe);
                                 return;
                         }
                         c->body = malloc(c->want);
                         if (!c->body) {
-                                client__close(c);
+                                client_close(c);
                                 return;
                         }
                         continue;
@@ -450,29 +450,29 @@ static void client__feed(struct ctl_client *c, const uint8_t *p, size_t n)
                         uint8_t *body = c->body;
                         c->body = NULL;
                         c->hdr_have = 0;
-                        client__request(c, body, c->want);
+                        client_request(c, body, c->want);
                         free(body);
                 }
         }
 }
 
-static void client__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+static void client_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
         struct ctl_client *c = h->data;
         *buf = uv_buf_init((char *)c->ctl->rbuf, CTL_RBUF);
 }
 
-static void client__read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
         struct ctl_client *c = s->data;
         if (nread < 0) {
-                client__close(c);
+                client_close(c);
                 return;
         }
-        client__feed(c, (const uint8_t *)buf->base, (size_t)nread);
+        client_feed(c, (const uint8_t *)buf->base, (size_t)nread);
 }
 
-static void ctl__accept(uv_stream_t *server, int status)
+static void ctl_accept(uv_stream_t *server, int status)
 {
         struct node_ctl *ctl = server->data;
         struct ctl_client *c;
@@ -494,25 +494,25 @@ static void ctl__accept(uv_stream_t *server, int status)
         ctl->nclients++;
         ctl->handles++;
         if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0) {
-                client__close(c);
+                client_close(c);
                 return;
         }
         if (ctl->nclients > NODE_CTL_CLIENTS_MAX) {
                 ctl->st.clients_refused++;
-                client__close(c);
+                client_close(c);
                 return;
         }
         ctl->st.clients++;
-        if (uv_read_start((uv_stream_t *)&c->pipe, client__alloc,
-                          client__read) != 0)
-                client__close(c);
+        if (uv_read_start((uv_stream_t *)&c->pipe, client_alloc, client_read) !=
+            0)
+                client_close(c);
 }
 
 /* ---- server lifecycle ---- */
 
 /* Decide what to do with an existing file at path: 0 if it is gone or was
  * a stale socket (now removed), else a negative errno. */
-static int ctl__clear_path(const char *path)
+static int ctl_clear_path(const char *path)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         struct stat st;
@@ -534,7 +534,7 @@ static int ctl__clear_path(const char *path)
         return unlink(path) == 0 ? 0 : -errno;
 }
 
-static void ctl__listener_closed(uv_handle_t *h)
+static void ctl_listener_closed(uv_handle_t *h)
 {
         struct node_ctl *ctl = h->data;
         if (--ctl->handles == 0)
@@ -551,7 +551,7 @@ int node_ctl_open(struct node_ctl **out, uv_loop_t *loop,
                 return -EINVAL;
         if (strlen(cfg->path) >= sizeof(ctl->path))
                 return -ENAMETOOLONG;
-        err = ctl__clear_path(cfg->path);
+        err = ctl_clear_path(cfg->path);
         if (err)
                 return err;
         ctl = calloc(1, sizeof(*ctl));
@@ -577,13 +577,13 @@ int node_ctl_open(struct node_ctl **out, uv_loop_t *loop,
                 err = -errno;
                 goto out;
         }
-        err = uv_listen((uv_stream_t *)&ctl->listener, 16, ctl__accept);
+        err = uv_listen((uv_stream_t *)&ctl->listener, 16, ctl_accept);
 out:
         if (err) {
                 if (bound)
                         unlink(ctl->path);
                 ctl->closing = 1;
-                uv_close((uv_handle_t *)&ctl->listener, ctl__listener_closed);
+                uv_close((uv_handle_t *)&ctl->listener, ctl_listener_closed);
                 return err;
         }
         *out = ctl;
@@ -600,9 +600,9 @@ void node_ctl_close(struct node_ctl *ctl)
                 if (c == ctl->dispatching) /* closed after its answer */
                         uv_read_stop((uv_stream_t *)&c->pipe);
                 else
-                        client__close(c);
+                        client_close(c);
         }
-        uv_close((uv_handle_t *)&ctl->listener, ctl__listener_closed);
+        uv_close((uv_handle_t *)&ctl->listener, ctl_listener_closed);
 }
 
 void node_ctl_stats(const struct node_ctl *ctl, struct node_ctl_stats *out)

@@ -28,15 +28,15 @@
 
 #include <uv.h>
 
-#include "checkpoint.h"
+#include "nn/checkpoint.h"
 #include "cluster.h"
 #include "ctl.h"
 #include "evlog.h"
 #include "handoff.h"
 #include "kernel.h"
 #include "metrics.h"
-#include "nn.h"
-#include "peers.h"
+#include "nn/nn.h"
+#include "ident/peers.h"
 #include "sdnotify.h"
 #include "trainer.h"
 #include "version.h"

@@ -25,15 +25,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
+#include "gossip/codec.h"
 #include "evlog.h"
 #include "handoff.h"
 #include "join.h"
-#include "link.h"
+#include "gossip/link.h"
 #include "options.h"
-#include "plan.h"
-#include "reservoir.h"
-#include "robust.h"
+#include "gossip/plan.h"
+#include "nn/reservoir.h"
+#include "gossip/robust.h"
 #include "shuffle.h"
 #include "view.h"
 

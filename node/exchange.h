@@ -25,8 +25,8 @@
 
 #include <uv.h>
 
-#include "adapt.h"
-#include "gossip.h"
+#include "gossip/adapt.h"
+#include "gossip/gossip.h"
 #include "net.h"
 
 struct node_options;

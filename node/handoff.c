@@ -35,7 +35,7 @@
  *            overwrite it for a later round
  */
 #include "handoff.h"
-#include "adapt.h"
+#include "gossip/adapt.h"
 #include "shuffle.h"
 
 #include <errno.h>

@@ -33,10 +33,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip.h"
-#include "merge.h"
-#include "plan.h"
-#include "robust.h"
+#include "gossip/gossip.h"
+#include "gossip/merge.h"
+#include "gossip/plan.h"
+#include "gossip/robust.h"
 
 /* Tunables, with their reasons. */
 enum {

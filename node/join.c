@@ -26,7 +26,7 @@
 
 #include "evlog.h"
 #include "handoff.h"
-#include "plan.h"
+#include "gossip/plan.h"
 #include "trainer.h"
 #include "view.h"
 

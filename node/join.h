@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip.h"
+#include "gossip/gossip.h"
 
 struct node_handoff;
 struct node_trainer;

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nn.h"
+#include "nn/nn.h"
 
 enum {
         /* GEMMs of one step a model may have (3 per layer). */

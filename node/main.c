@@ -24,7 +24,7 @@
 
 #include "evlog.h"
 #include "kernel.h"
-#include "nn.h"
+#include "nn/nn.h"
 #include "options.h"
 #include "version.h"
 

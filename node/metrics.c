@@ -238,13 +238,13 @@ struct node_metrics {
         struct http_conn *conns[NODE_METRICS_CLIENTS_MAX];
 };
 
-static void metrics__maybe_free(struct node_metrics *m)
+static void metrics_maybe_free(struct node_metrics *m)
 {
         if (m->closing && m->handles == 0)
                 free(m);
 }
 
-static void http__closed(uv_handle_t *h)
+static void http_closed(uv_handle_t *h)
 {
         struct http_conn *c = h->data;
         struct node_metrics *m = c->m;
@@ -257,49 +257,49 @@ static void http__closed(uv_handle_t *h)
         m->nconns--;
         free(c->out);
         free(c);
-        metrics__maybe_free(m);
+        metrics_maybe_free(m);
 }
 
-static void http__close(struct http_conn *c)
+static void http_close(struct http_conn *c)
 {
         if (c->closing)
                 return;
         c->closing = 1;
-        uv_close((uv_handle_t *)&c->timer, http__closed);
-        uv_close((uv_handle_t *)&c->tcp, http__closed);
+        uv_close((uv_handle_t *)&c->timer, http_closed);
+        uv_close((uv_handle_t *)&c->tcp, http_closed);
 }
 
 /* Our side is done. Keep reading (and discarding) until the client
  * closes or the linger timer fires: closing with unread input would send
  * a reset that can destroy the response still in flight. */
-static void http__idle(uv_timer_t *t)
+static void http_idle(uv_timer_t *t)
 {
-        http__close(t->data);
+        http_close(t->data);
 }
 
-static void http__shut(uv_shutdown_t *req, int status)
+static void http_shut(uv_shutdown_t *req, int status)
 {
         struct http_conn *c = req->data;
         if (status < 0 || c->closing) {
-                http__close(c);
+                http_close(c);
                 return;
         }
-        uv_timer_start(&c->timer, http__idle, NODE_METRICS_LINGER_MS, 0);
+        uv_timer_start(&c->timer, http_idle, NODE_METRICS_LINGER_MS, 0);
 }
 
-static void http__written(uv_write_t *req, int status)
+static void http_written(uv_write_t *req, int status)
 {
         struct http_conn *c = req->data;
         c->sreq.data = c;
         if (status < 0 || c->closing ||
-            uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, http__shut) != 0)
-                http__close(c);
+            uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, http_shut) != 0)
+                http_close(c);
 }
 
 /* Queue a complete response and close after it is written. */
-static void http__respond(struct http_conn *c, int code, const char *reason,
-                          const char *ctype, const char *extra,
-                          const char *body, size_t blen, int head_only)
+static void http_respond(struct http_conn *c, int code, const char *reason,
+                         const char *ctype, const char *extra, const char *body,
+                         size_t blen, int head_only)
 {
         char head[512];
         int n = snprintf(head, sizeof(head),
@@ -311,7 +311,7 @@ static void http__respond(struct http_conn *c, int code, const char *reason,
         c->answered = 1;
         c->out = malloc(total);
         if (!c->out) {
-                http__close(c);
+                http_close(c);
                 return;
         }
         memcpy(c->out, head, (size_t)n);
@@ -319,35 +319,35 @@ static void http__respond(struct http_conn *c, int code, const char *reason,
                 memcpy(c->out + n, body, blen);
         c->wreq.data = c;
         b = uv_buf_init(c->out, (unsigned)total);
-        if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, http__written))
-                http__close(c);
+        if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, http_written))
+                http_close(c);
 }
 
-static void http__simple(struct http_conn *c, int code, const char *reason,
-                         const char *extra)
+static void http_simple(struct http_conn *c, int code, const char *reason,
+                        const char *extra)
 {
         char body[64];
         int n = snprintf(body, sizeof(body), "%d %s\n", code, reason);
-        http__respond(c, code, reason, "text/plain; charset=utf-8", extra, body,
-                      (size_t)n, 0);
+        http_respond(c, code, reason, "text/plain; charset=utf-8", extra, body,
+                     (size_t)n, 0);
 }
 
-static void http__scrape(struct http_conn *c, int head_only)
+static void http_scrape(struct http_conn *c, int head_only)
 {
         struct node_metrics_buf b = {0};
         if (node_metrics_render(&b, c->m->fill, c->m->ctx) != 0) {
-                http__simple(c, 500, "Internal Server Error", NULL);
+                http_simple(c, 500, "Internal Server Error", NULL);
         } else {
                 c->m->scrapes++;
-                http__respond(c, 200, "OK",
-                              "text/plain; version=0.0.4; charset=utf-8", NULL,
-                              b.p, b.len, head_only);
+                http_respond(c, 200, "OK",
+                             "text/plain; version=0.0.4; charset=utf-8", NULL,
+                             b.p, b.len, head_only);
         }
         node_metrics_buf_free(&b);
 }
 
 /* Parse the request line of a complete head and answer it. */
-static void http__handle(struct http_conn *c)
+static void http_handle(struct http_conn *c)
 {
         char *line = c->req, *sp1, *sp2, *eol;
         size_t plen;
@@ -356,14 +356,14 @@ static void http__handle(struct http_conn *c)
         sp1 = memchr(line, ' ', (size_t)(eol - line));
         sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
         if (!sp1 || !sp2 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0) {
-                http__simple(c, 400, "Bad Request", NULL);
+                http_simple(c, 400, "Bad Request", NULL);
                 return;
         }
         head = (size_t)(sp1 - line) == 4 && memcmp(line, "HEAD", 4) == 0;
         if (!head &&
             !((size_t)(sp1 - line) == 3 && memcmp(line, "GET", 3) == 0)) {
-                http__simple(c, 405, "Method Not Allowed",
-                             "Allow: GET, HEAD\r\n");
+                http_simple(c, 405, "Method Not Allowed",
+                            "Allow: GET, HEAD\r\n");
                 return;
         }
         plen = (size_t)(sp2 - sp1 - 1);
@@ -371,16 +371,16 @@ static void http__handle(struct http_conn *c)
         if (q)
                 plen = (size_t)(q - sp1 - 1);
         if (plen == 8 && memcmp(sp1 + 1, "/metrics", 8) == 0)
-                http__scrape(c, head);
+                http_scrape(c, head);
         else
-                http__simple(c, 404, "Not Found", NULL);
+                http_simple(c, 404, "Not Found", NULL);
 }
 
 /* Can the n bytes received so far still begin an HTTP request? The
  * request line holds printable ASCII only (CR ends it) and starts with a
  * method token of capital letters. Anything else (TLS, binary, a stray
  * protocol) is answered 400 at once rather than left to time out. */
-static int http__plausible(const char *p, size_t n)
+static int http_plausible(const char *p, size_t n)
 {
         size_t i, method = 0;
         int in_method = 1;
@@ -400,7 +400,7 @@ static int http__plausible(const char *p, size_t n)
         return 1;
 }
 
-static void http__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+static void http_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
         struct http_conn *c = h->data;
         if (c->answered) { /* discarding: reuse the whole buffer */
@@ -412,35 +412,35 @@ static void http__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
                            (unsigned)(NODE_METRICS_REQ_MAX - 1 - c->have));
 }
 
-static void http__read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+static void http_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
         struct http_conn *c = s->data;
         if (c->closing)
                 return;
         if (c->answered) {
                 if (nread < 0)
-                        http__close(c);
+                        http_close(c);
                 return;
         }
         if (nread < 0) {
-                http__close(c);
+                http_close(c);
                 return;
         }
         c->have += (size_t)nread;
         c->req[c->have] = 0;
-        if (!http__plausible(c->req, c->have))
-                http__simple(c, 400, "Bad Request", NULL);
+        if (!http_plausible(c->req, c->have))
+                http_simple(c, 400, "Bad Request", NULL);
         else if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
                 if (strlen(c->req) != c->have) /* NUL inside: garbage */
-                        http__simple(c, 400, "Bad Request", NULL);
+                        http_simple(c, 400, "Bad Request", NULL);
                 else
-                        http__handle(c);
+                        http_handle(c);
         } else if (c->have >= NODE_METRICS_REQ_MAX - 1) {
-                http__simple(c, 431, "Request Header Fields Too Large", NULL);
+                http_simple(c, 431, "Request Header Fields Too Large", NULL);
         }
 }
 
-static void metrics__accept(uv_stream_t *server, int status)
+static void metrics_accept(uv_stream_t *server, int status)
 {
         struct node_metrics *m = server->data;
         struct http_conn *c;
@@ -463,19 +463,19 @@ static void metrics__accept(uv_stream_t *server, int status)
         if (slot >= 0)
                 m->conns[slot] = c;
         if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 || slot < 0) {
-                http__close(c);
+                http_close(c);
                 return;
         }
-        uv_timer_start(&c->timer, http__idle, NODE_METRICS_IDLE_MS, 0);
-        if (uv_read_start((uv_stream_t *)&c->tcp, http__alloc, http__read))
-                http__close(c);
+        uv_timer_start(&c->timer, http_idle, NODE_METRICS_IDLE_MS, 0);
+        if (uv_read_start((uv_stream_t *)&c->tcp, http_alloc, http_read))
+                http_close(c);
 }
 
-static void metrics__listener_closed(uv_handle_t *h)
+static void metrics_listener_closed(uv_handle_t *h)
 {
         struct node_metrics *m = h->data;
         m->handles--;
-        metrics__maybe_free(m);
+        metrics_maybe_free(m);
 }
 
 int node_metrics_open(struct node_metrics **out, uv_loop_t *loop,
@@ -504,13 +504,13 @@ int node_metrics_open(struct node_metrics **out, uv_loop_t *loop,
         err = uv_tcp_bind(&m->listener, (struct sockaddr *)&ss, 0);
         if (!err)
                 err =
-                    uv_listen((uv_stream_t *)&m->listener, 16, metrics__accept);
+                    uv_listen((uv_stream_t *)&m->listener, 16, metrics_accept);
         if (!err)
                 err = uv_tcp_getsockname(&m->listener, (struct sockaddr *)&ss,
                                          &sl);
         if (err) {
                 m->closing = 1;
-                uv_close((uv_handle_t *)&m->listener, metrics__listener_closed);
+                uv_close((uv_handle_t *)&m->listener, metrics_listener_closed);
                 return err;
         }
         node_net_addr_from_sockaddr((struct sockaddr *)&ss, &m->local);
@@ -539,6 +539,6 @@ void node_metrics_close(struct node_metrics *m)
         m->closing = 1;
         for (int i = 0; i < NODE_METRICS_CLIENTS_MAX; i++)
                 if (m->conns[i])
-                        http__close(m->conns[i]);
-        uv_close((uv_handle_t *)&m->listener, metrics__listener_closed);
+                        http_close(m->conns[i]);
+        uv_close((uv_handle_t *)&m->listener, metrics_listener_closed);
 }

@@ -34,7 +34,7 @@
 
 #include <uv.h>
 
-#include "gossip_types.h"
+#include "gossip/gossip_types.h"
 
 enum {
         NODE_METRICS_REQ_MAX = 8 << 10,  /* bytes of request head */

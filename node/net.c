@@ -28,8 +28,8 @@
  * in one place; the policy numbers are in net.h.
  */
 #include "net.h"
-#include "gn_endian.h"
-#include "gn_rng.h"
+#include "base/gn_endian.h"
+#include "base/gn_rng.h"
 #include "tcpinfo.h"
 
 #include <errno.h>
@@ -130,7 +130,7 @@ struct node_net {
 
 /* ---- small helpers ---- */
 
-static uint64_t net__rand(struct node_net *net)
+static uint64_t net_rand(struct node_net *net)
 {
         return gn_splitmix64(&net->rng); /* all randomness from the seed */
 }
@@ -185,7 +185,7 @@ int node_net_addr_from_sockaddr(const struct sockaddr *sa,
         return -EINVAL;
 }
 
-static void net__maybe_free(struct node_net *net)
+static void net_maybe_free(struct node_net *net)
 {
         if (!net->closing || net->handles > 0)
                 return;
@@ -195,16 +195,16 @@ static void net__maybe_free(struct node_net *net)
         free(net);
 }
 
-static void net__handle_closed(uv_handle_t *h)
+static void net_handle_closed(uv_handle_t *h)
 {
         struct node_net *net = h->data;
         net->handles--;
-        net__maybe_free(net);
+        net_maybe_free(net);
 }
 
 /* ---- connections ---- */
 
-static void conn__free_body(struct conn *c)
+static void conn_free_body(struct conn *c)
 {
         c->net->rx_buffered -= c->body_cap;
         free(c->body);
@@ -212,7 +212,7 @@ static void conn__free_body(struct conn *c)
         c->body_cap = 0;
 }
 
-static void conn__closed(uv_handle_t *h)
+static void conn_closed(uv_handle_t *h)
 {
         struct conn *c = h->data;
         struct node_net *net = c->net;
@@ -222,14 +222,14 @@ static void conn__closed(uv_handle_t *h)
                 net->conns = c->next;
         if (c->next)
                 c->next->prev = c->prev;
-        conn__free_body(c);
+        conn_free_body(c);
         free(c);
         net->handles--;
-        net__maybe_free(net);
+        net_maybe_free(net);
 }
 
 /* Detach c from its dest (if any) and start closing it. Idempotent. */
-static void conn__close(struct conn *c)
+static void conn_close(struct conn *c)
 {
         if (c->closing)
                 return;
@@ -244,10 +244,10 @@ static void conn__close(struct conn *c)
                 if (!c->authed)
                         c->net->pending--;
         }
-        uv_close((uv_handle_t *)&c->tcp, conn__closed);
+        uv_close((uv_handle_t *)&c->tcp, conn_closed);
 }
 
-static struct conn *conn__new(struct node_net *net)
+static struct conn *conn_new(struct node_net *net)
 {
         struct conn *c = calloc(1, sizeof(*c));
         if (!c)
@@ -266,7 +266,7 @@ static struct conn *conn__new(struct node_net *net)
         return c;
 }
 
-static void conn__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
         struct conn *c = h->data;
         /* One shared buffer: libuv reads one stream at a time and read_cb
@@ -287,8 +287,8 @@ static void take_report(struct node_net *net, const struct node_net_rx *rx)
 /* Hand a complete frame up, with how it arrived; the first one of an
  * inbound connection must pass cfg.verify. 0, or -EACCES when the
  * connection must be closed. */
-static int conn__deliver(struct conn *c, const uint8_t *p, size_t len,
-                         struct node_net_rx *rx)
+static int conn_deliver(struct conn *c, const uint8_t *p, size_t len,
+                        struct node_net_rx *rx)
 {
         struct node_net *net = c->net;
         c->last_frame_ms = uv_now(net->loop);
@@ -313,7 +313,7 @@ static int conn__deliver(struct conn *c, const uint8_t *p, size_t len,
 
 /* Make room for n more body bytes, growing with what arrives (never past
  * the announced length). 0 or -ENOMEM. */
-static int conn__grow(struct conn *c, size_t n)
+static int conn_grow(struct conn *c, size_t n)
 {
         size_t need = c->body_have + n, cap = c->body_cap;
         if (need <= cap)
@@ -339,8 +339,8 @@ static int conn__grow(struct conn *c, size_t n)
 
 /* How the frame just completed by the read at now_us arrived; fresh:
  * its first bytes came in that same read (then it is no sample). */
-static struct node_net_rx conn__rx(const struct conn *c, int fresh,
-                                   uint64_t now_us)
+static struct node_net_rx conn_rx(const struct conn *c, int fresh,
+                                  uint64_t now_us)
 {
         struct node_net_rx rx = {0};
         if (!fresh && now_us > c->rx_first_us) {
@@ -353,8 +353,8 @@ static struct node_net_rx conn__rx(const struct conn *c, int fresh,
 /* Feed n stream bytes of one read, made at now_us, into the reassembler;
  * delivers complete frames. 0, or negative when the connection must be
  * closed. */
-static int conn__feed(struct conn *c, const uint8_t *p, size_t n,
-                      uint64_t now_us)
+static int conn_feed(struct conn *c, const uint8_t *p, size_t n,
+                     uint64_t now_us)
 {
         struct node_net *net = c->net;
         struct node_net_rx rx;
@@ -392,21 +392,21 @@ static int conn__feed(struct conn *c, const uint8_t *p, size_t n,
                 size_t k = c->want - c->body_have;
                 k = k < n ? k : n;
                 c->rx_after += fresh ? 0 : k;
-                rx = conn__rx(c, fresh, now_us);
+                rx = conn_rx(c, fresh, now_us);
                 if (c->body_have == 0 && k == c->want) {
                         c->hdr_have = 0; /* whole frame in hand: no copy */
-                        if ((err = conn__deliver(c, p, k, &rx)) != 0)
+                        if ((err = conn_deliver(c, p, k, &rx)) != 0)
                                 return err;
                 } else {
-                        if (conn__grow(c, k) != 0)
+                        if (conn_grow(c, k) != 0)
                                 return -ENOMEM;
                         memcpy(c->body + c->body_have, p, k);
                         c->body_have += k;
                         if (c->body_have == c->want) {
                                 c->hdr_have = 0;
-                                err = conn__deliver(c, c->body, c->want, &rx);
+                                err = conn_deliver(c, c->body, c->want, &rx);
                                 if (c->body_cap > NET_KEEP_BODY || err)
-                                        conn__free_body(c);
+                                        conn_free_body(c);
                                 if (err)
                                         return err;
                         }
@@ -417,10 +417,10 @@ static int conn__feed(struct conn *c, const uint8_t *p, size_t n,
         return 0;
 }
 
-static void dest__lost(struct dest *d, int err);
-static void dest__fail(struct dest *d, int err);
+static void dest_lost(struct dest *d, int err);
+static void dest_fail(struct dest *d, int err);
 
-static void conn__read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+static void conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
         struct conn *c = s->data;
         struct node_net *net = c->net;
@@ -429,28 +429,28 @@ static void conn__read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         if (nread < 0) {
                 if (c->dest && nread == UV_ETIMEDOUT) {
                         net->st.stalls++; /* TCP_USER_TIMEOUT fired */
-                        dest__fail(c->dest, (int)nread);
+                        dest_fail(c->dest, (int)nread);
                 } else if (c->dest) {
-                        dest__lost(c->dest, (int)nread);
+                        dest_lost(c->dest, (int)nread);
                 } else {
                         if (nread != UV_EOF)
                                 net->st.inbound_errors++;
-                        conn__close(c);
+                        conn_close(c);
                 }
                 return;
         }
-        if (conn__feed(c, (const uint8_t *)buf->base, (size_t)nread,
-                       uv_hrtime() / 1000) != 0) {
+        if (conn_feed(c, (const uint8_t *)buf->base, (size_t)nread,
+                      uv_hrtime() / 1000) != 0) {
                 if (c->dest)
-                        dest__lost(c->dest, -EMSGSIZE);
+                        dest_lost(c->dest, -EMSGSIZE);
                 else
-                        conn__close(c);
+                        conn_close(c);
         }
 }
 
 /* ---- destinations (outbound stream) ---- */
 
-static void dest__drop(struct dest *d, const struct frame *f)
+static void dest_drop(struct dest *d, const struct frame *f)
 {
         size_t len = f->size - 4;
         d->st.frames_dropped++;
@@ -459,12 +459,12 @@ static void dest__drop(struct dest *d, const struct frame *f)
         d->net->st.bytes_dropped += len;
 }
 
-static void dest__drop_pending(struct dest *d)
+static void dest_drop_pending(struct dest *d)
 {
         struct frame *f = d->pend_head;
         while (f) {
                 struct frame *next = f->next;
-                dest__drop(d, f);
+                dest_drop(d, f);
                 d->queued -= f->size;
                 free(f);
                 f = next;
@@ -474,13 +474,13 @@ static void dest__drop_pending(struct dest *d)
 }
 
 /* A connect failed or a connection stalled: drop what waits, back off. */
-static void dest__fail(struct dest *d, int err)
+static void dest_fail(struct dest *d, int err)
 {
         struct node_net *net = d->net;
         uint64_t base = net->cfg.backoff_min_ms, half;
         if (d->conn)
-                conn__close(d->conn);
-        dest__drop_pending(d);
+                conn_close(d->conn);
+        dest_drop_pending(d);
         d->fails++;
         d->st.connect_failures++;
         net->st.connect_failures++;
@@ -491,22 +491,22 @@ static void dest__fail(struct dest *d, int err)
         if (base > net->cfg.backoff_max_ms)
                 base = net->cfg.backoff_max_ms;
         half = base / 2;
-        d->retry_at = uv_now(net->loop) + half + net__rand(net) % (half + 1);
+        d->retry_at = uv_now(net->loop) + half + net_rand(net) % (half + 1);
         d->state = D_BACKOFF;
 }
 
 /* An established connection ended (peer closed, reset, bad frame). */
-static void dest__lost(struct dest *d, int err)
+static void dest_lost(struct dest *d, int err)
 {
         d->net->st.disconnects++;
         d->st.last_error = err == UV_EOF ? 0 : err;
         if (d->conn)
-                conn__close(d->conn);
+                conn_close(d->conn);
         d->state = D_IDLE;
 }
 
 /* Copy d's link estimate into its stats. */
-static void dest__publish_link(struct dest *d)
+static void dest_publish_link(struct dest *d)
 {
         struct gossip_link_estimate e;
         gossip_link_get(&d->link, &e);
@@ -520,7 +520,7 @@ static void dest__publish_link(struct dest *d)
  * view, then the kernel's (RTT always; its delivery rate, a lower bound,
  * only when our queue ran empty, i.e. we were app-limited, and the
  * estimator drops it once the peer has reported a rate). */
-static void dest__link_done(struct dest *d, struct conn *c, size_t bytes)
+static void dest_link_done(struct dest *d, struct conn *c, size_t bytes)
 {
         uint64_t now = uv_hrtime() / 1000, span;
         struct node_tcpinfo ti;
@@ -539,10 +539,10 @@ static void dest__link_done(struct dest *d, struct conn *c, size_t bytes)
                                                bytes);
                 d->kern_us = now;
         }
-        dest__publish_link(d);
+        dest_publish_link(d);
 }
 
-static void frame__written(uv_write_t *req, int status)
+static void frame_written(uv_write_t *req, int status)
 {
         struct frame *f = (struct frame *)req;
         struct dest *d = f->dest;
@@ -556,29 +556,29 @@ static void frame__written(uv_write_t *req, int status)
                 net->st.frames_out++;
                 net->st.bytes_out += len;
                 d->since = d->idle_since = uv_now(net->loop);
-                dest__link_done(d, req->handle->data, f->size);
+                dest_link_done(d, req->handle->data, f->size);
         } else {
                 gossip_link_break(&d->link);
-                dest__drop(d, f);
+                dest_drop(d, f);
                 struct conn *c = req->handle->data;
                 if (status != UV_ECANCELED && c->dest == d)
-                        dest__lost(d, status);
+                        dest_lost(d, status);
         }
         free(f);
 }
 
-static int dest__write(struct dest *d, struct frame *f)
+static int dest_write(struct dest *d, struct frame *f)
 {
         uv_buf_t b = uv_buf_init((char *)f->bytes, (unsigned)f->size);
         f->dest = d;
         return uv_write(&f->req, (uv_stream_t *)&d->conn->tcp, &b, 1,
-                        frame__written);
+                        frame_written);
 }
 
 /* Bytes the kernel has taken but the peer never acknowledges (a
  * black-holed path) are invisible to libuv's write queue: have the kernel
  * fail the connection after the same stall bound. Best effort. */
-static void conn__user_timeout(struct conn *c, uint32_t ms)
+static void conn_user_timeout(struct conn *c, uint32_t ms)
 {
         uv_os_fd_t fd;
         unsigned v = ms;
@@ -591,14 +591,14 @@ static void conn__user_timeout(struct conn *c, uint32_t ms)
  * (autotuned up to megabytes) takes the bytes: frames wait there, where we
  * cannot see or drop them, and completions track the buffer, not the link
  * (docs/history/benchmarks-log.md section 5.4). */
-static void conn__lowat(struct conn *c, uint32_t bytes)
+static void conn_lowat(struct conn *c, uint32_t bytes)
 {
         uv_os_fd_t fd;
         if (bytes != UINT32_MAX && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
                 node_tcpinfo_lowat(fd, bytes);
 }
 
-static void dest__connected(uv_connect_t *req, int status)
+static void dest_connected(uv_connect_t *req, int status)
 {
         struct conn *c = req->data;
         struct dest *d = c->dest;
@@ -606,7 +606,7 @@ static void dest__connected(uv_connect_t *req, int status)
         if (!d || c->closing || net->closing)
                 return; /* timed out or shut down: already handled */
         if (status < 0) {
-                dest__fail(d, status);
+                dest_fail(d, status);
                 return;
         }
         d->state = D_UP;
@@ -618,12 +618,12 @@ static void dest__connected(uv_connect_t *req, int status)
         d->since = d->idle_since = uv_now(net->loop);
         d->last_wq = 0;
         uv_tcp_nodelay(&c->tcp, 1);
-        conn__user_timeout(c, net->cfg.stall_timeout_ms);
-        conn__lowat(c, net->cfg.notsent_lowat);
+        conn_user_timeout(c, net->cfg.stall_timeout_ms);
+        conn_lowat(c, net->cfg.notsent_lowat);
         gossip_link_break(&d->link); /* a new connection: a new span */
-        if (uv_read_start((uv_stream_t *)&c->tcp, conn__alloc, conn__read)) {
-                dest__lost(d, -EIO);
-                dest__drop_pending(d);
+        if (uv_read_start((uv_stream_t *)&c->tcp, conn_alloc, conn_read)) {
+                dest_lost(d, -EIO);
+                dest_drop_pending(d);
                 return;
         }
         while (d->pend_head && d->conn) {
@@ -631,26 +631,26 @@ static void dest__connected(uv_connect_t *req, int status)
                 d->pend_head = f->next;
                 if (!d->pend_head)
                         d->pend_tail = NULL;
-                int err = dest__write(d, f);
+                int err = dest_write(d, f);
                 if (err) {
-                        dest__drop(d, f);
+                        dest_drop(d, f);
                         d->queued -= f->size;
                         free(f);
-                        dest__lost(d, err);
-                        dest__drop_pending(d);
+                        dest_lost(d, err);
+                        dest_drop_pending(d);
                 }
         }
         d->st.queued_bytes = d->queued;
 }
 
-static int dest__connect(struct dest *d)
+static int dest_connect(struct dest *d)
 {
         struct node_net *net = d->net;
         struct sockaddr_storage ss;
         struct conn *c;
         int err;
         node_net_addr_to_sockaddr(&d->st.addr, &ss);
-        c = conn__new(net);
+        c = conn_new(net);
         if (!c)
                 return -ENOMEM;
         c->dest = d;
@@ -660,14 +660,13 @@ static int dest__connect(struct dest *d)
         d->state = D_CONNECTING;
         d->since = uv_now(net->loop);
         err = uv_tcp_connect(&c->creq, &c->tcp, (struct sockaddr *)&ss,
-                             dest__connected);
+                             dest_connected);
         if (err)
-                dest__fail(d, err);
+                dest_fail(d, err);
         return err;
 }
 
-static struct dest *dest__get(struct node_net *net,
-                              const struct gossip_addr *to)
+static struct dest *dest_get(struct node_net *net, const struct gossip_addr *to)
 {
         for (size_t i = 0; i < net->ndests; i++)
                 if (node_net_addr_equal(&net->dests[i]->st.addr, to))
@@ -696,26 +695,26 @@ static struct dest *dest__get(struct node_net *net,
 }
 
 /* Milliseconds a frame of len bytes may take at NODE_NET_RX_MIN_RATE. */
-static uint64_t net__rx_allow_ms(size_t len)
+static uint64_t net_rx_allow_ms(size_t len)
 {
         return (uint64_t)len * 1000 / NODE_NET_RX_MIN_RATE;
 }
 
 /* Why inbound c must be closed now (the counter to bump), or NULL. */
-static uint64_t *conn__expired(struct conn *c, uint64_t now)
+static uint64_t *conn_expired(struct conn *c, uint64_t now)
 {
         struct node_net *net = c->net;
         const struct node_net_config *cfg = &net->cfg;
         size_t want = c->hdr_have == 4 ? c->want : 0;
         if (!c->authed)
                 return now - c->opened_ms >=
-                               cfg->hello_timeout_ms + net__rx_allow_ms(want)
+                               cfg->hello_timeout_ms + net_rx_allow_ms(want)
                            ? &net->st.hello_timeouts
                            : NULL;
         if (c->hdr_have > 0)
                 return now - c->last_rx_ms >= cfg->stall_timeout_ms ||
-                               now - c->frame_ms >= cfg->stall_timeout_ms +
-                                                        net__rx_allow_ms(want)
+                               now - c->frame_ms >=
+                                   cfg->stall_timeout_ms + net_rx_allow_ms(want)
                            ? &net->st.rx_stalls
                            : NULL;
         return now - c->last_frame_ms >= cfg->idle_timeout_ms
@@ -724,30 +723,30 @@ static uint64_t *conn__expired(struct conn *c, uint64_t now)
 }
 
 /* Inbound deadlines: first frame, stalled frames, idle connections. */
-static void net__tick_inbound(struct node_net *net, uint64_t now)
+static void net_tick_inbound(struct node_net *net, uint64_t now)
 {
         uint64_t *why;
         for (struct conn *c = net->conns; c; c = c->next) {
                 if (!c->inbound || c->closing)
                         continue;
-                if ((why = conn__expired(c, now)) != NULL) {
+                if ((why = conn_expired(c, now)) != NULL) {
                         (*why)++;
-                        conn__close(c);
+                        conn_close(c);
                 }
         }
 }
 
 /* Housekeeping: connect timeouts, stalled writes, idle connections. */
-static void net__tick(uv_timer_t *t)
+static void net_tick(uv_timer_t *t)
 {
         struct node_net *net = t->data;
         uint64_t now = uv_now(net->loop);
-        net__tick_inbound(net, now);
+        net_tick_inbound(net, now);
         for (size_t i = 0; i < net->ndests; i++) {
                 struct dest *d = net->dests[i];
                 if (d->state == D_CONNECTING &&
                     now - d->since >= net->cfg.connect_timeout_ms) {
-                        dest__fail(d, UV_ETIMEDOUT);
+                        dest_fail(d, UV_ETIMEDOUT);
                 } else if (d->state == D_UP && d->queued > 0 && d->conn) {
                         size_t wq = uv_stream_get_write_queue_size(
                             (uv_stream_t *)&d->conn->tcp);
@@ -757,13 +756,13 @@ static void net__tick(uv_timer_t *t)
                         } else if (now - d->since >=
                                    net->cfg.stall_timeout_ms) {
                                 net->st.stalls++;
-                                dest__fail(d, UV_ETIMEDOUT);
+                                dest_fail(d, UV_ETIMEDOUT);
                         }
                 } else if (d->state == D_UP && d->conn &&
                            now - d->idle_since >=
                                net->cfg.idle_timeout_ms / 2) {
                         net->st.idle_closes++;
-                        conn__close(d->conn);
+                        conn_close(d->conn);
                         d->state = D_IDLE;
                 } else if (d->state == D_UP) {
                         d->since = now;
@@ -771,10 +770,10 @@ static void net__tick(uv_timer_t *t)
         }
 }
 
-static int net__send_stream(struct node_net *net, const struct gossip_addr *to,
-                            const void *buf, size_t len)
+static int net_send_stream(struct node_net *net, const struct gossip_addr *to,
+                           const void *buf, size_t len)
 {
-        struct dest *d = dest__get(net, to);
+        struct dest *d = dest_get(net, to);
         struct frame *f;
         if (!d)
                 return -ENOBUFS;
@@ -813,13 +812,13 @@ static int net__send_stream(struct node_net *net, const struct gossip_addr *to,
         d->queued += f->size;
         d->st.queued_bytes = d->queued;
         if (d->state == D_UP) {
-                int err = dest__write(d, f);
+                int err = dest_write(d, f);
                 if (err) {
-                        dest__drop(d, f);
+                        dest_drop(d, f);
                         d->queued -= f->size;
                         d->st.queued_bytes = d->queued;
                         free(f);
-                        dest__lost(d, err);
+                        dest_lost(d, err);
                 }
                 return err;
         }
@@ -829,20 +828,20 @@ static int net__send_stream(struct node_net *net, const struct gossip_addr *to,
                 d->pend_head = f;
         d->pend_tail = f;
         if (d->state == D_IDLE)
-                return dest__connect(d);
+                return dest_connect(d);
         return 0;
 }
 
 /* ---- datagrams ---- */
 
-static void udp__alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+static void udp_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
         struct node_net *net = h->data;
         *buf = uv_buf_init((char *)net->ubuf, NET_UBUF);
 }
 
-static void udp__recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
-                      const struct sockaddr *sa, unsigned flags)
+static void udp_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
+                     const struct sockaddr *sa, unsigned flags)
 {
         struct node_net *net = h->data;
         struct gossip_addr from;
@@ -866,7 +865,7 @@ static void udp__recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
         }
 }
 
-static void udp__sent(uv_udp_send_t *req, int status)
+static void udp_sent(uv_udp_send_t *req, int status)
 {
         struct udp_send *u = (struct udp_send *)req;
         if (status == 0) {
@@ -878,8 +877,8 @@ static void udp__sent(uv_udp_send_t *req, int status)
         free(u);
 }
 
-static int net__send_dgram(struct node_net *net, const struct gossip_addr *to,
-                           const void *buf, size_t len)
+static int net_send_dgram(struct node_net *net, const struct gossip_addr *to,
+                          const void *buf, size_t len)
 {
         struct sockaddr_storage ss;
         uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
@@ -909,7 +908,7 @@ static int net__send_dgram(struct node_net *net, const struct gossip_addr *to,
         memcpy(u->data, buf, len);
         b = uv_buf_init((char *)u->data, (unsigned)len);
         r = uv_udp_send(&u->req, &net->udp, &b, 1, (struct sockaddr *)&ss,
-                        udp__sent);
+                        udp_sent);
         if (r) {
                 net->st.dgram_send_fail++;
                 free(u);
@@ -920,7 +919,7 @@ static int net__send_dgram(struct node_net *net, const struct gossip_addr *to,
 /* ---- listener ---- */
 
 /* Unauthenticated inbound connections from c's source address, c aside. */
-static uint32_t net__pending_from(struct node_net *net, const struct conn *c)
+static uint32_t net_pending_from(struct node_net *net, const struct conn *c)
 {
         uint32_t n = 0;
         for (struct conn *o = net->conns; o; o = o->next)
@@ -932,8 +931,8 @@ static uint32_t net__pending_from(struct node_net *net, const struct conn *c)
 
 /* The oldest inbound connection still waiting for its first frame, c
  * aside (the list is newest first), or NULL. */
-static struct conn *net__oldest_pending(struct node_net *net,
-                                        const struct conn *c)
+static struct conn *net_oldest_pending(struct node_net *net,
+                                       const struct conn *c)
 {
         struct conn *found = NULL;
         for (struct conn *o = net->conns; o; o = o->next)
@@ -945,26 +944,26 @@ static struct conn *net__oldest_pending(struct node_net *net,
 /* May freshly accepted c stay? Applies the per-address cap, then makes
  * room by evicting the oldest unauthenticated connection when full.
  * 0, or -EBUSY (counted) when c must go. */
-static int net__admit(struct node_net *net, struct conn *c)
+static int net_admit(struct node_net *net, struct conn *c)
 {
         struct conn *victim;
-        if (net__pending_from(net, c) >= net->cfg.pending_per_addr) {
+        if (net_pending_from(net, c) >= net->cfg.pending_per_addr) {
                 net->st.addr_rejects++;
                 return -EBUSY;
         }
         if ((uint32_t)net->inbound <= net->cfg.inbound_max)
                 return 0;
-        victim = net__oldest_pending(net, c);
+        victim = net_oldest_pending(net, c);
         if (!victim) {
                 net->st.accept_rejects++;
                 return -EBUSY;
         }
         net->st.evictions++;
-        conn__close(victim);
+        conn_close(victim);
         return 0;
 }
 
-static void net__accept(uv_stream_t *server, int status)
+static void net_accept(uv_stream_t *server, int status)
 {
         struct node_net *net = server->data;
         struct sockaddr_storage ss;
@@ -972,7 +971,7 @@ static void net__accept(uv_stream_t *server, int status)
         struct conn *c;
         if (status < 0 || net->closing)
                 return;
-        c = conn__new(net);
+        c = conn_new(net);
         if (!c)
                 return;
         c->inbound = 1;
@@ -982,23 +981,23 @@ static void net__accept(uv_stream_t *server, int status)
         if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
             uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) != 0 ||
             node_net_addr_from_sockaddr((struct sockaddr *)&ss, &c->peer)) {
-                conn__close(c);
+                conn_close(c);
                 return;
         }
         c->src = c->peer;
         c->src.port = 0;
-        if (net__admit(net, c) != 0) {
-                conn__close(c);
+        if (net_admit(net, c) != 0) {
+                conn_close(c);
                 return;
         }
         net->st.accepts++;
-        if (uv_read_start((uv_stream_t *)&c->tcp, conn__alloc, conn__read))
-                conn__close(c);
+        if (uv_read_start((uv_stream_t *)&c->tcp, conn_alloc, conn_read))
+                conn_close(c);
 }
 
 /* ---- public API ---- */
 
-static void net__defaults(struct node_net_config *c)
+static void net_defaults(struct node_net_config *c)
 {
         if (!c->dgram_max || c->dgram_max > NODE_NET_DGRAM_MAX)
                 c->dgram_max = NODE_NET_DGRAM_MAX;
@@ -1036,7 +1035,7 @@ static void net__defaults(struct node_net_config *c)
 
 /* Bind UDP then TCP to the same port number. 0 or -errno; on error the
  * handles stay initialised (the caller closes them). */
-static int net__bind(struct node_net *net, struct gossip_addr want)
+static int net_bind(struct node_net *net, struct gossip_addr want)
 {
         struct sockaddr_storage ss;
         int sl = sizeof(ss), err;
@@ -1052,10 +1051,10 @@ static int net__bind(struct node_net *net, struct gossip_addr want)
         err = uv_tcp_bind(&net->listener, (struct sockaddr *)&ss, 0);
         if (err)
                 return err;
-        return uv_listen((uv_stream_t *)&net->listener, 128, net__accept);
+        return uv_listen((uv_stream_t *)&net->listener, 128, net_accept);
 }
 
-static int net__init_handles(struct node_net *net)
+static int net_init_handles(struct node_net *net)
 {
         int err = uv_udp_init(net->loop, &net->udp);
         if (err)
@@ -1070,12 +1069,12 @@ static int net__init_handles(struct node_net *net)
         return 0;
 }
 
-static void net__close_handles(struct node_net *net)
+static void net_close_handles(struct node_net *net)
 {
         if (net->handles >= 1)
-                uv_close((uv_handle_t *)&net->udp, net__handle_closed);
+                uv_close((uv_handle_t *)&net->udp, net_handle_closed);
         if (net->handles >= 2)
-                uv_close((uv_handle_t *)&net->listener, net__handle_closed);
+                uv_close((uv_handle_t *)&net->listener, net_handle_closed);
 }
 
 int node_net_open(struct node_net **out, uv_loop_t *loop,
@@ -1093,15 +1092,15 @@ int node_net_open(struct node_net **out, uv_loop_t *loop,
                         return -ENOMEM;
                 net->loop = loop;
                 net->cfg = *cfg;
-                net__defaults(&net->cfg);
+                net_defaults(&net->cfg);
                 net->rng = cfg->seed;
-                err = net__init_handles(net);
+                err = net_init_handles(net);
                 if (!err)
-                        err = net__bind(net, cfg->listen);
+                        err = net_bind(net, cfg->listen);
                 if (!err)
                         break;
                 net->closing = 1;
-                net__close_handles(net);
+                net_close_handles(net);
                 if (net->handles == 0)
                         free(net);
                 net = NULL;
@@ -1111,7 +1110,7 @@ int node_net_open(struct node_net **out, uv_loop_t *loop,
         }
         if (!net)
                 return err;
-        err = uv_udp_recv_start(&net->udp, udp__alloc, udp__recv);
+        err = uv_udp_recv_start(&net->udp, udp_alloc, udp_recv);
         if (!err)
                 err = uv_timer_init(loop, &net->timer);
         if (err) {
@@ -1121,7 +1120,7 @@ int node_net_open(struct node_net **out, uv_loop_t *loop,
         net->timer.data = net;
         net->timer_open = 1;
         net->handles++;
-        uv_timer_start(&net->timer, net__tick, NET_TICK_MS, NET_TICK_MS);
+        uv_timer_start(&net->timer, net_tick, NET_TICK_MS, NET_TICK_MS);
         uv_unref((uv_handle_t *)&net->timer);
         *out = net;
         return 0;
@@ -1134,13 +1133,13 @@ void node_net_close(struct node_net *net)
                 return;
         net->closing = 1;
         for (size_t i = 0; i < net->ndests; i++)
-                dest__drop_pending(net->dests[i]);
+                dest_drop_pending(net->dests[i]);
         for (c = net->conns; c; c = c->next)
-                conn__close(c);
-        uv_close((uv_handle_t *)&net->udp, net__handle_closed);
-        uv_close((uv_handle_t *)&net->listener, net__handle_closed);
+                conn_close(c);
+        uv_close((uv_handle_t *)&net->udp, net_handle_closed);
+        uv_close((uv_handle_t *)&net->listener, net_handle_closed);
         if (net->timer_open)
-                uv_close((uv_handle_t *)&net->timer, net__handle_closed);
+                uv_close((uv_handle_t *)&net->timer, net_handle_closed);
 }
 
 int node_net_local_addr(const struct node_net *net, struct gossip_addr *out)
@@ -1160,14 +1159,14 @@ int node_net_send(struct node_net *net, const struct gossip_addr *to,
         if (channel == GOSSIP_CH_DGRAM) {
                 if (len > net->cfg.dgram_max)
                         return -EMSGSIZE;
-                return net__send_dgram(net, to, buf, len);
+                return net_send_dgram(net, to, buf, len);
         }
         if (channel == GOSSIP_CH_STREAM) {
                 if (len == 0)
                         return -EINVAL;
                 if (len > net->cfg.stream_max || len < net->cfg.stream_min)
                         return -EMSGSIZE;
-                return net__send_stream(net, to, buf, len);
+                return net_send_stream(net, to, buf, len);
         }
         return -EINVAL;
 }
@@ -1177,21 +1176,21 @@ uint64_t node_net_now_ms(const struct node_net *net)
         return uv_now(net->loop);
 }
 
-static int net__env_send(void *ctx, const struct gossip_addr *to,
-                         const void *buf, size_t len, int channel)
+static int net_env_send(void *ctx, const struct gossip_addr *to,
+                        const void *buf, size_t len, int channel)
 {
         return node_net_send(ctx, to, buf, len, channel);
 }
 
-static uint64_t net__env_now(void *ctx)
+static uint64_t net_env_now(void *ctx)
 {
         return node_net_now_ms(ctx);
 }
 
 void node_net_env(struct node_net *net, struct gossip_env *env)
 {
-        env->send = net__env_send;
-        env->now_ms = net__env_now;
+        env->send = net_env_send;
+        env->now_ms = net_env_now;
         env->ctx = net;
 }
 
@@ -1229,7 +1228,7 @@ int node_net_peer_rate_sample(struct node_net *net, const struct gossip_addr *a,
                         struct dest *d = net->dests[i];
                         gossip_link_peer_sample(&d->link, uv_hrtime() / 1000,
                                                 rate_Bps, span_us);
-                        dest__publish_link(d);
+                        dest_publish_link(d);
                         return 0;
                 }
         return -ENOENT;

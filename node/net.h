@@ -97,8 +97,8 @@
 
 #include <uv.h>
 
-#include "gossip_types.h"
-#include "link.h"
+#include "gossip/gossip_types.h"
+#include "gossip/link.h"
 
 /* Tunables. A zero field in struct node_net_config takes these. */
 enum {

@@ -8,7 +8,7 @@
  * rephrased the same way, so that every error is exactly one line.
  */
 #include "options.h"
-#include "gn_errbuf.h"
+#include "base/gn_errbuf.h"
 #include "shuffle.h"
 
 #include <errno.h>

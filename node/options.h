@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "partition.h"
+#include "nn/partition.h"
 
 /* Defaults, with their reasons. */
 #define NODE_OPT_DATA_DEFAULT     "/usr/share/datasets/fashion-mnist"

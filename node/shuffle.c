@@ -12,7 +12,7 @@
 
 #include "ctl.h"
 #include "metrics.h"
-#include "reservoir.h"
+#include "nn/reservoir.h"
 
 struct node_shuffle {
         uint32_t r, classes, sample_bytes; /* fixed */

@@ -40,16 +40,16 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "checkpoint.h"
-#include "data.h"
+#include "nn/checkpoint.h"
+#include "nn/data.h"
 #include "evlog.h"
-#include "gn_endian.h"
-#include "gn_errbuf.h"
-#include "gn_rng.h"
+#include "base/gn_endian.h"
+#include "base/gn_errbuf.h"
+#include "base/gn_rng.h"
 #include "handoff.h"
-#include "plan.h"
-#include "reservoir.h"
-#include "robust.h"
+#include "gossip/plan.h"
+#include "nn/reservoir.h"
+#include "gossip/robust.h"
 #include "shuffle.h"
 
 /* Tunables. */

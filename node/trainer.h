@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn.h"
+#include "nn/nn.h"
 #include "options.h"
 
 struct node_evlog;

@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "schedule.h"
+#include "gossip/schedule.h"
 
 int node_view_reserve(struct node_view *v, size_t npeers)
 {

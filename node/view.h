@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip.h"
+#include "gossip/gossip.h"
 
 struct node_view {
         struct gossip *g; /* NULL until the protocol core is created */

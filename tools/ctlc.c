@@ -8,8 +8,8 @@
  * is bounded by msgpack-c's unpacker (it refuses nesting beyond its stack).
  */
 #include "ctlc.h"
-#include "gn_endian.h"
-#include "gn_errbuf.h"
+#include "base/gn_endian.h"
+#include "base/gn_errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>

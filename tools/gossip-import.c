@@ -35,8 +35,8 @@
 
 #include <png.h>
 
-#include "gn_endian.h"
-#include "gn_errbuf.h"
+#include "base/gn_endian.h"
+#include "base/gn_errbuf.h"
 #include <setjmp.h>
 
 enum {

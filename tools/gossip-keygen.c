@@ -48,11 +48,11 @@
 
 #include <sodium.h>
 
-#include "cert.h"
-#include "gn_endian.h"
-#include "keys.h"
-#include "peers.h"
-#include "wire.h"
+#include "gossip/cert.h"
+#include "base/gn_endian.h"
+#include "ident/keys.h"
+#include "ident/peers.h"
+#include "gossip/wire.h"
 
 #ifndef GN_VERSION
 #define GN_VERSION "unknown"

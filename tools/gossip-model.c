@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "data.h"
-#include "nn.h"
+#include "nn/checkpoint.h"
+#include "nn/data.h"
+#include "nn/nn.h"
 #include "npz.h"
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"

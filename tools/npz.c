@@ -21,7 +21,7 @@
 
 #include <zlib.h>
 
-#include "gn_endian.h"
+#include "base/gn_endian.h"
 
 enum {
         ZIP_LOCAL = 0x04034b50,

@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "gn_endian.h"
-#include "gn_errbuf.h"
-#include "gn_rng.h"
+#include "base/gn_endian.h"
+#include "base/gn_errbuf.h"
+#include "base/gn_rng.h"
 
 static void test_little_endian(void **state)
 {

@@ -15,7 +15,7 @@
 
 #include <blis.h>
 
-#include "nn.h"
+#include "nn/nn.h"
 #include "bench_clock.h"
 
 struct shape {

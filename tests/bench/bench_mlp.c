@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "nn.h"
+#include "nn/nn.h"
 #include "bench_blis.h"
 #include "bench_clock.h"
 

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "data.h"
-#include "nn.h"
+#include "nn/data.h"
+#include "nn/nn.h"
 #include "bench_blis.h"
 #include "bench_clock.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn.h"
+#include "nn/nn.h"
 
 /* 0, or -1 (with a message) for a name this BLIS does not know. */
 static inline int bench_blis_arch(const char *name)

@@ -23,7 +23,7 @@ struct gn_test_proc {
 /* Read what is there from fd into buf (len bytes so far, room for cap - 1
  * and the NUL); bytes beyond the buffer are read and dropped, so a chatty
  * child never blocks on a full pipe. 1 while open, 0 at EOF. */
-static inline int gn_test__proc_read(int fd, char *buf, size_t cap, size_t *len)
+static inline int gn_test_proc_read(int fd, char *buf, size_t cap, size_t *len)
 {
         char spill[512];
         char *p = *len + 1 < cap ? buf + *len : spill;
@@ -89,12 +89,12 @@ static inline int gn_test_proc_run(const char *const argv[],
                         break;
                 }
                 if (fds[0].fd >= 0 && fds[0].revents &&
-                    !gn_test__proc_read(po[0], p->out, sizeof(p->out), &nout)) {
+                    !gn_test_proc_read(po[0], p->out, sizeof(p->out), &nout)) {
                         fds[0].fd = -1;
                         open_n--;
                 }
                 if (fds[1].fd >= 0 && fds[1].revents &&
-                    !gn_test__proc_read(pe[0], p->err, sizeof(p->err), &nerr)) {
+                    !gn_test_proc_read(pe[0], p->err, sizeof(p->err), &nerr)) {
                         fds[1].fd = -1;
                         open_n--;
                 }

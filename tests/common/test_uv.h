@@ -11,7 +11,7 @@
 
 #include <uv.h>
 
-static inline void gn_test__uv_close_walk(uv_handle_t *h, void *arg)
+static inline void gn_test_uv_close_walk(uv_handle_t *h, void *arg)
 {
         if (!uv_is_closing(h)) {
                 (*(int *)arg)++;
@@ -31,7 +31,7 @@ static inline int gn_test_loop_close(uv_loop_t *loop)
         uv_run(loop, UV_RUN_DEFAULT);
         if (uv_loop_close(loop) == 0)
                 return 0;
-        uv_walk(loop, gn_test__uv_close_walk, &left);
+        uv_walk(loop, gn_test_uv_close_walk, &left);
         uv_run(loop, UV_RUN_DEFAULT);
         rc = uv_loop_close(loop);
         return left > 0 ? left : rc;
@@ -44,7 +44,7 @@ struct gn_test__uv_job {
         int finished;
 };
 
-static inline void gn_test__uv_job_closed(uv_handle_t *h)
+static inline void gn_test_uv_job_closed(uv_handle_t *h)
 {
         struct gn_test__uv_job *j = h->data;
 
@@ -53,12 +53,12 @@ static inline void gn_test__uv_job_closed(uv_handle_t *h)
 
 /* fn has returned: close the handle; the job is over once it is closed
  * (it lives on gn_test_loop_run_thread's stack). */
-static inline void gn_test__uv_job_done(uv_async_t *a)
+static inline void gn_test_uv_job_done(uv_async_t *a)
 {
-        uv_close((uv_handle_t *)a, gn_test__uv_job_closed);
+        uv_close((uv_handle_t *)a, gn_test_uv_job_closed);
 }
 
-static inline void *gn_test__uv_job_thread(void *p)
+static inline void *gn_test_uv_job_thread(void *p)
 {
         struct gn_test__uv_job *j = p;
 
@@ -77,13 +77,13 @@ static inline int gn_test_loop_run_thread(uv_loop_t *loop, void (*fn)(void *),
         pthread_t t;
         int rc;
 
-        rc = uv_async_init(loop, &j.done, gn_test__uv_job_done);
+        rc = uv_async_init(loop, &j.done, gn_test_uv_job_done);
         if (rc)
                 return rc;
         j.done.data = &j;
-        rc = pthread_create(&t, NULL, gn_test__uv_job_thread, &j);
+        rc = pthread_create(&t, NULL, gn_test_uv_job_thread, &j);
         if (rc) {
-                uv_close((uv_handle_t *)&j.done, gn_test__uv_job_closed);
+                uv_close((uv_handle_t *)&j.done, gn_test_uv_job_closed);
                 while (!j.finished)
                         uv_run(loop, UV_RUN_ONCE);
                 return -rc;

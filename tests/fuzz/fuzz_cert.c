@@ -20,9 +20,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cert.h"
+#include "gossip/cert.h"
 #include "fuzz.h"
-#include "wire.h"
+#include "gossip/wire.h"
 
 #define REVOKED UINT64_C(0x5eed)
 #define NOW     UINT64_C(1800000000)

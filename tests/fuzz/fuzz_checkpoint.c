@@ -21,8 +21,8 @@
 
 #include <sodium.h>
 
-#include "gn_endian.h"
-#include "checkpoint.h"
+#include "base/gn_endian.h"
+#include "nn/checkpoint.h"
 #include "fuzz.h"
 
 enum { FUZZ_MAX_FLOATS = 1 << 16 };

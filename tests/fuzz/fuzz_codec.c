@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gn_endian.h"
-#include "codec.h"
+#include "base/gn_endian.h"
+#include "gossip/codec.h"
 #include "fuzz.h"
 
 enum { FUZZ_MODEL_MAX = 4096, FUZZ_MODEL_DEFAULT = 64 };

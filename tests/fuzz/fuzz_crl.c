@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cert.h"
+#include "gossip/cert.h"
 #include "fuzz.h"
 
 #define HELD_SEQ 5

@@ -1,7 +1,7 @@
 /*
  * fuzz_ctl.c - libFuzzer target for the control-socket request path
- * (node/ctl.c: ctl__msgpack_check, client__feed, client__request,
- * client__dispatch, client__error).
+ * (node/ctl.c: ctl_msgpack_check, client_feed, client_request,
+ * client_dispatch, client_error).
  *
  * fuzz-libs: gn_node
  *
@@ -30,7 +30,7 @@
  * NODE_CTL_ERR_MAX}; "echo" of a well-formed request gives back exactly
  * its args, "version" is answered ok; the counters add up.
  */
-#include "gn_endian.h"
+#include "base/gn_endian.h"
 #include "../../node/ctl.c"
 
 #include <fcntl.h>
@@ -110,7 +110,7 @@ static void check_precheck(const uint8_t *data, size_t size)
 
         /* msgpack-c allocates what a header declares: only checked input
          * may reach it (that is the point of the pre-check). */
-        if (ctl__msgpack_check(data, size) != 0)
+        if (ctl_msgpack_check(data, size) != 0)
                 return;
         msgpack_unpacked_init(&u);
         if (msgpack_unpack_next(&u, (const char *)data, size, &off) !=
@@ -161,7 +161,7 @@ static int expect_for(const uint8_t *p, size_t len, msgpack_unpacked *u,
         const msgpack_object *cmd, *args;
         size_t off = 0;
 
-        if (ctl__msgpack_check(p, len) != 0 ||
+        if (ctl_msgpack_check(p, len) != 0 ||
             msgpack_unpack_next(u, (const char *)p, len, &off) !=
                 MSGPACK_UNPACK_SUCCESS ||
             off != len || u->data.type != MSGPACK_OBJECT_MAP)
@@ -189,7 +189,7 @@ static void check_response(const uint8_t *r, size_t rlen, const uint8_t *req,
         int want;
 
         GN_FUZZ_CHECK(rlen <= NODE_CTL_RESP_MAX);
-        GN_FUZZ_CHECK(ctl__msgpack_check(r, rlen) == 0);
+        GN_FUZZ_CHECK(ctl_msgpack_check(r, rlen) == 0);
         msgpack_unpacked_init(&u);
         msgpack_unpacked_init(&ureq);
         msgpack_sbuffer_init(&a);
@@ -276,7 +276,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 size_t k = chunks[ci++ % (sizeof(chunks) / sizeof(chunks[0]))];
                 if (k > limit - fed)
                         k = limit - fed;
-                client__feed(c, data + fed, k);
+                client_feed(c, data + fed, k);
                 fed += k;
                 uv_run(&fz_loop, UV_RUN_NOWAIT);
                 drain(sv[1], &out);
@@ -287,7 +287,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 drain(sv[1], &out);
         }
         if (fz_ctl->clients != NULL)
-                client__close(c);
+                client_close(c);
         uv_run(&fz_loop, UV_RUN_DEFAULT);
         drain(sv[1], &out);
         close(sv[1]);

@@ -29,8 +29,8 @@
 
 #include <zlib.h>
 
-#include "gn_endian.h"
-#include "data.h"
+#include "base/gn_endian.h"
+#include "nn/data.h"
 #include "fuzz.h"
 
 enum {

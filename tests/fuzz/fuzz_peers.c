@@ -1,12 +1,12 @@
 /*
  * fuzz_peers.c - libFuzzer target for the peers-file parser
- * (node/peers.c: node_peers_parse, node_addr_parse, node_addr_format).
+ * (ident/peers.c: node_peers_parse, node_addr_parse, node_addr_format).
  *
  * fuzz-libs: gn_ident
  *
  * The input is the text of a peers file. node_peers_parse() always resolves
  * host names (node_addr_parse(..., resolve=1) has no switch), so this file
- * compiles node/peers.c itself with getaddrinfo/freeaddrinfo renamed to a
+ * compiles ident/peers.c itself with getaddrinfo/freeaddrinfo renamed to a
  * deterministic in-memory fake: no DNS query ever leaves the process, and
  * the fuzzer still reaches the host-name branches (found, not found, IPv6
  * only, IPv6 before IPv4, two names on one address). Compiling peers.c here
@@ -38,7 +38,7 @@ static void fake_freeaddrinfo(struct addrinfo *ai);
 
 #define getaddrinfo  fake_getaddrinfo
 #define freeaddrinfo fake_freeaddrinfo
-#include "../../node/peers.c"
+#include "../../ident/peers.c"
 #undef getaddrinfo
 #undef freeaddrinfo
 

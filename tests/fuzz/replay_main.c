@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
 #include "fuzz.h"
 

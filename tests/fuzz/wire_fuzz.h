@@ -27,7 +27,7 @@
 #include <sodium.h>
 
 #include "fuzz.h"
-#include "wire.h"
+#include "gossip/wire.h"
 
 static uint8_t wf_pk[GOSSIP_KEY_BYTES], wf_sk[GOSSIP_SECRET_BYTES];
 static uint64_t wf_id;

@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "bench_clock.h"
-#include "codec.h"
+#include "gossip/codec.h"
 
 enum { MODEL = 407050 }; /* 784*512 + 512 + 512*10 + 10 */
 
@@ -60,7 +60,7 @@ static double median_sum(const double *a, const double *b, int n)
         return m;
 }
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 
 /* Gradient-like: 30% exact zeros (ReLU), the rest roughly log-uniform
  * over four decades. */

@@ -27,7 +27,7 @@
 
 #include <sodium.h>
 
-#include "wire.h"
+#include "gossip/wire.h"
 #include "bench_clock.h"
 
 /* Best and median of v[0..n) (sorts v). */

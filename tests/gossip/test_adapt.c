@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "adapt.h"
-#include "codec.h"
+#include "gossip/adapt.h"
+#include "gossip/codec.h"
 
 /* The README's MLP (784-512-10), P = 4, K0 = 1, fp16; 5 ms steps. */
 static struct gossip_adapt_in mlp(double bits_per_s)

@@ -23,12 +23,12 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "cert.h"
-#include "gn_endian.h"
-#include "gn_rng.h"
+#include "gossip/cert.h"
+#include "base/gn_endian.h"
+#include "base/gn_rng.h"
 #include "test_doc.h"
 #include "test_seed.h"
-#include "wire.h"
+#include "gossip/wire.h"
 
 #ifndef GN_SOURCE_DIR
 #define GN_SOURCE_DIR "."

@@ -29,12 +29,12 @@
 #include <cmocka.h>
 
 #include "test_seed.h"
-#include "gn_endian.h"
-#include "codec.h"
+#include "base/gn_endian.h"
+#include "gossip/codec.h"
 
 static uint64_t g_seed = 20261129;
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 
 static float rng_float(uint64_t *s) /* in [-1, 1) */
 {

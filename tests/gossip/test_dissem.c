@@ -32,12 +32,12 @@
 #include <cmocka.h>
 
 #include "test_seed.h"
-#include "merge.h"
-#include "schedule.h"
+#include "gossip/merge.h"
+#include "gossip/schedule.h"
 
 static uint64_t g_seed = 20261129;
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 
 static int key_cmp(const void *a, const void *b)
 {

@@ -29,8 +29,8 @@
 
 #include <cmocka.h>
 
-#include "gn_rng.h"
-#include "link.h"
+#include "base/gn_rng.h"
+#include "gossip/link.h"
 #include "test_seed.h"
 
 #define MS 1000ull
@@ -256,7 +256,7 @@ static void rtt_smoothing(void **state)
  *  - our kernel: the delivery rate of a flight into an idle connection,
  *    bytes / (bytes/R + RTT) (tcp_rate.c; docs/design.md "What sets K
  *    now"), read at the write completion with the queue empty, over the
- *    time since the last read (node/net.c's dest__link_done).
+ *    time since the last read (node/net.c's dest_link_done).
  * kernel: feed the kernel's samples; rx: the receiver's side, whose
  * reports reach us before the next slice (a partner's PARAMS within a
  * round), or NULL for a peer that never reports. */

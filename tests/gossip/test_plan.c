@@ -29,8 +29,8 @@
 
 #include <cmocka.h>
 
-#include "codec.h"
-#include "plan.h"
+#include "gossip/codec.h"
+#include "gossip/plan.h"
 
 enum { P_ = GOSSIP_PLAN_PARAMS, G_ = GOSSIP_PLAN_GRADIENT };
 enum { READY = GOSSIP_PLAN_READY, MORE = GOSSIP_PLAN_TRAIN_MORE };

@@ -18,11 +18,11 @@
 
 #include <cmocka.h>
 
-#include "robust.h"
+#include "gossip/robust.h"
 
 static uint64_t g_seed = 20261201;
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
 
 enum { N = 4096 };

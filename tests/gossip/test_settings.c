@@ -16,8 +16,8 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "gossip.h"
-#include "settings.h"
+#include "gossip/gossip.h"
+#include "gossip/settings.h"
 #include "sim.h"
 #include "test_seed.h"
 

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "stop.h"
+#include "gossip/stop.h"
 
 static struct gossip_stop target(uint64_t step, uint32_t acc, uint32_t tgt,
                                  const char *who)

@@ -22,9 +22,9 @@
 #include <sodium.h>
 
 #include "test_seed.h"
-#include "gossip.h"
+#include "gossip/gossip.h"
 #include "sim.h"
-#include "wire.h"
+#include "gossip/wire.h"
 
 #define MAXN 64
 

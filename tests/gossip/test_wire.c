@@ -19,12 +19,12 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
 #include "test_doc.h"
-#include "gn_endian.h"
-#include "wire.h"
-#include "wire_private.h"
+#include "base/gn_endian.h"
+#include "gossip/wire.h"
+#include "keyring_private.h"
 
 #ifndef GN_SOURCE_DIR
 #define GN_SOURCE_DIR "."

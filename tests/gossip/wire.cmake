@@ -5,6 +5,8 @@ gn_add_test(NAME test_wire SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_wire.c
             LIBS gn_gossip gn::cmocka LABELS unit TIMEOUT 120)
 target_compile_definitions(test_wire PRIVATE
                            GN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+# the keyring's seams (gossip/keyring_private.h, private to gossip/)
+target_include_directories(test_wire PRIVATE ${PROJECT_SOURCE_DIR}/gossip)
 # Signed vs MAC'd bulk frames, encode + decode (docs/protocol.md 2.2.1):
 # built, not registered (a benchmark never fails on timing). Run
 #   build/tests/gossip/bench_gossip_wire [reps] [payload_bytes] [seed]

@@ -40,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 
 enum {
         /* Held packets by default: 100 Mbit/s x 20 ms one way is ~170

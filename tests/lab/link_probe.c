@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gn_endian.h"
+#include "base/gn_endian.h"
 #include "net.h"
 
 enum { TICK_MS = 2, WARMUP_US = 2000000, MAX_DELAYS = 1 << 16 };

@@ -1,6 +1,6 @@
 # nn core tests: GEMM wrapper vs a naive oracle, every layer's backward vs
 # finite differences, models (spec, determinism, learning), optimizers.
-# The tests also include the internal nn_layers.h (kernels, PRNG).
+# The tests also include the internal nn/layers.h (kernels, PRNG).
 foreach(t gemm layers model optim)
   set(src ${CMAKE_CURRENT_LIST_DIR}/test_${t}.c)
   if(EXISTS ${src})

@@ -33,10 +33,10 @@
 #include <sodium.h>
 
 #include "test_tmpdir.h"
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
-#include "gn_endian.h"
-#include "checkpoint.h"
+#include "base/gn_endian.h"
+#include "nn/checkpoint.h"
 
 static uint64_t g_seed;
 static char g_dir[64];

@@ -30,10 +30,10 @@
 #include <zlib.h>
 
 #include "test_tmpdir.h"
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
-#include "gn_endian.h"
-#include "data.h"
+#include "base/gn_endian.h"
+#include "nn/data.h"
 
 static uint64_t g_seed;
 static char g_dir[64];

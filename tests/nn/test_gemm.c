@@ -16,8 +16,8 @@
 #include <cmocka.h>
 
 #include "test_seed.h"
-#include "nn.h"
-#include "nn_layers.h"
+#include "nn/nn.h"
+#include "layers.h"
 
 static uint64_t seed;
 

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "nn.h"
+#include "nn/nn.h"
 
 #define TOL 1e-6
 

@@ -25,8 +25,8 @@
 
 #include <cmocka.h>
 
-#include "partition.h"
-#include "gn_rng.h"
+#include "nn/partition.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
 
 enum { N = 6000, C = 10, NODES = 4 };

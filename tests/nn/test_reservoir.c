@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "nn_err.h"
-#include "reservoir.h"
+#include "nn/nn_err.h"
+#include "nn/reservoir.h"
 #include "test_seed.h"
 
 enum { SB = 6 }; /* sample bytes: tiny images */

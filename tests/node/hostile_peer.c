@@ -36,11 +36,12 @@
 #include <uv.h>
 
 #include "cluster_private.h"
-#include "codec.h"
+#include "gossip/codec.h"
 #include "evlog.h"
-#include "nn.h"
+#include "nn/nn.h"
 #include "options.h"
 #include "view.h"
+#include "gossip/schedule.h"
 
 /* A lie every 25 ms to each peer (a step takes ~20-100 ms here); our
  * turns looked for 16 steps ahead; "stale" labelled 200 steps back. */

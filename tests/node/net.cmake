@@ -9,8 +9,7 @@ foreach(f ctl.c metrics.c version.c)
   endif()
 endforeach()
 add_library(gn_nodenet_t STATIC ${GN_NODENET_SRC})
-target_include_directories(gn_nodenet_t PUBLIC ${PROJECT_SOURCE_DIR}/node
-                           ${PROJECT_SOURCE_DIR}/gossip)
+target_include_directories(gn_nodenet_t PUBLIC ${PROJECT_SOURCE_DIR}/node)
 target_compile_definitions(gn_nodenet_t PRIVATE
                            GN_VERSION="${GN_VERSION}")
 # gn_gossip for the link estimator (gossip/link.c) the transport feeds

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
 #include "evlog.h"
 #include "options.h"

@@ -34,7 +34,7 @@
 
 #include "test_uv.h"
 #include "test_tmpdir.h"
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
 #include "ctl.h"
 

@@ -25,9 +25,9 @@
 
 #include <cmocka.h>
 
-#include "data.h"
+#include "nn/data.h"
 #include "handoff.h"
-#include "nn.h"
+#include "nn/nn.h"
 #include "options.h"
 #include "trainer.h"
 

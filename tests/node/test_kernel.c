@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "kernel.h"
-#include "nn.h"
+#include "nn/nn.h"
 #include "test_tmpdir.h"
 
 static char g_dir[200];

@@ -37,7 +37,7 @@
 #include <sys/socket.h>
 
 #include "test_uv.h"
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
 #include "net.h"
 

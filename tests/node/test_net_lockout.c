@@ -45,7 +45,7 @@
 #include <sodium.h>
 
 #include "net.h"
-#include "wire.h"
+#include "gossip/wire.h"
 
 enum {
         PACE_MS = 10,         /* one honest exchange per 10 ms: 100/s */

@@ -33,7 +33,7 @@
 #include <time.h>
 
 #include "test_seed.h"
-#include "gossip.h"
+#include "gossip/gossip.h"
 #include "sim.h"
 
 #define E_CONST 2.718281828459045

@@ -13,7 +13,7 @@
  * delivered no earlier than the previous one on the same link), and on a
  * lossy link each stream frame waits for TCP-like retransmissions.
  */
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "sim.h"
 
 #include <inttypes.h>

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip.h"
+#include "gossip/gossip.h"
 
 struct sim;
 

@@ -46,10 +46,10 @@
 
 #include <cmocka.h>
 
-#include "adapt.h"
-#include "codec.h"
-#include "gn_rng.h"
-#include "link.h"
+#include "gossip/adapt.h"
+#include "gossip/codec.h"
+#include "base/gn_rng.h"
+#include "gossip/link.h"
 #include "test_seed.h"
 #include "xsim.h"
 

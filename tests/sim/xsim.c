@@ -23,9 +23,9 @@
 #include <string.h>
 
 #include "evheap.h"
-#include "merge.h"
-#include "schedule.h"
-#include "gn_rng.h"
+#include "gossip/merge.h"
+#include "gossip/schedule.h"
+#include "base/gn_rng.h"
 
 enum { EV_COMPUTE, EV_WAKE, EV_MSG, EV_DIE, EV_GONE, EV_STEPINFO };
 enum { M_GRAD, M_SLICE };

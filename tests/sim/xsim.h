@@ -50,8 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plan.h"
-#include "wire.h"
+#include "gossip/plan.h"
+#include "gossip/wire.h"
 
 enum {
         /* provenance sets are 64-bit masks */

@@ -35,7 +35,7 @@
 #include "test_proc.h"
 #include "test_tmpdir.h"
 #include "test_seed.h"
-#include "gn_endian.h"
+#include "base/gn_endian.h"
 #include "ctlc.h"
 
 static const char *g_ctl_bin;

@@ -25,10 +25,10 @@
 
 #include "test_proc.h"
 #include "test_tmpdir.h"
-#include "cert.h"
-#include "keys.h"
-#include "peers.h"
-#include "wire.h"
+#include "gossip/cert.h"
+#include "ident/keys.h"
+#include "ident/peers.h"
+#include "gossip/wire.h"
 
 static const char *g_bin;
 static char g_dir[64];

@@ -29,7 +29,7 @@
 
 #include "test_uv.h"
 #include "test_seed.h"
-#include "gn_endian.h"
+#include "base/gn_endian.h"
 #include "net.h"
 
 enum {

@@ -24,9 +24,9 @@
 #include <sodium.h>
 #include <uv.h>
 
-#include "gossip.h"
+#include "gossip/gossip.h"
 #include "net.h"
-#include "wire.h"
+#include "gossip/wire.h"
 
 #define MAXN 16
 

@@ -46,7 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip_types.h"
+#include "gossip/gossip_types.h"
 
 enum gossip_sched_pattern {
         GOSSIP_SCHED_DISSEMINATION = 0, /* (r + 2^k) mod n; default */

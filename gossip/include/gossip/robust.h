@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip_types.h"
+#include "gossip/gossip_types.h"
 
 /* Tunables, with their reasons (the factors are in gossip_robust_cfg). */
 enum {

@@ -1,14 +1,15 @@
 /*
- * wire_private.h - seams between wire.c and keyring.c, not for other users.
+ * keyring_private.h - seams between wire.c and keyring.c, not for other
+ * users.
  *
  * The replay check is split in two so that a frame whose body turns out to
  * be malformed never advances its sender's window: check before decoding
  * the body, commit after everything else passed.
  */
-#ifndef GOSSIP_WIRE_PRIVATE_H
-#define GOSSIP_WIRE_PRIVATE_H
+#ifndef GOSSIP_KEYRING_PRIVATE_H
+#define GOSSIP_KEYRING_PRIVATE_H
 
-#include "wire.h"
+#include "gossip/keyring.h"
 
 /* 0 if (inc, seq) from key_id on channel would be new, else
  * GOSSIP_EREPLAY. Changes nothing. */

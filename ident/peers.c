@@ -9,8 +9,8 @@
  * found with a quadratic scan: peers files list a few dozen devices, and
  * NODE_PEERS_MAX bounds the worst case.
  */
-#include "gn_errbuf.h"
-#include "peers.h"
+#include "base/gn_errbuf.h"
+#include "ident/peers.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,8 +21,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "gossip.h"
-#include "keys.h"
+#include "gossip/gossip.h"
+#include "ident/keys.h"
 
 /* Longest line we accept: address (<= 63) + key (44) + name (<= 63) and
  * generous whitespace and comments. */

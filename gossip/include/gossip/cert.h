@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip_types.h"
+#include "gossip/gossip_types.h"
 
 enum {
         GOSSIP_CERT_VERSION = 1,

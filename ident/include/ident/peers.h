@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip_types.h"
+#include "gossip/gossip_types.h"
 
 /* Bounds: a peers file is written by hand for a few dozen devices; these
  * leave ample room and keep a hostile file from exhausting memory. */

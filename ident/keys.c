@@ -9,8 +9,8 @@
  * through a mkstemp() temp file and rename(), so a crash never leaves a
  * half-written key where a good one was.
  */
-#include "gn_errbuf.h"
-#include "keys.h"
+#include "base/gn_errbuf.h"
+#include "ident/keys.h"
 
 #include <errno.h>
 #include <fcntl.h>

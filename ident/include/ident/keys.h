@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip_types.h"
+#include "gossip/gossip_types.h"
 
 #define NODE_KEY_TAG_SECRET "gossipnode-ed25519-secret-v1"
 /* Base64 text of a 32-byte public key: 44 chars, plus one for the NUL. */

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn_err.h"
+#include "nn/nn_err.h"
 
 enum {
         NN_CKPT_VERSION = 1,

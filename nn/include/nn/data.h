@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn_err.h"
+#include "nn/nn_err.h"
 
 /* Bounds on what a file header may claim. Anything beyond is refused
  * before any allocation. */

@@ -28,9 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip_types.h"
-#include "settings.h"
-#include "stop.h"
+#include "gossip/gossip_types.h"
+#include "gossip/settings.h"
+#include "gossip/stop.h"
 
 #define GOSSIP_NAME_MAX    32 /* bytes including the NUL; longer names are cut */
 #define GOSSIP_VERSION_MAX 16 /* software version, NUL included; cut */

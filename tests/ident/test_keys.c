@@ -23,7 +23,7 @@
 
 #include "test_tmpdir.h"
 #include "test_seed.h"
-#include "keys.h"
+#include "ident/keys.h"
 
 static uint64_t g_seed;
 static char g_dir[64];

@@ -1,6 +1,6 @@
-/* gossip_err.c - names for the protocol core's error codes: a sentence
+/* gossip_types.c - names for the protocol core's error codes: a sentence
  * for logs (gossip_strerror) and a label for counters (gossip_reject_name). */
-#include "gossip_types.h"
+#include "gossip/gossip_types.h"
 
 const char *gossip_strerror(int err)
 {

@@ -41,8 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "data.h"
-#include "nn_err.h"
+#include "nn/data.h"
+#include "nn/nn_err.h"
 
 enum nn_part_kind {
         NN_PART_IID = 0,

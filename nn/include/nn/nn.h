@@ -51,7 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn_err.h"
+#include "nn/nn_err.h"
 
 /* Longest canonical spec string, including the terminating NUL. */
 #define NN_SPEC_MAX 256

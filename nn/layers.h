@@ -1,5 +1,5 @@
 /*
- * nn_layers.h - internal: the layer kernels model.c strings together, and
+ * layers.h - internal: the layer kernels model.c strings together, and
  * the seeded PRNG used for weight initialisation.  Not part of the public
  * API (tests include it to check each backward against finite differences).
  *
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gn_hot.h"
+#include "base/gn_hot.h"
 
 /*
  * NN_HOT marks the element-wise loops that run once per activation or per

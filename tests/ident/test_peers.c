@@ -19,11 +19,11 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "gn_rng.h"
+#include "base/gn_rng.h"
 #include "test_seed.h"
-#include "gossip.h"
-#include "keys.h"
-#include "peers.h"
+#include "gossip/gossip.h"
+#include "ident/keys.h"
+#include "ident/peers.h"
 
 static uint64_t g_seed;
 static char g_key[8][NODE_KEY_PK_B64_SIZE];

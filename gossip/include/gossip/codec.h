@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip_types.h"
+#include "gossip/gossip_types.h"
 
 enum gossip_codec_id {
         GOSSIP_CODEC_FP32 = 1, /* 4 bytes per element, exact */
