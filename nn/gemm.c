@@ -17,8 +17,8 @@
  *
  * The kernel-set table below says which of BLIS's sub-configurations this
  * build carries (its BLIS_CONFIG_* macros) and which of them this CPU can
- * run; choosing among them by measurement is node/kernel.c's job (it needs
- * processes and a clock, which nn/ does not use).
+ * run; choosing among them by measurement is node/train/kernel.c's job (it
+ * needs processes and a clock, which nn/ does not use).
  */
 #include <stdatomic.h>
 #include <string.h>

@@ -5,7 +5,8 @@
  *
  * This is the only place that prints errors to the user and decides the
  * exit status; everything below returns codes and messages. The config
- * file (node/conffile.h) becomes arguments in front of the command line's.
+ * file (node/config/conffile.h) becomes arguments in front of the command
+ * line's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,16 +18,16 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "conffile.h"
-#include "daemon.h"
-#include "sdnotify.h"
+#include "config/check.h"
+#include "config/conffile.h"
+#include "service/daemon.h"
+#include "service/sdnotify.h"
 
-#include "evlog.h"
-#include "kernel.h"
+#include "service/evlog.h"
+#include "train/kernel.h"
 #include "nn/nn.h"
-#include "options.h"
-#include "version.h"
+#include "config/options.h"
+#include "service/version.h"
 
 /* Chooses BLIS's kernels (before its first call: kernel.h) and starts
  * BLIS; 0, or 2 for a bad --blis-arch, 1 otherwise, message in err. */
@@ -64,7 +65,7 @@ static int wants_check(int argc, char **argv)
 }
 
 /* --check-config: the report on stdout and exit 0, or one line on stderr
- * and exit 1 (node/check.h). */
+ * and exit 1 (node/config/check.h). */
 static int check_config(const struct node_options *o)
 {
         static char report[8192];

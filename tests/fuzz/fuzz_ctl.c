@@ -1,12 +1,12 @@
 /*
  * fuzz_ctl.c - libFuzzer target for the control-socket request path
- * (node/ctl.c: ctl_msgpack_check, client_feed, client_request,
+ * (node/service/ctl.c: ctl_msgpack_check, client_feed, client_request,
  * client_dispatch, client_error).
  *
  * fuzz-libs: gn_node
  *
- * Those functions are static, so this file compiles node/ctl.c itself (as
- * WireGuard's fuzzers do); that also gives libFuzzer coverage of ctl.c,
+ * Those functions are static, so this file compiles node/service/ctl.c itself
+ * (as WireGuard's fuzzers do); that also gives libFuzzer coverage of ctl.c,
  * which gn_node is not instrumented for. gn_node's own ctl.o is not pulled
  * in: every symbol it defines is defined here first.
  *
@@ -31,7 +31,7 @@
  * its args, "version" is answered ok; the counters add up.
  */
 #include "base/gn_endian.h"
-#include "../../node/ctl.c"
+#include "../../node/service/ctl.c"
 
 #include <fcntl.h>
 

@@ -256,7 +256,7 @@ static void rtt_smoothing(void **state)
  *  - our kernel: the delivery rate of a flight into an idle connection,
  *    bytes / (bytes/R + RTT) (tcp_rate.c; docs/design.md "What sets K
  *    now"), read at the write completion with the queue empty, over the
- *    time since the last read (node/net.c's dest_link_done).
+ *    time since the last read (node/net/net.c's dest_link_done).
  * kernel: feed the kernel's samples; rx: the receiver's side, whose
  * reports reach us before the next slice (a partner's PARAMS within a
  * round), or NULL for a peer that never reports. */

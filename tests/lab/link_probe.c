@@ -1,6 +1,6 @@
 /*
  * link_probe.c - the transport's link estimate on a real link (issue 12):
- * one process per lab host, node/net.c on both ends.
+ * one process per lab host, node/net/net.c on both ends.
  *
  *   link_probe recv LISTEN SECS
  *   link_probe send LISTEN PEER SECS FRAME_BYTES DEPTH
@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "base/gn_endian.h"
-#include "net.h"
+#include "net/net.h"
 
 enum { TICK_MS = 2, WARMUP_US = 2000000, MAX_DELAYS = 1 << 16 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_link_lab.py - the transport's link estimate on a real 10 Mbit/s,
-40 ms link (issue 12; tests/lab/linklab, node/net.c, gossip/link.h).
+40 ms link (issue 12; tests/lab/linklab, node/net/net.c, gossip/link.h).
 
 Two lab hosts run link_probe: host 0 keeps DEPTH frames of FRAME bytes
 queued toward host 1 for SECS seconds, host 1 measures what it receives.

@@ -1,3 +1,3 @@
-# The service side (node/conffile.c, sdnotify.c, evlog reopen).
+# The service side (node/config/conffile.c, sdnotify.c, evlog reopen).
 gn_add_test(NAME test_service SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_service.c
             LIBS gn_node gn::cmocka LABELS unit)

@@ -35,12 +35,13 @@
 #include <sodium.h>
 #include <uv.h>
 
-#include "cluster_private.h"
+#include "cluster/cluster.h"
 #include "gossip/codec.h"
-#include "evlog.h"
+#include "service/evlog.h"
 #include "nn/nn.h"
-#include "options.h"
-#include "view.h"
+#include "config/options.h"
+#include "cluster/view.h"
+#include "train/handoff.h"
 #include "gossip/schedule.h"
 
 /* A lie every 25 ms to each peer (a step takes ~20-100 ms here); our
@@ -117,7 +118,8 @@ static void make_lie(struct hostile *h, int a, size_t lo, size_t count)
  * which the encoder itself refuses to write). 0 or a GOSSIP_E* code. */
 static int encode_lie(struct hostile *h, int a, uint64_t step, size_t *len)
 {
-        const struct gossip_plan_cfg *p = node_handoff_plan(h->c->h);
+        const struct gossip_plan_cfg *p =
+            node_handoff_plan(node_cluster_handoff(h->c));
         size_t lo, count;
         uint32_t part = gossip_plan_slice(p, step, &lo, &count);
         int rc;
@@ -140,19 +142,22 @@ static int encode_lie(struct hostile *h, int a, uint64_t step, size_t *len)
 static uint64_t our_turn(struct hostile *h, const uint8_t *key, uint64_t from,
                          uint64_t span)
 {
-        struct node_cluster *c = h->c;
+        struct node_view *v = node_cluster_view(h->c);
 
-        /* the receiver's own check (node/view.h), asked for us as sender */
+        /* the receiver's own check (node/cluster/view.h), asked for us as
+         * sender */
         for (uint64_t t = from; t < from + span; t++)
-                if (gossip_plan_due(node_handoff_plan(c->h), t) &&
-                    node_view_is_sender(&c->view, t, c->pk, key))
+                if (gossip_plan_due(
+                        node_handoff_plan(node_cluster_handoff(h->c)), t) &&
+                    node_view_is_sender(v, t, v->pk, key))
                         return t;
         return UINT64_MAX;
 }
 
 static void push(struct hostile *h, const struct gossip_member_info *m, int a)
 {
-        const struct gossip_plan_cfg *p = node_handoff_plan(h->c->h);
+        const struct gossip_plan_cfg *p =
+            node_handoff_plan(node_cluster_handoff(h->c));
         uint64_t steps[2], k = p->avg_every ? p->avg_every : 1;
         size_t len;
 
@@ -171,8 +176,9 @@ static void push(struct hostile *h, const struct gossip_member_info *m, int a)
                 if (steps[i] == UINT64_MAX)
                         continue;
                 if (encode_lie(h, a, steps[i], &len) == 0 &&
-                    gossip_send_app(h->c->g, m->key, GOSSIP_APP_PARAMS,
-                                    steps[i], h->buf, len) == 0) {
+                    gossip_send_app(node_cluster_view(h->c)->g, m->key,
+                                    GOSSIP_APP_PARAMS, steps[i], h->buf,
+                                    len) == 0) {
                         h->sent[a]++;
                         h->sent_partner[a] += i == 1;
                 }
@@ -187,15 +193,15 @@ static void on_tick(uv_timer_t *t)
         size_t n = 0;
         int a;
 
-        mi = node_view_members(&h->c->view, &n);
+        mi = node_view_members(node_cluster_view(h->c), &n);
         for (size_t i = 1; mi && i < n; i++)
                 if (mi[i].state == GOSSIP_ALIVE && mi[i].step > newest)
                         newest = mi[i].step;
         /* learn the trained model from what the honest nodes send us */
-        node_handoff_average(h->c->h, newest, h->copy, h->n);
+        node_handoff_average(node_cluster_handoff(h->c), newest, h->copy, h->n);
         if (h->once_at && (h->fired || newest < h->once_at)) {
                 free(mi);
-                node_cluster__arm(h->c);
+                node_cluster_rearm(h->c);
                 return;
         }
         h->fired = 1;
@@ -209,7 +215,7 @@ static void on_tick(uv_timer_t *t)
                 if (mi[i].state == GOSSIP_ALIVE)
                         push(h, &mi[i], a);
         free(mi);
-        node_cluster__arm(h->c);
+        node_cluster_rearm(h->c);
 }
 
 static void on_end(uv_timer_t *t)

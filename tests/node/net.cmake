@@ -1,11 +1,11 @@
 # Transport, control socket and metrics tests (nodenet). They compile the
 # three modules straight from node/ into a small library so that they build
 # and run even while other parts of gn_node are mid-change.
-set(GN_NODENET_SRC ${PROJECT_SOURCE_DIR}/node/net.c
-                   ${PROJECT_SOURCE_DIR}/node/tcpinfo.c)
+set(GN_NODENET_SRC ${PROJECT_SOURCE_DIR}/node/net/net.c
+                   ${PROJECT_SOURCE_DIR}/node/net/tcpinfo.c)
 foreach(f ctl.c metrics.c version.c)
-  if(EXISTS ${PROJECT_SOURCE_DIR}/node/${f})
-    list(APPEND GN_NODENET_SRC ${PROJECT_SOURCE_DIR}/node/${f})
+  if(EXISTS ${PROJECT_SOURCE_DIR}/node/service/${f})
+    list(APPEND GN_NODENET_SRC ${PROJECT_SOURCE_DIR}/node/service/${f})
   endif()
 endforeach()
 add_library(gn_nodenet_t STATIC ${GN_NODENET_SRC})

@@ -21,8 +21,8 @@
 
 #include "base/gn_rng.h"
 #include "test_seed.h"
-#include "evlog.h"
-#include "options.h"
+#include "service/evlog.h"
+#include "config/options.h"
 
 static uint64_t g_seed;
 

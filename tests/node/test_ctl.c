@@ -1,5 +1,5 @@
 /*
- * test_ctl.c - the control socket server (node/ctl.c) over a real Unix
+ * test_ctl.c - the control socket server (node/service/ctl.c) over a real Unix
  * socket.
  *
  * The server runs on the main thread's libuv loop; a client thread uses
@@ -36,7 +36,7 @@
 #include "test_tmpdir.h"
 #include "base/gn_rng.h"
 #include "test_seed.h"
-#include "ctl.h"
+#include "service/ctl.h"
 
 static uint64_t g_seed;
 static struct node_ctl *g_ctl; /* for the "quit" command */

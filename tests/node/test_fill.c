@@ -26,10 +26,10 @@
 #include <cmocka.h>
 
 #include "nn/data.h"
-#include "handoff.h"
+#include "train/handoff.h"
 #include "nn/nn.h"
-#include "options.h"
-#include "trainer.h"
+#include "config/options.h"
+#include "train/trainer.h"
 
 static const char *data_dir = "/usr/share/datasets/fashion-mnist";
 

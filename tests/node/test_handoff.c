@@ -1,6 +1,6 @@
 /*
  * test_handoff.c - the box between the loop and the training thread
- * (node/handoff.c), driven from both sides.
+ * (node/train/handoff.c), driven from both sides.
  *
  * Shows: a ring slot's state decides what a peer's slice of its round is
  * averaged against, read from the floats it leaves: FILLING (the
@@ -31,7 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "handoff.h"
+#include "train/handoff.h"
 
 enum {
         NPARAMS = 64, /* two slices of 32 */

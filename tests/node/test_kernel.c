@@ -1,5 +1,6 @@
 /*
- * test_kernel.c - node/kernel.c: the BLIS kernel set chosen by measurement.
+ * test_kernel.c - node/train/kernel.c: the BLIS kernel set chosen by
+ * measurement.
  *
  * Checks that a probe caches its choice and a later start reuses it (the
  * cached name is swapped for another one, so a re-probe could not pass);
@@ -27,7 +28,7 @@
 
 #include <cmocka.h>
 
-#include "kernel.h"
+#include "train/kernel.h"
 #include "nn/nn.h"
 #include "test_tmpdir.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_metrics.c - the Prometheus writers and the /metrics HTTP server
- * (node/metrics.c).
+ * (node/service/metrics.c).
  *
  * Writers: exact output for families, labels (escaping), NaN/Inf, and the
  * errors (bad names, a counter without _total). Server: a real TCP client
@@ -31,7 +31,7 @@
 
 #include "test_uv.h"
 #include "test_seed.h"
-#include "metrics.h"
+#include "service/metrics.h"
 
 static uint64_t g_seed;
 

@@ -1,5 +1,5 @@
 /*
- * test_net.c - the transport (node/net.c) on real sockets on 127.0.0.1.
+ * test_net.c - the transport (node/net/net.c) on real sockets on 127.0.0.1.
  *
  * Two transports on ephemeral ports exchange datagrams and 2 MB stream
  * frames both ways, byte-exact and in order; an oversize length prefix is
@@ -39,7 +39,7 @@
 #include "test_uv.h"
 #include "base/gn_rng.h"
 #include "test_seed.h"
-#include "net.h"
+#include "net/net.h"
 
 #define WATCHDOG_MS 20000
 

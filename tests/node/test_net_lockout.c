@@ -3,7 +3,7 @@
  * out of its exchange (issue 11, item 3: the lockout Must-show).
  *
  * Two honest endpoints, A (the victim) and B, on 127.0.0.1 exchange signed
- * wire frames (gossip_wire_encode) through node/net.c: every PACE_MS B
+ * wire frames (gossip_wire_encode) through node/net/net.c: every PACE_MS B
  * sends A a frame, A answers B. A's transport checks each inbound
  * connection's first frame with gossip_wire_authenticate() against a
  * keyring holding B's key - the seam the daemon wires to
@@ -44,7 +44,7 @@
 
 #include <sodium.h>
 
-#include "net.h"
+#include "net/net.h"
 #include "gossip/wire.h"
 
 enum {

@@ -1,8 +1,8 @@
 /*
  * test_service.c - what gossipnode does as a system service: the config
- * file (node/conffile.c: values, the command line winning, every kind of
+ * file (node/config/conffile.c: values, the command line winning, every kind of
  * bad line named by its number), systemd's notify datagrams and watchdog
- * policy (node/sdnotify.c, against a real AF_UNIX socket), journald
+ * policy (node/service/sdnotify.c, against a real AF_UNIX socket), journald
  * priority prefixes, and the event log reopened after logrotate moved it.
  */
 #define _DEFAULT_SOURCE 1 /* mkdtemp, struct sockaddr_un */
@@ -22,10 +22,10 @@
 
 #include <cmocka.h>
 
-#include "conffile.h"
-#include "evlog.h"
-#include "options.h"
-#include "sdnotify.h"
+#include "config/conffile.h"
+#include "service/evlog.h"
+#include "config/options.h"
+#include "service/sdnotify.h"
 
 static char g_dir[64];
 /* every file the tests make in g_dir, removed at the end */

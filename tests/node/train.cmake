@@ -1,10 +1,10 @@
-# The daemon's training side (node/options.c, evlog.c, trainer.c, daemon.c,
+# The daemon's training side (node/config/options.c, evlog.c, trainer.c, daemon.c,
 # main.c): option parsing and the event log as a unit test, the binary's
 # error paths, training, resume and determinism as process-level tests.
 gn_add_test(NAME test_cli_options
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_options.c
             LIBS gn_node gn::cmocka LABELS unit)
-# test_kernel: BLIS's kernel set chosen by measurement (node/kernel.c):
+# test_kernel: BLIS's kernel set chosen by measurement (node/train/kernel.c):
 # cached and reused, foreign cache lines ignored, overrides.
 gn_add_test(NAME test_kernel
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_kernel.c

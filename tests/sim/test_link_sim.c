@@ -9,7 +9,7 @@
  *
  * The transport's view of a message: queued when xsim puts it on the link;
  * its write completes when its last byte leaves the sender (tx end: with
- * the kernel's unsent queue kept short, node/net.c), noticed by the loop
+ * the kernel's unsent queue kept short, node/net/net.c), noticed by the loop
  * up to JITTER_US later (seeded); queued behind it = the messages already
  * queued then and not completed; RTT = the modelled round trip. Bytes are
  * the link's own (frame overhead included), so the known goodput is

@@ -71,7 +71,7 @@ struct xnode {
         uint32_t acc_n;
         float acc_g;
         struct gossip_plan_wait w;
-        struct gossip_plan_health health; /* fed as node/handoff.c does */
+        struct gossip_plan_health health; /* fed as node/train/handoff.c does */
         int health_changes;
         /* membership view: members not known dead or left, ascending */
         uint8_t *gone;
@@ -358,7 +358,7 @@ static void optimizer_step(struct xsim *x, struct xnode *nd)
 }
 
 /* e. average in what arrived, as the plan judges it (gossip_plan_judge,
- * the call node/handoff.c makes): in the rule's order, the last arrival
+ * the call node/train/handoff.c makes): in the rule's order, the last arrival
  * first. */
 static void apply_inbox(struct xsim *x, struct xnode *nd)
 {
@@ -417,7 +417,7 @@ static void params_ready(struct xsim *x, struct xnode *nd)
 {
         apply_inbox(x, nd);
         if (!x->o.no_catch_up) {
-                /* as node/handoff.c: never into the run's last steps */
+                /* as node/train/handoff.c: never into the run's last steps */
                 uint64_t skip =
                     gossip_plan_catch_up(&x->cfg, nd->t, nd->vn, &nd->leads);
 

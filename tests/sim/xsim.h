@@ -37,7 +37,7 @@
  *   d. PARAMS phase: ask the plan until READY; TRAIN_MORE runs one extra
  *      batch, folded into the next step;
  *   e. average in every slice received as gossip_plan_judge says (the
- *      rule node/handoff.c calls); then, at a round's end, skip to the
+ *      rule node/train/handoff.c calls); then, at a round's end, skip to the
  *      partners' pace if every recent one is far ahead
  *      (gossip_plan_catch_up, fed with each arrival's lead).
  *
@@ -141,7 +141,7 @@ struct xsim_opts {
 };
 
 /* Node i's verdict on its exchange (gossip_plan_health, fed with the same
- * outcomes as node/handoff.c feeds it) and how often it changed. */
+ * outcomes as node/train/handoff.c feeds it) and how often it changed. */
 const struct gossip_plan_health *xsim_health(const struct xsim *x, size_t i,
                                              int *changes);
 

@@ -4,9 +4,9 @@
  *
  * Pure: the caller passes the measured uplink goodput and its own step
  * time; no clocks, sockets or threads. The loop thread asks
- * gossip_adapt_choose() at most every 250 ms (node/exchange.c) and
+ * gossip_adapt_choose() at most every 250 ms (node/cluster/exchange.c) and
  * the box applies a new K at the next step that ends a round under both
- * the old and the new K (node/handoff.c), so every slice keeps the step
+ * the old and the new K (node/train/handoff.c), so every slice keeps the step
  * arithmetic of gossip/plan.h.
  *
  * The rule (docs/design.md, "Adapting to the link"):

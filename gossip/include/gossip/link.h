@@ -3,7 +3,7 @@
  * round-trip time (microseconds) taken from the real traffic, for the
  * exchange to adapt what it sends to the link it has (issue 12).
  *
- * Pure: no sockets, clocks or threads. The caller (node/net.c, or a
+ * Pure: no sockets, clocks or threads. The caller (node/net/net.c, or a
  * virtual-time test) owns one struct gossip_link per destination and
  * passes every time in as microseconds of one monotonic clock.
  *

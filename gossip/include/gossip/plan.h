@@ -190,7 +190,7 @@ int gossip_plan_slice_use(const struct gossip_plan_cfg *c, uint64_t t,
 /* ---- the slices that arrived, judged together -----------------------
  *
  * The trainer averages every slice that arrived since its last average at
- * once (node/handoff.c; tests/sim/xsim.c runs the same call in virtual
+ * once (node/train/handoff.c; tests/sim/xsim.c runs the same call in virtual
  * time). The rule, at our step t:
  *   - the last to arrive is judged first: of two slices of one part the
  *     fresher is averaged and answers the older (ANSWERED);

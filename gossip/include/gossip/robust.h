@@ -8,8 +8,8 @@
  *
  *   who     the caller accepts a contribution only from the member the
  *           GossipGraD schedule names as our sender for its step
- *           (node/exchange.c), and only within the step window
- *           (gossip_plan_slice_use, node/handoff.c);
+ *           (node/cluster/exchange.c), and only within the step window
+ *           (gossip_plan_slice_use, node/train/handoff.c);
  *   how far d = RMS(theirs - mine), the per-element root mean square of the
  *           difference against our own copy (of the same step when we
  *           hold it). The radius is MULT x the running median of the

@@ -95,7 +95,7 @@ void nn_gemm(int transa, int transb, int m, int n, int k, float alpha,
  * A BLIS build carries several kernel sets ("sub-configurations": skx,
  * zen3, haswell, ...) and picks one at its initialisation from CPUID, or
  * from the environment variable BLIS_ARCH_TYPE, which BLIS 0.9 reads once,
- * as a NUMBER (nn_blis_arch_id gives it).  node/kernel.c times the
+ * as a NUMBER (nn_blis_arch_id gives it).  node/train/kernel.c times the
  * candidates in child processes and sets the fastest before nn_lib_init. */
 
 /* Number of sub-configuration ids (0 .. count-1; not all compiled in). */

@@ -17,7 +17,7 @@
  * with every label below the model's class count.
  *
  * Pure: no threads, clocks or I/O; randomness from the seed given at init.
- * Not thread-safe: the caller locks (node/shuffle.c).
+ * Not thread-safe: the caller locks (node/train/shuffle.c).
  */
 #ifndef NN_RESERVOIR_H
 #define NN_RESERVOIR_H

@@ -85,7 +85,7 @@ def run_gossip(a, part, extra, build=None):
     rc = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode
     evs = [evals_of(os.path.join(work, "node%d" % i, "events.jsonl"))
            for i in range(4)]
-    # model-health rollbacks (node/trainer.c), counted from the logs
+    # model-health rollbacks (node/train/trainer.c), counted from the logs
     rb = 0
     for i in range(4):
         try:

@@ -1,5 +1,5 @@
 /*
- * net_echo.c - a small program around node/net.c for the network-namespace
+ * net_echo.c - a small program around node/net/net.c for the network-namespace
  * test (netns_net.sh): one process per namespace, real addresses, real
  * veth links, iptables drops and tbf rate caps.
  *
@@ -30,7 +30,7 @@
 #include "test_uv.h"
 #include "test_seed.h"
 #include "base/gn_endian.h"
-#include "net.h"
+#include "net/net.h"
 
 enum {
         PING_PAD = 1024,        /* bytes of a ping frame */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# netns_net.sh - the transport (node/net.c) between two network namespaces.
+# netns_net.sh - the transport (node/net/net.c) between two network namespaces.
 #
 # Creates namespaces A and B joined by a veth pair (10.231.0.1/24 in A,
 # 10.231.0.2/24 in B; those addresses exist only inside the namespaces),

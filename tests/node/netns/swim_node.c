@@ -1,7 +1,7 @@
 /*
  * swim_node.c - one membership-only node for the network-namespace
  * partition test (netns_swim.sh): the protocol core (gossip/) on the real
- * transport (node/net.c), nothing else.
+ * transport (node/net/net.c), nothing else.
  *
  * Usage: swim_node SELF ADDR0 ADDR1 ... (ADDR = A.B.C.D:PORT)
  * Node i's key comes from the seed byte i + 1 (every node derives every
@@ -25,7 +25,7 @@
 #include <uv.h>
 
 #include "gossip/gossip.h"
-#include "net.h"
+#include "net/net.h"
 #include "gossip/wire.h"
 
 #define MAXN 16

@@ -1,0 +1,88 @@
+/*
+ * cluster_private.h - the cluster's own state, shared by the files that
+ * make up struct node_cluster's rooms. Not for anyone else: the rest of
+ * node/ uses cluster.h, and the training thread only node/train/handoff.h.
+ *
+ *   cluster.c           membership and lifecycle: key and peers files, the
+ *                       transport, the protocol timer, joins, leave,
+ *                       SIGHUP reloads, member changes; creates and owns
+ *                       the exchange, the join and the view below
+ *   cluster_report.c    control-socket replies (members, stats, join,
+ *                       force-leave)
+ *   cluster_metrics.c   the Prometheus families (/metrics)
+ *
+ * Objects with a struct of their own, owned here and reached only
+ * through their headers: the exchange (exchange.h: codecs, adaptation,
+ * per-peer table, counters, the box), the state transfer of a live join
+ * (join.h) and the membership as the rooms read it (view.h: member
+ * copies, names, partner choice).
+ *
+ * Calls go one way (tests/node/test_layering.py): cluster_report.c and
+ * cluster_metrics.c may call cluster.c; cluster.c calls neither; the
+ * exchange, the join and the view call no cluster*.c file. Every field
+ * here belongs to the loop thread, except those fixed at open. Internal
+ * calls between the rooms carry a double underscore.
+ */
+#ifndef NODE_CLUSTER_PRIVATE_H
+#define NODE_CLUSTER_PRIVATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "cluster/cluster.h"
+#include "cluster/exchange.h"
+#include "gossip/gossip.h"
+#include "gossip/adapt.h"
+#include "gossip/codec.h"
+#include "train/handoff.h"
+#include "cluster/join.h"
+#include "net/net.h"
+#include "ident/peers.h"
+#include "cluster/view.h"
+
+struct node_cluster {
+        /* fixed at open */
+        uv_loop_t *loop;
+        const struct node_options *o;
+        struct node_evlog *ev;
+        uint8_t pk[GOSSIP_KEY_BYTES];
+        char name[GOSSIP_NAME_MAX];
+        int listed; /* our key has a line in the peers file */
+        struct gossip_addr listen;
+        struct gossip_addr advertised; /* told in membership, never a
+                                          wildcard (node_addr_advertised) */
+        size_t nparams;
+        uint64_t start_ms;
+        struct node_exchange *ex; /* the exchange, ours */
+        struct node_handoff *h;   /* the exchange's box, shared with the
+                                     trainer (node_exchange_box) */
+        /* lifecycle (cluster.c) */
+        uv_timer_t tick, join_timer, linger;
+        uv_async_t async; /* the trainer posted something */
+        int open_handles;
+        struct node_net *net;
+        struct gossip *g;
+        struct node_peer *peers;
+        size_t npeers;
+        struct node_view view; /* members and partner choice */
+        struct node_join join; /* state transfer for a live join */
+        int leaving, closing;
+        void (*leave_done)(void *);
+        void *leave_arg;
+};
+
+/* cluster.c */
+uint64_t node_cluster__unix_ms(void);
+/* Set the protocol timer to gossip_next_deadline() (after anything that
+ * may have moved it). */
+void node_cluster__arm(struct node_cluster *c);
+
+/* cluster_metrics.c: the i-th transport refusal, its name (as in
+ * rejects_total and in the stats reply's "net") and *count; NULL past the
+ * last. */
+const char *node_cluster__net_reject(size_t i, const struct node_net_stats *ns,
+                                     uint64_t *count);
+
+#endif

@@ -1,0 +1,1428 @@
+/*
+ * trainer.c - one node's training loop: data, model, optimizer, schedule,
+ * evaluation, checkpoints and stop criteria.
+ *
+ * The test set is converted to floats once at start (10000 Fashion-MNIST
+ * images: 31 MB) so that evaluations cost forward passes only; the training
+ * shard stays bytes and the batcher converts one batch at a time.
+ *
+ * Checkpoints carry, besides what nn/checkpoint.h stores, a small metadata
+ * blob (struct ckpt_meta below, little-endian) with the batcher position
+ * and the shard, so a resumed run continues the same epoch at the same
+ * sample instead of re-reading the start of the shard.
+ *
+ * In a cluster the training thread owns the exchange's side of each step
+ * (exchange_*() below): it posts to the hand-off box, asks the exchange
+ * plan, and trains extra batches, makes snapshots or waits as the plan
+ * says; nobody calls back into it.
+ *
+ * The counters read by other threads live under stats_lock; everything
+ * else belongs to the training thread while it runs. The training thread
+ * is the only writer of those counters, so it reads them without the
+ * lock.
+ *
+ * Over 800 lines on purpose: it is one thread's whole life (set-up, the
+ * step with both exchange points, evaluation, checkpoints, stop), and a
+ * newcomer reads a step top to bottom here; the policy it obeys is in
+ * gossip/plan.c and the box in node/train/handoff.c.
+ */
+#define _GNU_SOURCE 1 /* RUSAGE_THREAD */
+#include "train/trainer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "nn/checkpoint.h"
+#include "nn/data.h"
+#include "service/evlog.h"
+#include "base/gn_endian.h"
+#include "base/gn_errbuf.h"
+#include "base/gn_rng.h"
+#include "train/handoff.h"
+#include "gossip/plan.h"
+#include "nn/reservoir.h"
+#include "gossip/robust.h"
+#include "train/shuffle.h"
+
+/* Tunables. */
+enum {
+        /* Step-schedule decay: halve the rate every this many epochs. A
+         * short run on a Pi sees few epochs; 0.1 per epoch would stall it. */
+        TRAINER_STEP_EPOCHS = 1,
+        /* Evaluation batch (forward only; the model is reserved for the
+         * larger of this and --batch once, so no step allocates). */
+        TRAINER_EVAL_BATCH = 1000,
+        /* Quasi-global momentum: what averaging moved the model between
+         * two steps feeds the buffer at most 3x the local step (per unit
+         * rate). Unbounded, a liar's accepted slices were amplified
+         * (test_hostile: 57% against 83% clean) and a cluster with
+         * --avg-every 10 diverged late in its cosine schedule, where the
+         * rate is small and the averaging is not (test_cluster_churn);
+         * 3 passes both and learns as much on skewed data as unbounded
+         * (docs/learning.md, "Momentum that follows the averaged model"). */
+        TRAINER_QG_BOUND = 3,
+        /* Metadata blob version (meta_encode). 2 added the optimizer
+         * state's kind; a version-1 blob is still read. */
+        TRAINER_META_VERSION = 2,
+        TRAINER_META_LEN_V1 = 4 + 4 + 8 + 4 + 4 + 4 + 8,
+        TRAINER_META_LEN = TRAINER_META_LEN_V1 + 4,
+        /* Model health: an in-memory snapshot of parameters and optimizer
+         * state every this many healthy steps, the one a broken model is
+         * rolled back to. 10 steps: a peer that poisons every averaging
+         * round (every K = 10 steps in the cluster tests) must not send us
+         * back further than the progress made since; the copy (2 x the
+         * model, 3 MB for the MLP) every 10 steps is under 0.1% of them. */
+        TRAINER_HEALTH_SNAP_EVERY = 10,
+        /* Step losses recorded before the explosion test applies. */
+        TRAINER_HEALTH_WARMUP = 8,
+        /* Rollbacks in a row after which the run ends with an error: the
+         * snapshot itself does not train (never keep a broken model). */
+        TRAINER_HEALTH_MAX_ROLLBACKS = 200,
+};
+/* A step's loss above this many times the running median of recent healthy
+ * step losses is an explosion: cross-entropy over 10 classes is 2.3 for a
+ * uniform guess and batches of one model differ by well under 2x, while a
+ * model pushed x10 or to 1e30 scores tens to Inf. */
+#define TRAINER_HEALTH_LOSS_FACTOR 10.0f
+/* Only losses up to this many times the median enter it, and a snapshot is
+ * taken only after such a step: a model poisoned a little at a time can
+ * then not raise the reference it is judged against (boiling frog). */
+#define TRAINER_HEALTH_RECORD_FACTOR 2.0f
+/* ... and, in units of ln(classes) (the loss of a uniform guess), what an
+ * explosion must exceed besides (2x: worse than guessing) and what is
+ * always a healthy reference (0.5x). Without these floors a node on skewed
+ * data (2 classes of its own: losses of 0.01) called every average with
+ * its peers, who know the other classes, an explosion and rolled it back
+ * (1244 rollbacks in a run, nodes ending on 200 in a row; issue 14's
+ * skew benchmark). */
+#define TRAINER_HEALTH_FLOOR_CHANCE  2.0f
+#define TRAINER_HEALTH_RECORD_CHANCE 0.5f
+#define TRAINER_STEP_GAMMA           0.5f
+#define TRAINER_COSINE_FLOOR         0.01f /* min_lr as a fraction of base_lr */
+static const char trainer_meta_magic[4] = {'G', 'N', 'T', 'R'};
+
+struct node_trainer {
+        const struct node_options *o;
+        const struct node_trainer_hooks *h;
+        struct node_trainer_hooks no_hooks;
+        struct node_handoff *box; /* the exchange; NULL: training alone */
+        struct node_evlog *ev;
+
+        struct nn_dataset train_all, shard, test;
+        struct nn_batcher batcher;
+        float *x, *test_x;
+        uint8_t *y;
+        struct nn_model *model;
+        struct nn_optim *optim;
+        struct nn_lr_schedule lr;
+        char spec[NN_SPEC_MAX];
+        size_t nparams, nopt;
+        uint64_t steps_per_epoch;
+        char ckpt_path[4096];
+
+        uint64_t step, start_step;
+        uint32_t peers_at_start;
+        uint32_t batch_epoch; /* 1-based epoch of the last batch trained */
+        int resumed;
+        double t_start; /* monotonic seconds at run start */
+        double last_eval_acc;
+        uint64_t last_eval_step;
+        /* Seconds on the training thread: train_s = every step, hooks
+         * (gradient hand-off, merge, averaging) included, evaluation and
+         * checkpoints excluded; compute_s = the local part of a step
+         * (batch, forward/backward, optimizer). compute_s / train_s is the
+         * node's compute efficiency. */
+        double train_s, compute_s;
+        /* --fill-batches: the gradient sum (weighted by batch size) of
+         * the extra batches trained since the last step, acc_n samples;
+         * their loss and hits wait here for the next step's windows. */
+        float *gacc;
+        uint32_t fill_size; /* samples per extra batch */
+        uint64_t acc_n;
+        double acc_loss;
+        uint64_t acc_correct, acc_batches;
+
+        /* Model health (training thread): the last good snapshot and the
+         * running median of healthy step losses. */
+        float *good_params, *good_opt;
+        uint64_t good_step;
+        int loss_ok;            /* the last step's loss was recorded */
+        uint32_t rollbacks_run; /* rollbacks since the last healthy step */
+        struct gossip_robust_stat losses;
+
+        /* --shuffle-samples (node/train/shuffle.h; NULL: off): staging for the
+         * reservoir samples of a batch and for our outgoing ones */
+        struct node_shuffle *shuf;
+        uint8_t *shuf_img, *shuf_lab, *shuf_out;
+        uint32_t *shuf_idx;
+        uint64_t shuf_rng;
+
+        atomic_int stop_flag;
+        pthread_t thread;
+        int thread_started;
+        int run_rc;
+
+        pthread_mutex_t stats_lock;
+        struct node_train_stats st;
+        char errmsg[512];
+};
+
+static double mono_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const char *node_trainer_reason_name(int reason)
+{
+        static const char *names[] = {"none",   "steps",  "epochs", "time",
+                                      "target", "signal", "error",  "cluster"};
+
+        if (reason < 0 || reason > NODE_STOP_CLUSTER)
+                return "none";
+        return names[reason];
+}
+
+/* ---- checkpoint metadata ------------------------------------------------ */
+
+/* magic, version, batcher epoch, pos, shard i, shard n, samples, and
+ * (version 2) the kind of the optimizer state, enum nn_optim_state_kind */
+static void meta_encode(const struct node_trainer *t, uint8_t *m)
+{
+        memcpy(m, trainer_meta_magic, 4);
+        gn_le32_put(m + 4, TRAINER_META_VERSION);
+        gn_le64_put(m + 8, t->batcher.epoch);
+        gn_le32_put(m + 16, t->batcher.pos);
+        gn_le32_put(m + 20, t->o->shard_i);
+        gn_le32_put(m + 24, t->o->shard_n);
+        gn_le64_put(m + 28, t->st.samples);
+        gn_le32_put(m + 36, (uint32_t)nn_optim_state_kind(t->optim));
+}
+
+/* The metadata version of a checkpoint if the blob is ours, else 0. */
+static uint32_t meta_version(const struct nn_checkpoint *ck)
+{
+        const uint8_t *m = ck->meta;
+        uint32_t v;
+
+        if (ck->meta_len < TRAINER_META_LEN_V1 ||
+            memcmp(m, trainer_meta_magic, 4) != 0)
+                return 0;
+        v = gn_le32_get(m + 4);
+        if ((v == 1 && ck->meta_len == TRAINER_META_LEN_V1) ||
+            (v == 2 && ck->meta_len == TRAINER_META_LEN))
+                return v;
+        return 0;
+}
+
+/* The kind of a checkpoint's optimizer state: as its metadata says, or,
+ * from before the field (only local momentum and Adam then), by length. */
+static enum nn_optim_state_kind meta_state_kind(const struct node_trainer *t,
+                                                const struct nn_checkpoint *ck)
+{
+        if (meta_version(ck) >= 2)
+                return (enum nn_optim_state_kind)gn_le32_get(ck->meta + 36);
+        if (ck->n_opt == 0)
+                return NN_OPTIM_STATE_NONE;
+        return ck->n_opt == t->nparams ? NN_OPTIM_STATE_VELOCITY
+                                       : NN_OPTIM_STATE_ADAM;
+}
+
+/* Position the batcher from a checkpoint's metadata if it is ours and the
+ * shard matches; otherwise start at the checkpoint's epoch. */
+static void meta_apply(struct node_trainer *t, const struct nn_checkpoint *ck)
+{
+        const uint8_t *m = ck->meta;
+        uint64_t epoch = ck->epoch;
+        uint32_t pos = 0;
+
+        if (meta_version(ck) != 0 && gn_le32_get(m + 20) == t->o->shard_i &&
+            gn_le32_get(m + 24) == t->o->shard_n) {
+                epoch = gn_le64_get(m + 8);
+                pos = gn_le32_get(m + 16);
+        }
+        if (pos > t->shard.n)
+                pos = 0;
+        /* nn_batcher_seek() sets the completed-epoch count itself (one
+         * more when pos is at the very end of an epoch). */
+        nn_batcher_seek(&t->batcher, epoch, pos);
+}
+
+static void fill_ckpt(struct node_trainer *t, struct nn_checkpoint *ck,
+                      uint8_t *meta)
+{
+        meta_encode(t, meta);
+        memset(ck, 0, sizeof(*ck));
+        ck->spec = t->spec;
+        ck->step = t->step;
+        ck->epoch = nn_batcher_epoch(&t->batcher);
+        ck->seed = t->o->seed;
+        ck->params = nn_model_params(t->model);
+        ck->n_params = t->nparams;
+        ck->opt = nn_optim_state(t->optim);
+        ck->n_opt = t->nopt;
+        ck->meta = meta;
+        ck->meta_len = TRAINER_META_LEN;
+}
+
+int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len)
+{
+        struct nn_checkpoint ck;
+        uint8_t meta[TRAINER_META_LEN];
+        size_t cap;
+        void *p;
+        int rc;
+
+        fill_ckpt(t, &ck, meta);
+        /* A state crosses a link to a joining peer: quasi-global momentum
+         * goes as its buffer m alone, as a local-momentum velocity (the
+         * receiver's last parameters are the ones it takes, which is what
+         * nn_optim_load_state converts to), a third fewer bytes: 3.3 MB
+         * instead of 4.9 MB for the default MLP, over a 10 Mbit/s uplink
+         * 1.3 s less. The checkpoint file keeps the whole state. */
+        if (nn_optim_state_kind(t->optim) == NN_OPTIM_STATE_QUASI_GLOBAL) {
+                ck.n_opt = t->nparams;
+                gn_le32_put(meta + 36, (uint32_t)NN_OPTIM_STATE_VELOCITY);
+        }
+        cap = nn_checkpoint_encoded_size(&ck);
+        if (!cap)
+                return NN_EINVAL;
+        p = malloc(cap);
+        if (!p)
+                return NN_ENOMEM;
+        rc = nn_checkpoint_encode(&ck, p, cap, len);
+        if (rc) {
+                free(p);
+                return rc;
+        }
+        *buf = p;
+        return 0;
+}
+
+static int save_checkpoint(struct node_trainer *t)
+{
+        struct nn_checkpoint ck;
+        uint8_t meta[TRAINER_META_LEN];
+        char err[512];
+        int rc;
+
+        if (!t->o->checkpoint_dir)
+                return 0;
+        fill_ckpt(t, &ck, meta);
+        rc = nn_checkpoint_save(t->ckpt_path, &ck, err, sizeof(err));
+        if (rc)
+                node_log(NODE_LOG_ERROR, "checkpoint: %s", err);
+        else
+                node_log(NODE_LOG_DEBUG, "checkpoint: step %llu -> %s",
+                         (unsigned long long)t->step, t->ckpt_path);
+        return rc;
+}
+
+/* A state kind (the optimizer it belongs to) in the log. */
+static const char *state_kind_name(enum nn_optim_state_kind k)
+{
+        static const char *names[] = {"plain SGD", "SGD momentum",
+                                      "SGD quasi-global momentum", "Adam"};
+
+        return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k]
+                                                              : "unknown";
+}
+
+/* Take over params, optimizer state and step from a decoded checkpoint
+ * (ours from disk, or a peer's). It must match the model (checked). */
+static int adopt_state(struct node_trainer *t, const struct nn_checkpoint *ck,
+                       const char *name, char *err, size_t errlen)
+{
+        int rc;
+
+        rc = nn_checkpoint_check(ck, t->spec, t->nparams, UINT64_MAX, name, err,
+                                 errlen);
+        if (rc)
+                return rc;
+        /* the state may be of the other SGD momentum kind (converted) */
+        if (nn_optim_load_state(t->optim, meta_state_kind(t, ck), ck->opt,
+                                ck->n_opt, ck->params)) {
+                snprintf(err, errlen,
+                         "%s: its optimizer state (%s, %llu floats) does "
+                         "not fit this optimizer (%s; --optimizer, "
+                         "--momentum-kind)",
+                         name, state_kind_name(meta_state_kind(t, ck)),
+                         (unsigned long long)ck->n_opt,
+                         state_kind_name(nn_optim_state_kind(t->optim)));
+                return NN_EMISMATCH;
+        }
+        memcpy(nn_model_params(t->model), ck->params,
+               t->nparams * sizeof(float));
+        nn_optim_set_steps(t->optim, ck->step);
+        t->step = t->start_step = ck->step;
+        return 0;
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+static int setup_data(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        size_t ss;
+        int rc;
+
+        rc = nn_dataset_load_dir(o->data_dir, 1, &t->train_all, err, errlen);
+        if (rc)
+                return rc;
+        rc = nn_dataset_load_dir(o->data_dir, 0, &t->test, err, errlen);
+        if (rc)
+                return rc;
+        rc = nn_dataset_partition(&t->train_all, &o->partition, (int)o->shard_i,
+                                  (int)o->shard_n, &t->shard);
+        if (rc || t->shard.n == 0)
+                return gn_fail(err, errlen, NN_EINVAL,
+                               "--shard %u/%u with --partition: this node's "
+                               "part of the %u samples is empty",
+                               o->shard_i, o->shard_n, t->train_all.n);
+        rc = nn_batcher_init(&t->batcher, &t->shard, o->seed);
+        if (rc)
+                return gn_fail(err, errlen, rc, "batcher: %s", nn_strerror(rc));
+        ss = nn_dataset_sample_size(&t->test);
+        t->x = malloc((size_t)o->batch * ss * sizeof(float));
+        t->y = malloc(o->batch);
+        t->test_x = malloc((size_t)t->test.n * ss * sizeof(float));
+        if (!t->x || !t->y || !t->test_x)
+                return gn_fail(err, errlen, NN_ENOMEM, "out of memory");
+        nn_data_to_float(t->test.images, (size_t)t->test.n * ss, t->test_x);
+        t->steps_per_epoch = (t->shard.n + o->batch - 1) / o->batch;
+        return 0;
+}
+
+static int setup_model(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        struct nn_optim_config oc = {0};
+        int rc, c = (int)t->train_all.channels, h = (int)t->train_all.rows,
+                w = (int)t->train_all.cols;
+
+        rc = nn_model_create(o->model, c, h, w, o->seed, &t->model);
+        if (rc)
+                return gn_fail(err, errlen, rc,
+                               "--model: '%s' does not build for %dx%dx%d "
+                               "input: %s",
+                               o->model, c, h, w, nn_strerror(rc));
+        if ((uint32_t)nn_model_classes(t->model) < t->train_all.classes)
+                return gn_fail(err, errlen, NN_EINVAL,
+                               "--model: '%s' has %d outputs, the data %u "
+                               "classes",
+                               o->model, nn_model_classes(t->model),
+                               t->train_all.classes);
+        snprintf(t->spec, sizeof(t->spec), "%s", nn_model_spec(t->model));
+        t->nparams = nn_model_nparams(t->model);
+        if (o->fill_batches) {
+                t->fill_size = o->fill_size ? o->fill_size : o->batch / 4;
+                if (t->fill_size == 0 || t->fill_size > o->batch)
+                        t->fill_size = o->batch;
+                t->gacc = malloc(t->nparams * sizeof(float));
+                if (!t->gacc)
+                        return gn_fail(err, errlen, NN_ENOMEM, "out of memory");
+        }
+        rc = nn_model_reserve(t->model, (int)(o->batch > TRAINER_EVAL_BATCH
+                                                  ? o->batch
+                                                  : TRAINER_EVAL_BATCH));
+        if (rc)
+                return gn_fail(err, errlen, rc, "model: %s", nn_strerror(rc));
+        oc.kind =
+            o->optimizer == NODE_OPTIM_ADAM ? NN_OPTIM_ADAM : NN_OPTIM_SGD;
+        oc.lr = o->lr;
+        oc.momentum = o->optimizer == NODE_OPTIM_ADAM ? 0 : o->momentum;
+        oc.quasi_global = o->momentum_kind == NODE_MOMENTUM_QUASI_GLOBAL;
+        oc.quasi_global_bound = TRAINER_QG_BOUND;
+        oc.weight_decay = o->weight_decay;
+        oc.beta1 = 0.9f;
+        oc.beta2 = 0.999f;
+        oc.eps = 1e-8f;
+        rc = nn_optim_create(&oc, t->nparams, &t->optim);
+        if (rc)
+                return gn_fail(err, errlen, rc, "optimizer: %s",
+                               nn_strerror(rc));
+        t->nopt = nn_optim_state_len(t->optim);
+        t->good_params = malloc(t->nparams * sizeof(float));
+        t->good_opt = malloc((t->nopt ? t->nopt : 1) * sizeof(float));
+        if (!t->good_params || !t->good_opt)
+                return gn_fail(err, errlen, NN_ENOMEM, "out of memory");
+        return 0;
+}
+
+static void setup_schedule(struct node_trainer *t)
+{
+        const struct node_options *o = t->o;
+        uint64_t total = 0;
+
+        if (o->steps)
+                total = o->steps;
+        if (o->epochs) {
+                uint64_t e = (uint64_t)o->epochs * t->steps_per_epoch;
+                if (!total || e < total)
+                        total = e;
+        }
+        if (!total) /* time or target only: anneal over 10 epochs */
+                total = 10 * t->steps_per_epoch;
+        t->lr.kind = o->lr_schedule == NODE_SCHED_COSINE ? NN_LR_COSINE
+                     : o->lr_schedule == NODE_SCHED_STEP ? NN_LR_STEP
+                                                         : NN_LR_CONST;
+        t->lr.base_lr = o->lr;
+        t->lr.min_lr = o->lr * TRAINER_COSINE_FLOOR;
+        t->lr.warmup_steps = o->warmup;
+        t->lr.total_steps = total;
+        t->lr.step_every = TRAINER_STEP_EPOCHS * t->steps_per_epoch;
+        t->lr.gamma = TRAINER_STEP_GAMMA;
+}
+
+/* Resume from DIR/model.ckpt when it exists (and not --fresh). A file that
+ * is there but unusable is an error: never silently start over. */
+static int setup_resume(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        struct nn_checkpoint ck;
+        struct stat sb;
+        int rc, n;
+
+        if (!o->checkpoint_dir)
+                return 0;
+        if (mkdir(o->checkpoint_dir, 0700) != 0 && errno != EEXIST)
+                return gn_fail(err, errlen, -errno, "--checkpoint-dir %s: %s",
+                               o->checkpoint_dir, strerror(errno));
+        n = snprintf(t->ckpt_path, sizeof(t->ckpt_path), "%s/%s",
+                     o->checkpoint_dir, NODE_TRAINER_CKPT_NAME);
+        if (n < 0 || (size_t)n >= sizeof(t->ckpt_path))
+                return gn_fail(err, errlen, -ENAMETOOLONG,
+                               "--checkpoint-dir: path too long");
+        n = nn_checkpoint_clean_tmp(t->ckpt_path);
+        if (n > 0)
+                node_log(NODE_LOG_INFO,
+                         "removed %d temp file(s) of interrupted saves", n);
+        if (o->fresh || stat(t->ckpt_path, &sb) != 0)
+                return 0;
+        rc = nn_checkpoint_load_expect(t->ckpt_path, t->spec, t->nparams,
+                                       UINT64_MAX, &ck, err, errlen);
+        if (rc)
+                return rc;
+        rc = adopt_state(t, &ck, t->ckpt_path, err, errlen);
+        if (rc == 0) {
+                meta_apply(t, &ck);
+                t->resumed = 1;
+                if (ck.seed != o->seed)
+                        node_log(NODE_LOG_WARN,
+                                 "checkpoint was written with --seed %llu, "
+                                 "running with %llu",
+                                 (unsigned long long)ck.seed,
+                                 (unsigned long long)o->seed);
+        }
+        nn_checkpoint_free(&ck);
+        return rc;
+}
+
+int node_trainer_create(const struct node_options *o,
+                        const struct node_trainer_hooks *hooks,
+                        struct node_evlog *ev, struct node_trainer **out,
+                        char *err, size_t errlen)
+{
+        struct node_trainer *t;
+        int rc;
+
+        *out = NULL;
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return gn_fail(err, errlen, NN_ENOMEM, "out of memory");
+        t->o = o;
+        t->h = hooks ? hooks : &t->no_hooks;
+        t->ev = ev;
+        pthread_mutex_init(&t->stats_lock, NULL);
+        atomic_init(&t->stop_flag, 0);
+        t->st.test_acc = NAN;
+        t->st.test_loss = NAN;
+        /* nothing measured before the first progress window: reported nil */
+        t->st.loss = t->st.acc = t->st.sps = NAN;
+        t->last_eval_acc = NAN;
+        nn_threads_set((int)o->threads);
+        rc = setup_data(t, err, errlen);
+        if (rc)
+                goto out;
+        rc = setup_model(t, err, errlen);
+        if (rc)
+                goto out;
+        setup_schedule(t);
+        rc = setup_resume(t, err, errlen);
+        if (rc)
+                goto out;
+        t->st.params = t->nparams;
+        t->st.step = t->step;
+        t->st.resumed_from = t->step;
+        t->st.epoch = (uint32_t)nn_batcher_epoch(&t->batcher);
+        *out = t;
+out:
+        if (rc)
+                node_trainer_free(t);
+        return rc;
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+struct window { /* progress accumulators since the last tick / eval */
+        double loss_sum;
+        uint64_t correct, samples, batches;
+        double t0;
+};
+
+static void window_reset(struct window *w)
+{
+        memset(w, 0, sizeof(*w));
+        w->t0 = mono_s();
+}
+
+/* "41.2k" */
+static const char *human(double v, char *buf, size_t len)
+{
+        if (v >= 1e6)
+                snprintf(buf, len, "%.1fM", v / 1e6);
+        else if (v >= 1e3)
+                snprintf(buf, len, "%.1fk", v / 1e3);
+        else
+                snprintf(buf, len, "%.0f", v);
+        return buf;
+}
+
+/* The 1-based epoch of the last batch: trained in this run, else the
+ * resumed model's (the batcher's position: an epoch just completed is
+ * that epoch, not the next), else the first. */
+static uint32_t display_epoch(struct node_trainer *t)
+{
+        if (t->batch_epoch)
+                return t->batch_epoch;
+        if (t->step == 0)
+                return (uint32_t)nn_batcher_epoch(&t->batcher) + 1;
+        if (t->batcher.pos == 0 && t->batcher.epoch > 0)
+                return (uint32_t)t->batcher.epoch; /* index of the next */
+        return (uint32_t)t->batcher.epoch + 1;
+}
+
+static void progress(struct node_trainer *t, struct window *w, double lr)
+{
+        double dt = mono_s() - w->t0;
+        double loss = w->batches ? w->loss_sum / (double)w->batches : NAN;
+        double acc =
+            w->samples ? 100.0 * (double)w->correct / (double)w->samples : NAN;
+        double sps = dt > 0 ? (double)w->samples / dt : 0;
+        char h[32];
+
+        node_log(NODE_LOG_INFO,
+                 "epoch %u step %llu loss %.4f acc %.1f%% %s "
+                 "samples/s",
+                 display_epoch(t), (unsigned long long)t->step, loss, acc,
+                 human(sps, h, sizeof(h)));
+        node_evlog_step(t->ev, t->step, display_epoch(t), loss, acc, sps, lr);
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.loss = loss;
+        t->st.acc = acc;
+        t->st.sps = sps;
+        t->st.lr = lr;
+        pthread_mutex_unlock(&t->stats_lock);
+        window_reset(w);
+}
+
+/* Evaluate on the test set; ew holds the training window since the last
+ * evaluation (its accuracy is the "train accuracy" reported). */
+static void health_rollback(struct node_trainer *t, int why, float loss);
+static int health_eval(const struct node_trainer *t, float test_loss);
+
+static int evaluate(struct node_trainer *t, struct window *ew)
+{
+        float loss = NAN, acc = NAN;
+        double train_acc =
+            ew->samples ? 100.0 * (double)ew->correct / (double)ew->samples
+                        : NAN;
+        double train_loss =
+            ew->batches ? ew->loss_sum / (double)ew->batches : NAN;
+        int rc;
+
+        rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
+                               (int)t->test.n, &loss, &acc);
+        if (rc == 0 && (rc = health_eval(t, loss)) != 0) {
+                /* never report, checkpoint or end with a broken model */
+                health_rollback(t, rc, loss);
+                rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
+                                       (int)t->test.n, &loss, &acc);
+        }
+        if (rc)
+                return rc;
+        t->last_eval_acc = 100.0 * acc;
+        t->last_eval_step = t->step;
+        if (ew->batches)
+                node_log(NODE_LOG_INFO,
+                         "eval epoch %u step %llu train loss %.5f train acc "
+                         "%.2f%% test loss %.5f test acc %.2f%%",
+                         display_epoch(t), (unsigned long long)t->step,
+                         train_loss, train_acc, (double)loss, 100.0 * acc);
+        else /* nothing trained since the last one (a resumed, finished
+              * model): no training figures to tell, not NaN */
+                node_log(NODE_LOG_INFO,
+                         "eval epoch %u step %llu test loss %.5f test acc "
+                         "%.2f%%",
+                         display_epoch(t), (unsigned long long)t->step,
+                         (double)loss, 100.0 * acc);
+        node_evlog_eval(t->ev, t->step, display_epoch(t), train_acc,
+                        100.0 * acc, loss, t->train_s, t->compute_s,
+                        t->st.steps_skipped);
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.test_acc = 100.0 * acc;
+        t->st.test_loss = loss;
+        t->st.evals++;
+        pthread_mutex_unlock(&t->stats_lock);
+        if (t->h->on_eval)
+                t->h->on_eval(t->h->ctx, t->step, 100.0 * acc);
+        window_reset(ew);
+        return 0;
+}
+
+/* The step's gradient (mean over its batch of n) becomes the mean over
+ * every sample since the last step: the extra batches' weighted sum is in
+ * gacc. */
+static void fold_extra(struct node_trainer *t, int n)
+{
+        float *g = nn_model_grads(t->model);
+        const float *a = t->gacc;
+        float wn = (float)n, inv = 1.0f / (float)(t->acc_n + (uint64_t)n);
+
+        for (size_t i = 0; i < t->nparams; i++)
+                g[i] = (a[i] + wn * g[i]) * inv;
+}
+
+int node_trainer_extra_batch(struct node_trainer *t)
+{
+        double t0 = mono_s();
+        float loss = 0, *g, *a = t->gacc, wn;
+        int n, correct = 0, rc;
+
+        if (!a)
+                return NN_EINVAL;
+        n = nn_batcher_next(&t->batcher, t->x, t->y, (int)t->fill_size);
+        if (n <= 0)
+                return n < 0 ? n : NN_EINVAL;
+        rc = nn_model_train_batch(t->model, t->x, t->y, n, &loss, &correct);
+        if (rc)
+                return rc;
+        g = nn_model_grads(t->model);
+        wn = (float)n;
+        if (t->acc_n == 0) {
+                for (size_t i = 0; i < t->nparams; i++)
+                        a[i] = wn * g[i];
+        } else {
+                for (size_t i = 0; i < t->nparams; i++)
+                        a[i] += wn * g[i];
+        }
+        t->acc_n += (uint64_t)n;
+        t->acc_loss += loss;
+        t->acc_correct += (uint64_t)correct;
+        t->acc_batches++;
+        t->compute_s += mono_s() - t0;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.extra_batches++;
+        pthread_mutex_unlock(&t->stats_lock);
+        return 0;
+}
+
+/* ---- the exchange's side of a step --------------------------------------- */
+
+/* Make and post the snapshot a peer asked for. */
+static void exchange_snapshot(struct node_trainer *t)
+{
+        void *buf = NULL;
+        size_t len = 0;
+
+        if (node_handoff_snapshot_wanted(t->box) &&
+            node_trainer_encode_state(t, &buf, &len) == 0)
+                node_handoff_post_snapshot(t->box, buf, len);
+}
+
+/* Ask the plan at one point of the step and obey it until it says READY:
+ * an extra batch (folded into the next step), a snapshot, or a wait. */
+static void exchange_admit(struct node_trainer *t, int phase, int last)
+{
+        struct node_handoff_ask a;
+
+        node_handoff_ask_begin(&a);
+        for (;;) {
+                exchange_snapshot(t);
+                switch (node_handoff_admit(t->box, phase, t->step,
+                                           atomic_load(&t->stop_flag), last,
+                                           &a)) {
+                case GOSSIP_PLAN_READY:
+                        return;
+                case GOSSIP_PLAN_TRAIN_MORE:
+                        if (node_trainer_extra_batch(t)) /* none after it */
+                                a.w.extra = UINT32_MAX;
+                        break;
+                default:
+                        node_handoff_wait(t->box, &a);
+                }
+        }
+}
+
+/* A change in whether the exchange works, said once (issue 12: never
+ * train alone silently). gossipctl train and /metrics show the state. */
+static void say_exchange(struct node_trainer *t)
+{
+        struct gossip_plan_health eh;
+        char why[128];
+
+        if (!node_handoff_exchange_news(t->box, &eh))
+                return;
+        gossip_plan_health_say(&eh, why, sizeof(why));
+        if (eh.verdict == GOSSIP_PLAN_HEALTHY)
+                node_log(NODE_LOG_INFO,
+                         "exchange recovered at step %llu: "
+                         "%.0f%% of received slices averaged",
+                         (unsigned long long)t->step, 100.0 * eh.used);
+        else
+                node_log(NODE_LOG_WARN,
+                         "exchange %s at step %llu; this node "
+                         "is training mostly alone",
+                         why, (unsigned long long)t->step);
+}
+
+/* Every recent partner is far ahead (gossip_plan_catch_up): take their
+ * pace, keep our model. Never skips into the run's last steps. */
+static void catch_up(struct node_trainer *t)
+{
+        const struct node_options *o = t->o;
+        uint64_t end = UINT64_MAX, skip;
+
+        if (o->steps)
+                end = o->steps;
+        if (o->epochs && (uint64_t)o->epochs * t->steps_per_epoch < end)
+                end = (uint64_t)o->epochs * t->steps_per_epoch;
+        skip = node_handoff_catch_up(t->box, t->step,
+                                     end > t->step ? end - t->step : 0);
+        if (!skip)
+                return;
+        node_log(NODE_LOG_INFO,
+                 "behind every recent partner at step %llu: skipping %llu "
+                 "steps to theirs (our model kept)",
+                 (unsigned long long)t->step, (unsigned long long)skip);
+        node_evlog_catch_up(t->ev, t->step, skip);
+        t->step += skip;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.steps_skipped += skip;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
+/* ---- model health --------------------------------------------------- */
+
+static int all_finite(const float *x, size_t n)
+{
+        float acc = 0.0f;
+
+        /* x * 0 is 0 for every finite x and NaN for NaN and Inf */
+        for (size_t i = 0; i < n; i++)
+                acc += x[i] * 0.0f;
+        return acc == 0.0f;
+}
+
+/* Keep the current model as the last good one (it is checked first). */
+static void health_snapshot(struct node_trainer *t)
+{
+        const float *p = nn_model_params(t->model);
+
+        if (!t->loss_ok || !all_finite(p, t->nparams))
+                return;
+        memcpy(t->good_params, p, t->nparams * sizeof(float));
+        if (t->nopt)
+                memcpy(t->good_opt, nn_optim_state(t->optim),
+                       t->nopt * sizeof(float));
+        t->good_step = t->step;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.health_snapshot_step = t->step;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
+/* Why this step's loss says the model is broken: 0 healthy, 1 not
+ * finite, 2 exploded against the running median. A healthy loss is
+ * recorded. */
+static int health_loss(struct node_trainer *t, float loss)
+{
+        struct gossip_robust_verdict v = {.reason = GOSSIP_ROBUST_ACCEPTED};
+        int warm = t->losses.n >= TRAINER_HEALTH_WARMUP;
+        float med = gossip_robust_median(&t->losses);
+        float chance = logf((float)nn_model_classes(t->model));
+
+        t->loss_ok = 0;
+        if (!isfinite(loss))
+                return 1;
+        if (warm && loss > TRAINER_HEALTH_LOSS_FACTOR * med &&
+            loss > TRAINER_HEALTH_FLOOR_CHANCE * chance)
+                return 2;
+        t->rollbacks_run = 0;
+        if (warm && loss > TRAINER_HEALTH_RECORD_FACTOR * med &&
+            loss > TRAINER_HEALTH_RECORD_CHANCE * chance)
+                return 0; /* trains on, but is no reference */
+        v.dist = loss;
+        gossip_robust_note(&t->losses, &v);
+        t->loss_ok = 1;
+        return 0;
+}
+
+/* The test for an evaluation's test loss (nothing is recorded): not
+ * finite. Not an explosion test: the test set holds every class, a node's
+ * own data may hold two (skew), and a healthy model of those two then
+ * scores a test loss above guessing (5.8 against ln 10 = 2.3 at step 100
+ * of a classes:2 run); the batch losses on our own data are the judge. */
+static int health_eval(const struct node_trainer *t, float test_loss)
+{
+        (void)t;
+        return isfinite(test_loss) ? 0 : 1;
+}
+
+/* Back to the last good snapshot (the step count goes on: the cluster's
+ * schedule is by step). why: 1 non-finite, 2 loss explosion. */
+static void health_rollback(struct node_trainer *t, int why, float loss)
+{
+        memcpy(nn_model_params(t->model), t->good_params,
+               t->nparams * sizeof(float));
+        if (t->nopt)
+                memcpy(nn_optim_state(t->optim), t->good_opt,
+                       t->nopt * sizeof(float));
+        t->acc_n = 0; /* extra batches of the broken model */
+        t->acc_loss = 0;
+        t->acc_correct = 0;
+        t->acc_batches = 0;
+        if (t->box)
+                node_handoff_forget_own(t->box);
+        node_log(NODE_LOG_WARN,
+                 "model health: %s at step %llu (loss %g, running median "
+                 "%g): rolled back to the snapshot of step %llu",
+                 why == 1 ? "non-finite model" : "loss explosion",
+                 (unsigned long long)t->step, (double)loss,
+                 (double)gossip_robust_median(&t->losses),
+                 (unsigned long long)t->good_step);
+        pthread_mutex_lock(&t->stats_lock);
+        if (why == 1)
+                t->st.rollbacks_nonfinite++;
+        else
+                t->st.rollbacks_loss++;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
+static int stop_due(struct node_trainer *t, int evaluated);
+
+/* ---- the sample shuffle (--shuffle-samples, node/train/shuffle.h)
+ * ------------- */
+
+/* Up to R reservoir samples (at most half the batch) staged for this
+ * step's batch; how many. */
+static int shuffle_draw(struct node_trainer *t)
+{
+        uint32_t k;
+
+        if (!t->shuf)
+                return 0;
+        k = node_shuffle_per_step(t->shuf);
+        if (k > t->o->batch / 2)
+                k = t->o->batch / 2;
+        return (int)node_shuffle_draw(t->shuf, k, t->shuf_img, t->shuf_lab);
+}
+
+/* The k staged samples into the batch after its n own ones; returns k. */
+static int shuffle_place(struct node_trainer *t, int n, int k)
+{
+        size_t ss;
+
+        if (k <= 0)
+                return 0;
+        ss = node_shuffle_sample_bytes(t->shuf);
+        nn_data_to_float(t->shuf_img, (size_t)k * ss, t->x + (size_t)n * ss);
+        memcpy(t->y + n, t->shuf_lab, (size_t)k);
+        return k;
+}
+
+/* R of our own samples, drawn at random from our part, for the loop to
+ * send to this step's partner. */
+static void shuffle_post(struct node_trainer *t)
+{
+        uint32_t r, ss;
+
+        if (!t->shuf)
+                return;
+        r = node_shuffle_per_step(t->shuf);
+        ss = node_shuffle_sample_bytes(t->shuf);
+        for (uint32_t i = 0; i < r; i++)
+                t->shuf_idx[i] =
+                    (uint32_t)(gn_splitmix64(&t->shuf_rng) % t->shard.n);
+        nn_samples_pack(t->shard.images, t->shard.labels, ss, t->shuf_idx, r,
+                        t->shuf_out);
+        node_shuffle_post(t->shuf, t->step, t->shuf_out,
+                          nn_samples_packed_len(r, ss));
+        node_handoff_wake_loop(t->box);
+}
+
+/* At attach: the shuffle's box, owned by the hand-off box. Without it
+ * (out of memory) the node trains without the shuffle, and says so. */
+static void shuffle_setup(struct node_trainer *t)
+{
+        const struct node_options *o = t->o;
+        uint32_t r = o->shuffle_samples,
+                 ss = (uint32_t)nn_dataset_sample_size(&t->shard);
+        struct node_shuffle *s = NULL;
+
+        if (!r || !t->box)
+                return;
+        t->shuf_img = malloc((size_t)r * ss);
+        t->shuf_lab = malloc(r);
+        t->shuf_out = malloc(nn_samples_packed_len(r, ss));
+        t->shuf_idx = malloc(r * sizeof(uint32_t));
+        t->shuf_rng = o->seed ^ (0x5348554646ull + o->shard_i);
+        if (!t->shuf_img || !t->shuf_lab || !t->shuf_out || !t->shuf_idx ||
+            node_shuffle_create(&s, r, o->shuffle_reservoir, ss,
+                                (uint32_t)nn_model_classes(t->model),
+                                t->shuf_rng) != 0) {
+                node_log(NODE_LOG_ERROR, "--shuffle-samples: out of memory; "
+                                         "training without the shuffle");
+                return;
+        }
+        node_handoff_set_shuffle(t->box, s);
+        t->shuf = s;
+        node_log(NODE_LOG_INFO,
+                 "sample shuffle: sending %u raw samples (%zu bytes) per "
+                 "step to the partner; reservoir of %u samples (%zu bytes)",
+                 r, nn_samples_packed_len(r, ss), o->shuffle_reservoir,
+                 nn_samples_packed_len(o->shuffle_reservoir, ss));
+}
+
+/* One optimizer step. 0 or a negative code. */
+static int train_step(struct node_trainer *t, struct window *pw,
+                      struct window *ew, double *lr_out)
+{
+        float loss = 0, lr, *dst = NULL, *g;
+        size_t lo = 0, count = 0;
+        uint64_t xn = 0, xcorrect = 0, xbatches = 0;
+        double xloss = 0;
+        int n, k, correct = 0, rc;
+        double t0 = mono_s(), local;
+
+        t->batch_epoch = (uint32_t)nn_batcher_epoch(&t->batcher) + 1;
+        k = shuffle_draw(t);
+        n = nn_batcher_next(&t->batcher, t->x, t->y, (int)t->o->batch - k);
+        if (n <= 0)
+                return n < 0 ? n : NN_EINVAL;
+        n += shuffle_place(t, n, k);
+        rc = nn_model_train_batch(t->model, t->x, t->y, n, &loss, &correct);
+        if (rc)
+                return rc;
+        if ((rc = health_loss(t, loss)) != 0) {
+                /* a broken model: nothing of it is posted or stepped */
+                health_rollback(t, rc, loss);
+                if (++t->rollbacks_run < TRAINER_HEALTH_MAX_ROLLBACKS)
+                        return 0;
+                snprintf(t->errmsg, sizeof(t->errmsg),
+                         "model health: %u rollbacks in a row, the snapshot "
+                         "of step %llu does not train either",
+                         t->rollbacks_run, (unsigned long long)t->good_step);
+                return NN_EINVAL;
+        }
+        /* the parameters that just scored a healthy loss are a good
+         * snapshot (taken before this step's update and averaging) */
+        if (t->step % TRAINER_HEALTH_SNAP_EVERY == 0)
+                health_snapshot(t);
+        if (t->acc_n) { /* the extra batches trained since the last step */
+                fold_extra(t, n);
+                xn = t->acc_n;
+                xloss = t->acc_loss;
+                xcorrect = t->acc_correct;
+                xbatches = t->acc_batches;
+                t->acc_n = 0;
+                t->acc_loss = 0;
+                t->acc_correct = 0;
+                t->acc_batches = 0;
+        }
+        local = mono_s() - t0;
+        g = nn_model_grads(t->model);
+        shuffle_post(t);
+        if (t->box) {
+                node_handoff_post_gradient(t->box, t->step, g, t->nparams);
+                exchange_admit(t, GOSSIP_PLAN_GRADIENT, 0);
+                node_handoff_merge_gradient(t->box, t->step, g, t->nparams);
+                dst = node_handoff_slice_dst(t->box, t->step + 1, &lo, &count);
+        }
+        t0 = mono_s();
+        lr = nn_lr_at(&t->lr, t->step);
+        nn_model_step(t->model, t->optim, lr, lo, count, dst);
+        t->compute_s += local + (mono_s() - t0);
+        t->step++;
+        if (t->box) {
+                float *params = nn_model_params(t->model);
+
+                node_handoff_post_params(t->box, t->step, params, t->nparams);
+                /* no extra batch after the last step: no step would
+                 * fold it in (the wait for the partners' slices stays) */
+                exchange_admit(t, GOSSIP_PLAN_PARAMS,
+                               stop_due(t, 0) != NODE_STOP_NONE);
+                nn_optim_moved(
+                    t->optim,
+                    node_handoff_average(t->box, t->step, params, t->nparams));
+                say_exchange(t);
+                catch_up(t);
+        }
+        *lr_out = lr;
+        for (struct window *w = pw; w; w = w == pw ? ew : NULL) {
+                w->loss_sum += loss + xloss;
+                w->correct += (uint64_t)correct + xcorrect;
+                w->samples += (uint64_t)n + xn;
+                w->batches += 1 + xbatches;
+        }
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.step = t->step;
+        t->st.samples += (uint64_t)n + xn;
+        t->st.epoch = (uint32_t)nn_batcher_epoch(&t->batcher);
+        pthread_mutex_unlock(&t->stats_lock);
+        return 0;
+}
+
+/* Which stop criterion (if any) holds after a step; evaluated says the
+ * step was just evaluated (the target accuracy is checked only then). */
+static int stop_due(struct node_trainer *t, int evaluated)
+{
+        const struct node_options *o = t->o;
+
+        if (t->box && node_handoff_stop_reason(t->box, NULL) == 2)
+                return NODE_STOP_CLUSTER; /* a peer reached the target */
+        if (atomic_load(&t->stop_flag))
+                return NODE_STOP_SIGNAL;
+        if (evaluated && o->target_acc > 0 && t->last_eval_acc >= o->target_acc)
+                return NODE_STOP_TARGET;
+        if (o->steps && t->step >= o->steps)
+                return NODE_STOP_STEPS;
+        /* the schedule's length in steps, so that extra batches
+         * (--fill-batches), which also pass over the shard, do not cut
+         * it short; without them the same as the batcher's epoch count */
+        if (o->epochs && t->step >= (uint64_t)o->epochs * t->steps_per_epoch)
+                return NODE_STOP_EPOCHS;
+        if (o->time_budget_s > 0 && mono_s() - t->t_start >= o->time_budget_s)
+                return NODE_STOP_TIME;
+        return NODE_STOP_NONE;
+}
+
+/* Live join: training starts at `step` (a peer's state taken, or only its
+ * step when it started with us, gossip_plan_join: then the model, the
+ * same initial one from the cluster's --seed, and the optimizer's fresh
+ * buffers stay ours, and our rounds line up with the peer's). */
+static void start_at(struct node_trainer *t, uint64_t step)
+{
+        t->step = t->start_step = step;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.step = t->step;
+        t->st.resumed_from = t->step;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
+/* Take over a peer's state (checkpoint bytes); 0 or a negative code. */
+static int take_state(struct node_trainer *t, void *buf, size_t len,
+                      const char *from)
+{
+        struct nn_checkpoint ck = {0};
+        char err[512];
+        int rc;
+
+        /* the largest state any optimizer keeps: 2 floats a parameter */
+        rc = nn_checkpoint_decode(buf, len, 3 * (uint64_t)t->nparams, from, &ck,
+                                  err, sizeof(err));
+        if (rc == 0)
+                rc = adopt_state(t, &ck, "peer state", err, sizeof(err));
+        nn_checkpoint_free(&ck);
+        if (rc) {
+                node_log(NODE_LOG_WARN, "state from %s refused: %s", from, err);
+                return rc;
+        }
+        node_log(NODE_LOG_INFO,
+                 "took the model from %s at step %llu (%zu bytes)", from,
+                 (unsigned long long)t->step, len);
+        node_evlog_join(t->ev, from, t->step);
+        start_at(t, t->step);
+        return 0;
+}
+
+/* Live join, before step 0 of a run that did not resume from its own
+ * checkpoint: take the state of the live peer furthest ahead, if any, or
+ * only its step when it started with us. */
+static void initial_state(struct node_trainer *t)
+{
+        char from[GOSSIP_NAME_MAX];
+        uint64_t step;
+        void *buf;
+        size_t len;
+        int rc;
+
+        if (t->resumed || !t->box)
+                return;
+        t->peers_at_start = node_handoff_await_peers(t->box);
+        if (t->peers_at_start == 0) {
+                node_log(NODE_LOG_INFO, "no live peer yet: training alone "
+                                        "until one joins");
+                return;
+        }
+        for (int tries = 0; tries < NODE_HANDOFF_STATE_TRIES; tries++) {
+                rc = node_handoff_request_state(t->box, t->step, &buf, &len,
+                                                from, sizeof(from), &step);
+                if (rc == 0 || rc == -ECANCELED)
+                        return; /* no one is ahead of us, or stopping */
+                if (rc == 2) {
+                        start_at(t, step);
+                        return;
+                }
+                if (rc < 0)
+                        continue;
+                rc = take_state(t, buf, len, from);
+                free(buf);
+                if (rc == 0)
+                        return;
+        }
+        node_log(NODE_LOG_WARN, "no state received: training from local "
+                                "weights");
+}
+
+static int run_loop(struct node_trainer *t, int *reason)
+{
+        const struct node_options *o = t->o;
+        struct window pw, ew;
+        double lr = o->lr, next_tick;
+        uint64_t epoch_before;
+        int rc = 0, evaluated;
+
+        window_reset(&pw);
+        window_reset(&ew);
+        next_tick = mono_s() + o->progress_ms / 1000.0;
+        *reason = stop_due(t, 0);
+        while (*reason == NODE_STOP_NONE) {
+                double s0 = mono_s();
+
+                epoch_before = nn_batcher_epoch(&t->batcher);
+                rc = train_step(t, &pw, &ew, &lr);
+                if (rc)
+                        return rc;
+                t->train_s += mono_s() - s0;
+                if (mono_s() >= next_tick) {
+                        progress(t, &pw, lr);
+                        next_tick = mono_s() + o->progress_ms / 1000.0;
+                }
+                evaluated = 0;
+                if (o->eval_every
+                        ? t->step % o->eval_every == 0
+                        : nn_batcher_epoch(&t->batcher) != epoch_before) {
+                        rc = evaluate(t, &ew);
+                        if (rc)
+                                return rc;
+                        evaluated = 1;
+                }
+                if (o->checkpoint_every && t->step % o->checkpoint_every == 0)
+                        save_checkpoint(t);
+                *reason = stop_due(t, evaluated);
+        }
+        if (t->last_eval_step != t->step || isnan(t->last_eval_acc))
+                rc = evaluate(t, &ew);
+        return rc;
+}
+
+/* Where the training thread's time went: the compute share, and how
+ * often it gave up its core (voluntary: it blocked on a lock or a wait;
+ * involuntary: preempted). */
+static void thread_report(struct node_trainer *t)
+{
+        struct rusage ru;
+
+        if (getrusage(RUSAGE_THREAD, &ru))
+                memset(&ru, 0, sizeof(ru));
+        node_log(NODE_LOG_INFO,
+                 "training thread: computing %.3f s of %.3f s (%.1f%%), "
+                 "%llu extra batches while waiting, %ld voluntary and %ld "
+                 "involuntary context switches",
+                 t->compute_s, t->train_s,
+                 t->train_s > 0 ? 100.0 * t->compute_s / t->train_s : 0.0,
+                 (unsigned long long)t->st.extra_batches, ru.ru_nvcsw,
+                 ru.ru_nivcsw);
+}
+
+/* The cluster-wide stop (gossip/stop.h), at the end of a run: our own
+ * target reached becomes the reason our LEAVE carries; a peer's is
+ * reported in one line. */
+static void cluster_stop_note(struct node_trainer *t, int reason)
+{
+        struct gossip_stop s = {0};
+        char line[160];
+
+        if (!t->box)
+                return;
+        if (reason == NODE_STOP_TARGET) {
+                s.reason = GOSSIP_STOP_TARGET;
+                s.step = t->step;
+                s.acc_bp = gossip_stop_bp(t->last_eval_acc);
+                s.target_bp = gossip_stop_bp(t->o->target_acc);
+                if (t->o->name)
+                        snprintf(s.origin, sizeof(s.origin), "%s", t->o->name);
+                node_handoff_stop_own(t->box, &s);
+        } else if (reason == NODE_STOP_CLUSTER &&
+                   node_handoff_stop_reason(t->box, &s) == 2) {
+                gossip_stop_format(&s, line, sizeof(line));
+                node_log(NODE_LOG_INFO, "%s", line);
+        }
+}
+
+int node_trainer_run(struct node_trainer *t)
+{
+        int reason = NODE_STOP_NONE, rc;
+
+        t->t_start = mono_s();
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.running = 1;
+        pthread_mutex_unlock(&t->stats_lock);
+        initial_state(t);
+        t->loss_ok = 1;
+        health_snapshot(t); /* the starting model is good: checked */
+        {
+                node_evlog_start(t->ev, t->spec, t->nparams, t->o->shard_i,
+                                 t->o->shard_n, t->o->seed, t->step,
+                                 t->peers_at_start);
+                node_log(NODE_LOG_INFO,
+                         "training %s (%zu params, %s) on %u samples "
+                         "(shard %u/%u), %llu steps/epoch, from step %llu",
+                         t->spec, t->nparams,
+                         state_kind_name(nn_optim_state_kind(t->optim)),
+                         t->shard.n, t->o->shard_i, t->o->shard_n,
+                         (unsigned long long)t->steps_per_epoch,
+                         (unsigned long long)t->step);
+                rc = run_loop(t, &reason);
+        }
+        if (rc && !t->errmsg[0])
+                snprintf(t->errmsg, sizeof(t->errmsg), "training: %s",
+                         nn_strerror(rc));
+        if (rc) {
+                node_log(NODE_LOG_ERROR, "%s", t->errmsg);
+                reason = NODE_STOP_ERROR;
+        }
+        if (save_checkpoint(t) && !rc) {
+                rc = NN_EIO;
+                snprintf(t->errmsg, sizeof(t->errmsg),
+                         "the final checkpoint could not be written to %.300s "
+                         "(the reason is logged above)",
+                         t->ckpt_path);
+        }
+        cluster_stop_note(t, reason);
+        node_log(NODE_LOG_INFO,
+                 "done (%s) after %llu steps, epoch %u: test accuracy "
+                 "%.2f%%",
+                 node_trainer_reason_name(reason), (unsigned long long)t->step,
+                 display_epoch(t), t->last_eval_acc);
+        thread_report(t);
+        node_evlog_stop(t->ev, node_trainer_reason_name(reason), t->step,
+                        display_epoch(t), t->last_eval_acc);
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.running = 0;
+        t->st.stop_reason = reason;
+        pthread_mutex_unlock(&t->stats_lock);
+        t->run_rc = rc;
+        if (t->h->on_done)
+                t->h->on_done(t->h->ctx, t);
+        return rc;
+}
+
+static void *thread_main(void *arg)
+{
+        node_trainer_run(arg);
+        return NULL;
+}
+
+int node_trainer_start(struct node_trainer *t)
+{
+        int rc = pthread_create(&t->thread, NULL, thread_main, t);
+
+        if (rc)
+                return -rc;
+        t->thread_started = 1;
+        return 0;
+}
+
+void node_trainer_attach(struct node_trainer *t, struct node_handoff *h)
+{
+        t->box = h;
+        shuffle_setup(t);
+}
+
+void node_trainer_stop(struct node_trainer *t)
+{
+        atomic_store(&t->stop_flag, 1);
+        if (t->box)
+                node_handoff_stop(t->box);
+}
+
+int node_trainer_join(struct node_trainer *t)
+{
+        if (t->thread_started) {
+                pthread_join(t->thread, NULL);
+                t->thread_started = 0;
+        }
+        return t->run_rc;
+}
+
+void node_trainer_free(struct node_trainer *t)
+{
+        if (!t)
+                return;
+        node_trainer_join(t);
+        nn_optim_free(t->optim);
+        nn_model_free(t->model);
+        nn_batcher_free(&t->batcher);
+        nn_dataset_free(&t->test);
+        nn_dataset_free(&t->train_all);
+        free(t->x);
+        free(t->y);
+        free(t->test_x);
+        free(t->gacc);
+        free(t->good_params);
+        free(t->good_opt);
+        free(t->shuf_img);
+        free(t->shuf_lab);
+        free(t->shuf_out);
+        free(t->shuf_idx);
+        pthread_mutex_destroy(&t->stats_lock);
+        free(t);
+}
+
+void node_trainer_stats(struct node_trainer *t, struct node_train_stats *out)
+{
+        pthread_mutex_lock(&t->stats_lock);
+        *out = t->st;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
+const char *node_trainer_error(const struct node_trainer *t)
+{
+        return t->errmsg;
+}
+
+struct nn_model *node_trainer_model(struct node_trainer *t)
+{
+        return t->model;
+}
+
+size_t node_trainer_opt_len(const struct node_trainer *t)
+{
+        return t->nopt;
+}
+
+const char *node_trainer_spec(const struct node_trainer *t)
+{
+        return t->spec;
+}

@@ -1,0 +1,160 @@
+/*
+ * trainer.h - the training loop of one node, on a thread of its own.
+ *
+ * A struct node_trainer owns everything the learning needs: the training
+ * shard and the test set (from nn/data.h), the batcher, the model and its
+ * optimizer (nn/nn.h), the learning-rate schedule and the checkpoint file
+ * (nn/checkpoint.h). It knows nothing of sockets. In a cluster it is
+ * attached to the hand-off box (node/train/handoff.h) and runs the exchange
+ * itself, asking the exchange plan (gossip/plan.h) at two points of each
+ * step; nothing calls back into it:
+ *
+ *   x,y = next batch; grads = train_batch(x, y)   (+ extra batches folded)
+ *   post grads; plan(GRADIENT): wait at most --wait-ms; merge what arrived
+ *   optimizer step at lr(step); step += 1   (exactly once per update; the
+ *       optimizer writes our slice of a due averaging round into the box)
+ *   post our slice; plan(PARAMS): extra batches, then wait at most
+ *       --wait-ms; average in the slices that arrived
+ *   progress / evaluation / checkpoint / stop criteria
+ *
+ * Snapshots a peer asked for are made whenever the trainer asks the plan.
+ * Before the first step of a run that did not resume from its own
+ * checkpoint, it fetches the state of a live peer ahead of it (live join).
+ *
+ * Stop criteria, whichever comes first: epochs over the shard, optimizer
+ * steps, wall-clock budget, target test accuracy (checked at evaluations),
+ * or node_trainer_stop() (signals). At the end the trainer evaluates (if
+ * the last step was not evaluated), writes the final checkpoint if a
+ * directory was given, logs the final line and calls hooks.on_done.
+ *
+ * Invariants: the model, optimizer and batcher are touched only by the
+ * training thread while it runs (hooks included); node_trainer_stats() and
+ * node_trainer_stop() are safe from any thread. With one BLIS thread and no
+ * peers, a run is a pure function of the options (same seed, same numbers).
+ */
+#ifndef NODE_TRAINER_H
+#define NODE_TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/nn.h"
+#include "config/options.h"
+
+struct node_evlog;
+struct nn_checkpoint;
+struct node_trainer;
+
+/* Checkpoint file name inside --checkpoint-dir. */
+#define NODE_TRAINER_CKPT_NAME "model.ckpt"
+
+/* Why the run ended. */
+enum node_stop_reason {
+        NODE_STOP_NONE = 0,
+        NODE_STOP_STEPS,
+        NODE_STOP_EPOCHS,
+        NODE_STOP_TIME,
+        NODE_STOP_TARGET,
+        NODE_STOP_SIGNAL,
+        NODE_STOP_ERROR,
+        NODE_STOP_CLUSTER, /* a peer reached the target (gossip/stop.h) */
+};
+
+/* Observers (every one may be NULL); they run on the training thread and
+ * must not call back into the trainer. */
+struct node_trainer_hooks {
+        /* An evaluation finished (accuracies in %). */
+        void (*on_eval)(void *ctx, uint64_t step, double test_acc);
+        /* The run is over (final checkpoint written); last call. */
+        void (*on_done)(void *ctx, struct node_trainer *t);
+        void *ctx;
+};
+
+struct node_handoff;
+
+/* A consistent snapshot for the control socket and metrics. */
+struct node_train_stats {
+        uint64_t step;          /* optimizer steps taken */
+        uint32_t epoch;         /* full passes over the shard finished */
+        uint64_t samples;       /* training samples processed this run */
+        uint64_t extra_batches; /* trained while waiting (--fill-batches) */
+        uint64_t steps_skipped; /* skipped to the partners' pace, in step */
+        double loss;            /* mean over the last progress window */
+        double acc;             /* train accuracy, same window, % */
+        double sps;             /* samples per second, same window */
+        double lr;              /* learning rate of the last step */
+        double test_acc;        /* last evaluation, %; NaN before any */
+        double test_loss;       /* last evaluation; NaN before any */
+        uint64_t evals;         /* evaluations done */
+        uint64_t params;        /* model size in floats */
+        uint64_t resumed_from;  /* step the run started at */
+        uint64_t rollbacks_nonfinite;  /* model health: NaN/Inf loss/params */
+        uint64_t rollbacks_loss;       /* loss > factor x its running median */
+        uint64_t health_snapshot_step; /* step of the last good snapshot */
+        int running;                   /* 1 while the thread runs */
+        int stop_reason; /* enum node_stop_reason, 0 while running */
+};
+
+/* Load the data, build the model and optimizer, and resume from the
+ * checkpoint in o->checkpoint_dir unless o->fresh. o, hooks and ev must
+ * outlive the trainer. 0, or a negative NN_E* / errno code with one line in
+ * err (a missing data set, a bad model spec, a corrupt or mismatched
+ * checkpoint, ...); *out is NULL then. */
+int node_trainer_create(const struct node_options *o,
+                        const struct node_trainer_hooks *hooks,
+                        struct node_evlog *ev, struct node_trainer **out,
+                        char *err, size_t errlen);
+
+/* Join a cluster: exchange through the box h (which must outlive the
+ * run). Before node_trainer_start; without it the node trains alone. */
+void node_trainer_attach(struct node_trainer *t, struct node_handoff *h);
+
+/* Start the training thread. 0 or a negative errno. */
+int node_trainer_start(struct node_trainer *t);
+
+/* Run the training on the calling thread until a stop criterion; 0, or a
+ * negative code (message via node_trainer_error()). */
+int node_trainer_run(struct node_trainer *t);
+
+/* Training thread (the exchange plan said TRAIN_MORE): train one more
+ * batch at the current parameters and add its gradient to the next
+ * step's (which then averages over every batch it took). 0, or a
+ * negative NN_E* code (no buffer: the trainer was made without
+ * --fill-batches). */
+int node_trainer_extra_batch(struct node_trainer *t);
+
+/* Ask the run to stop after the current step; a wait in the exchange
+ * returns at once (any thread). */
+void node_trainer_stop(struct node_trainer *t);
+
+/* Wait for the training thread; returns what node_trainer_run returned. */
+int node_trainer_join(struct node_trainer *t);
+
+/* Free everything (the thread must have been joined). NULL is fine. */
+void node_trainer_free(struct node_trainer *t);
+
+/* Copy a consistent snapshot of the counters (any thread). */
+void node_trainer_stats(struct node_trainer *t, struct node_train_stats *out);
+
+/* The last error message ("" if none). */
+const char *node_trainer_error(const struct node_trainer *t);
+
+/* "steps", "epochs", "time", "target", "signal", "error" or "none". */
+const char *node_trainer_reason_name(int reason);
+
+/* Encode the current state (params, optimizer state, step) in the
+ * checkpoint byte format into a new malloc'd buffer, for a peer (a state
+ * transfer): quasi-global momentum goes as a velocity, its buffer m only.
+ * Training thread only. 0, NN_ENOMEM or NN_EINVAL. */
+int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len);
+
+/* The model (training thread only), e.g. for its spec and sizes. */
+struct nn_model *node_trainer_model(struct node_trainer *t);
+
+/* Number of floats of optimizer state (any thread; fixed at create). */
+size_t node_trainer_opt_len(const struct node_trainer *t);
+
+/* The canonical model spec (any thread; fixed at create). */
+const char *node_trainer_spec(const struct node_trainer *t);
+
+#endif
