@@ -160,21 +160,33 @@ static int write_pub(const char *keypath, const char *line)
         return rc;
 }
 
-static int generate(const struct opts *o)
+/* A fresh key pair, its secret saved to o->out (refused if it exists
+ * unless --force); pk set. 0, or -1 after saying why. */
+static int new_key(const struct opts *o, uint8_t pk[GOSSIP_KEY_BYTES])
 {
-        uint8_t pk[GOSSIP_KEY_BYTES], sk[GOSSIP_SECRET_BYTES];
-        char err[512], line[256], id[NODE_KEY_ID_SIZE];
-        int rc;
+        uint8_t sk[GOSSIP_SECRET_BYTES];
+        char err[512];
+        int rc = node_key_generate(pk, sk);
 
-        rc = node_key_generate(pk, sk);
         if (rc == 0)
                 rc = node_key_save(o->out, sk, o->force, err, sizeof(err));
         sodium_memzero(sk, sizeof(sk));
         if (rc < 0) {
                 fprintf(stderr, "gossip-keygen: %s\n",
                         rc == -EIO ? "cannot generate a key" : err);
-                return 1;
+                return -1;
         }
+        return 0;
+}
+
+static int generate(const struct opts *o)
+{
+        uint8_t pk[GOSSIP_KEY_BYTES];
+        char line[256], id[NODE_KEY_ID_SIZE];
+        int rc;
+
+        if (new_key(o, pk) < 0)
+                return 1;
         peers_line(o, pk, line, sizeof(line));
         node_key_id(pk, id);
         fprintf(stderr, "gossip-keygen: wrote secret key %s (key id %s)\n",
@@ -342,22 +354,15 @@ static int load_ca(const char *path, uint8_t pk[GOSSIP_KEY_BYTES],
 
 static int make_ca(const struct opts *o)
 {
-        uint8_t pk[GOSSIP_KEY_BYTES], sk[GOSSIP_SECRET_BYTES];
-        char err[512], pub[4096], b64[NODE_KEY_PK_B64_SIZE], id[17];
+        uint8_t pk[GOSSIP_KEY_BYTES];
+        char pub[4096], b64[NODE_KEY_PK_B64_SIZE], id[17];
         char text[256];
         int rc, n;
 
         if (beside(o->out, ".pub", pub, sizeof(pub)) < 0)
                 return usage("--out: name too long");
-        rc = node_key_generate(pk, sk);
-        if (rc == 0)
-                rc = node_key_save(o->out, sk, o->force, err, sizeof(err));
-        sodium_memzero(sk, sizeof(sk));
-        if (rc < 0) {
-                fprintf(stderr, "gossip-keygen: %s\n",
-                        rc == -EIO ? "cannot generate a key" : err);
+        if (new_key(o, pk) < 0)
                 return 1;
-        }
         node_key_pk_to_base64(pk, b64);
         node_key_id(pk, id);
         n = snprintf(text, sizeof(text),
