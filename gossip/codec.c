@@ -25,6 +25,7 @@
 #include "base/gn_hot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define CODEC_F16C 1
 #else
@@ -391,9 +392,14 @@ static int fp16_use_hw(void)
 
         if (v < 0) {
 #if CODEC_F16C
+                /* AVX with the OS's support for its state, and F16C from
+                 * CPUID leaf 1, ECX bit 29 (clang 14's
+                 * __builtin_cpu_supports does not know "f16c") */
+                unsigned a, b, c, d;
+
                 __builtin_cpu_init();
-                v = __builtin_cpu_supports("f16c") &&
-                    __builtin_cpu_supports("avx");
+                v = __builtin_cpu_supports("avx") &&
+                    __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
 #elif defined(__aarch64__) && defined(__ARM_NEON)
                 v = 1; /* every aarch64 core converts halves */
 #else
