@@ -25,9 +25,11 @@ int gossip_stop_honoured(const struct gossip_stop *s, uint32_t target_bp)
 }
 
 int gossip_stop_count(struct gossip_stop_tally *t,
-                      const uint8_t key[GOSSIP_KEY_BYTES],
+                      const uint8_t key[GOSSIP_KEY_BYTES], const char *name,
                       const struct gossip_stop *s, uint32_t target_bp)
 {
+        size_t olen = strnlen(s ? s->origin : "", GOSSIP_STOP_NAME_MAX - 1);
+
         if (!gossip_stop_honoured(s, target_bp) ||
             t->n >= GOSSIP_STOP_ORIGINS_MAX)
                 return 0;
@@ -35,9 +37,15 @@ int gossip_stop_count(struct gossip_stop_tally *t,
                 if (memcmp(t->keys[i], key, GOSSIP_KEY_BYTES) == 0)
                         return 0;
         memcpy(t->keys[t->n], key, GOSSIP_KEY_BYTES);
+        if (olen == 0 || (name && strlen(name) == olen &&
+                          memcmp(name, s->origin, olen) == 0))
+                t->votes++;
         if (t->n++ == 0) {
                 t->first = *s;
                 t->first.origin[GOSSIP_STOP_NAME_MAX - 1] = 0;
+                if (olen == 0 && name) /* an unnamed origin: the signer */
+                        snprintf(t->first.origin, sizeof(t->first.origin), "%s",
+                                 name);
         }
         return 1;
 }
@@ -55,7 +63,7 @@ int gossip_stop_decide(const struct gossip_stop_tally *t, size_t alive,
 {
         struct gossip_stop_verdict w = {0};
 
-        w.have = t->n;
+        w.have = t->votes;
         w.need = gossip_stop_quorum(alive + t->n);
         w.own_bp = own_bp;
         w.target_bp = target_bp;
@@ -79,10 +87,10 @@ int gossip_stop_format_wait(const struct gossip_stop_verdict *v, char *buf,
                             size_t len)
 {
         if (v->own_bp == GOSSIP_STOP_NO_EVAL)
-                return snprintf(buf, len, "%zu of %zu members needed", v->have,
+                return snprintf(buf, len, "%zu of %zu votes needed", v->have,
                                 v->need);
         return snprintf(buf, len,
-                        "%zu of %zu members needed, our accuracy %.2f%% < "
+                        "%zu of %zu votes needed, our accuracy %.2f%% < "
                         "%.2f%% (target %.2f%% less %.2f points)",
                         v->have, v->need, v->own_bp / 100.0,
                         v->floor_bp / 100.0, v->target_bp / 100.0,

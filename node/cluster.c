@@ -90,7 +90,8 @@ static void on_tick(uv_timer_t *t)
 /* ---- protocol callbacks ------------------------------------------------- */
 
 /* The cluster-wide stop (gossip/stop.h): a member left with a reason.
- * The box counts it once per signing key; a quorum ends our run at once
+ * The box counts it once per signing key; a quorum of members that
+ * reached the target themselves ends our run at once
  * (the trainer finishes its step, saves, and our own leave repeats the
  * reason), else the trainer evaluates and judges by its own accuracy.
  * One line per member counted. */
@@ -107,16 +108,16 @@ static void cluster_stop_heard(struct node_cluster *c,
         if (!s.origin[0]) /* an unnamed origin: the leaver's name */
                 snprintf(s.origin, sizeof(s.origin), "%s",
                          node_view_member_name(m));
-        rc = node_handoff_stop_peer(c->h, m->key, &s,
+        rc = node_handoff_stop_peer(c->h, m->key, node_view_member_name(m), &s,
                                     gossip_stop_bp(c->o->target_acc), &v);
         if (rc == NODE_HANDOFF_STOP_IGNORED)
                 return;
         if (rc == NODE_HANDOFF_STOP_NOW) {
                 node_log(NODE_LOG_INFO,
-                         "%s left: it reached the target (%.2f%% at step "
-                         "%llu); %zu of %zu members did, stopping after "
+                         "%s left saying %.31s reached the target (%.2f%% "
+                         "at step %llu); %zu of %zu votes, stopping after "
                          "this step",
-                         node_view_member_name(m), s.acc_bp / 100.0,
+                         node_view_member_name(m), s.origin, s.acc_bp / 100.0,
                          (unsigned long long)s.step, v.have, v.need);
                 return;
         }

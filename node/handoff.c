@@ -1121,13 +1121,13 @@ static void stop_take_peer(struct node_handoff *h)
 
 int node_handoff_stop_peer(struct node_handoff *h,
                            const uint8_t key[GOSSIP_KEY_BYTES],
-                           const struct gossip_stop *s, uint32_t target_bp,
-                           struct gossip_stop_verdict *v)
+                           const char *name, const struct gossip_stop *s,
+                           uint32_t target_bp, struct gossip_stop_verdict *v)
 {
         int rc = NODE_HANDOFF_STOP_IGNORED;
 
         pthread_mutex_lock(&h->mu);
-        if (gossip_stop_count(&h->stop_tally, key, s, target_bp)) {
+        if (gossip_stop_count(&h->stop_tally, key, name, s, target_bp)) {
                 rc = NODE_HANDOFF_STOP_ASKED;
                 if (gossip_stop_decide(&h->stop_tally, h->alive,
                                        GOSSIP_STOP_NO_EVAL, target_bp,

@@ -307,14 +307,15 @@ enum {
                                           and decides (stop_check) */
 };
 
-/* Loop: the member whose key signed the LEAVE left with reason s; our
- * --target-acc in basis points. Counted once per key (gossip_stop_count)
+/* Loop: the member whose key signed the LEAVE (its name: name) left with
+ * reason s; our --target-acc in basis points. Counted once per key
+ * (gossip_stop_count: a vote when s names the member itself)
  * and decided on the quorum alone (gossip_stop_decide with the box's
  * alive count); *v (may be NULL) says why. */
 int node_handoff_stop_peer(struct node_handoff *h,
                            const uint8_t key[GOSSIP_KEY_BYTES],
-                           const struct gossip_stop *s, uint32_t target_bp,
-                           struct gossip_stop_verdict *v);
+                           const char *name, const struct gossip_stop *s,
+                           uint32_t target_bp, struct gossip_stop_verdict *v);
 
 /* Training thread: 1 if a reason was counted since the last
  * node_handoff_stop_check (evaluate at the end of this step). */

@@ -1125,10 +1125,12 @@ static int stop_due(struct node_trainer *t, int evaluated)
                 return NODE_STOP_CLUSTER; /* a peer reached the target */
         if (atomic_load(&t->stop_flag))
                 return NODE_STOP_SIGNAL;
+        /* our own target first: our LEAVE then carries our own reason,
+         * a vote for the others (gossip/stop.h), not a repeat */
         if (evaluated && o->target_acc > 0 && t->last_eval_acc >= o->target_acc)
                 return NODE_STOP_TARGET;
         if (evaluated && cluster_stop_judge(t))
-                return NODE_STOP_CLUSTER; /* peers' word and our accuracy */
+                return NODE_STOP_CLUSTER;
         if (o->steps && t->step >= o->steps)
                 return NODE_STOP_STEPS;
         /* the schedule's length in steps, so that extra batches

@@ -81,16 +81,21 @@ static void test_count_each_signer_once(void **state)
         (void)state;
         key_of(k1, 1);
         key_of(k2, 2);
-        assert_int_equal(gossip_stop_count(&t, k1, &low, 8800), 0);
+        assert_int_equal(gossip_stop_count(&t, k1, "a", &low, 8800), 0);
         assert_int_equal(t.n, 0); /* below our target: not counted */
-        assert_int_equal(gossip_stop_count(&t, k1, &a, 0), 0);
+        assert_int_equal(gossip_stop_count(&t, k1, "a", &a, 0), 0);
         assert_int_equal(t.n, 0); /* no target of ours */
-        assert_int_equal(gossip_stop_count(&t, k1, &a, 8800), 1);
+        assert_int_equal(gossip_stop_count(&t, k1, "a", &a, 8800), 1);
         /* the same signer again, under another origin name: once only */
-        assert_int_equal(gossip_stop_count(&t, k1, &b, 8800), 0);
+        assert_int_equal(gossip_stop_count(&t, k1, "a", &b, 8800), 0);
         assert_int_equal(t.n, 1);
-        assert_int_equal(gossip_stop_count(&t, k2, &b, 8800), 1);
+        assert_int_equal(gossip_stop_count(&t, k2, "b", &b, 8800), 1);
         assert_int_equal(t.n, 2);
+        assert_int_equal(t.votes, 2); /* each said it reached it itself */
+        key_of(k1, 3); /* "c" repeats a's reason: counted, not a vote */
+        assert_int_equal(gossip_stop_count(&t, k1, "c", &a, 8800), 1);
+        assert_int_equal(t.n, 3);
+        assert_int_equal(t.votes, 2);
         assert_string_equal(t.first.origin, "a"); /* the first kept */
         assert_int_equal(t.first.step, 100);
         assert_int_equal(t.first.acc_bp, 9000);
@@ -106,10 +111,10 @@ static void test_count_full(void **state)
         for (int i = 0; i < GOSSIP_STOP_ORIGINS_MAX; i++) {
                 k[0] = (uint8_t)i;
                 k[1] = (uint8_t)(i >> 8);
-                assert_int_equal(gossip_stop_count(&t, k, &a, 8800), 1);
+                assert_int_equal(gossip_stop_count(&t, k, "", &a, 8800), 1);
         }
         k[2] = 1;
-        assert_int_equal(gossip_stop_count(&t, k, &a, 8800), 0);
+        assert_int_equal(gossip_stop_count(&t, k, "", &a, 8800), 0);
         assert_int_equal(t.n, GOSSIP_STOP_ORIGINS_MAX);
 }
 
@@ -130,7 +135,8 @@ static void test_quorum(void **state)
  * whatever it claims: only our own evaluation within the margin is. */
 static void test_one_liar_never_enough(void **state)
 {
-        struct gossip_stop lie = target(0, 10000, 0, "everyone");
+        /* the strongest lie: in its own name (a vote) */
+        struct gossip_stop lie = target(0, 10000, 0, "");
         struct gossip_stop_verdict v;
         uint8_t k[GOSSIP_KEY_BYTES];
 
@@ -139,7 +145,10 @@ static void test_one_liar_never_enough(void **state)
         for (size_t alive = 0; alive <= 600; alive++) {
                 struct gossip_stop_tally t = {0};
 
-                assert_int_equal(gossip_stop_count(&t, k, &lie, 8800), 1);
+                assert_int_equal(gossip_stop_count(&t, k, "liar", &lie, 8800),
+                                 1);
+                assert_int_equal(t.votes, 1);
+                assert_string_equal(t.first.origin, "liar");
                 assert_int_equal(gossip_stop_decide(
                                      &t, alive, GOSSIP_STOP_NO_EVAL, 8800, &v),
                                  GOSSIP_STOP_WAIT);
@@ -164,7 +173,7 @@ static void test_decide(void **state)
         assert_int_equal(gossip_stop_decide(&t, 3, 9900, 8800, &v),
                          GOSSIP_STOP_WAIT);
         key_of(k, 1);
-        gossip_stop_count(&t, k, &r, 8800);
+        gossip_stop_count(&t, k, "n0", &r, 8800);
         /* no target of ours: never */
         assert_int_equal(gossip_stop_decide(&t, 3, 9900, 0, NULL),
                          GOSSIP_STOP_WAIT);
@@ -173,20 +182,31 @@ static void test_decide(void **state)
                          GOSSIP_STOP_BY_OWN);
         assert_int_equal(v.floor_bp, 8700);
         key_of(k, 2);
-        gossip_stop_count(&t, k, &r, 8800);
-        /* a second member (it stopped and repeated the reason): quorum,
-         * whatever our own accuracy */
+        gossip_stop_count(&t, k, "n1", &r, 8800);
+        /* a second member that stopped on n0's word and repeats it: it
+         * asks us to evaluate, it is no vote */
+        assert_int_equal(t.n, 2);
+        assert_int_equal(t.votes, 1);
+        assert_int_equal(
+            gossip_stop_decide(&t, 1, GOSSIP_STOP_NO_EVAL, 8800, &v),
+            GOSSIP_STOP_WAIT);
+        assert_int_equal(v.have, 1);
+        /* a third that reached the target itself (origin: its name, or
+         * none): a quorum, whatever our own accuracy */
+        r.origin[0] = 0;
+        key_of(k, 3);
+        gossip_stop_count(&t, k, "n2", &r, 8800);
         assert_int_equal(
             gossip_stop_decide(&t, 1, GOSSIP_STOP_NO_EVAL, 8800, &v),
             GOSSIP_STOP_BY_QUORUM);
         assert_int_equal(v.have, 2);
         assert_int_equal(v.need, 2);
-        /* 8 alive + 2 counted = 10: 5 needed */
-        assert_int_equal(gossip_stop_decide(&t, 8, 100, 8800, &v),
+        /* 7 alive + 3 counted = 10: 5 votes needed */
+        assert_int_equal(gossip_stop_decide(&t, 7, 100, 8800, &v),
                          GOSSIP_STOP_WAIT);
         assert_int_equal(v.need, 5);
         /* a target under the margin: any accuracy of ours is near it */
-        assert_int_equal(gossip_stop_decide(&t, 8, 0, 50, &v),
+        assert_int_equal(gossip_stop_decide(&t, 7, 0, 50, &v),
                          GOSSIP_STOP_BY_OWN);
 }
 
@@ -200,12 +220,12 @@ static void test_format_wait(void **state)
         v.need = 2;
         v.own_bp = GOSSIP_STOP_NO_EVAL;
         gossip_stop_format_wait(&v, buf, sizeof(buf));
-        assert_string_equal(buf, "1 of 2 members needed");
+        assert_string_equal(buf, "1 of 2 votes needed");
         v.own_bp = 7120;
         v.floor_bp = 8700;
         v.target_bp = 8800;
         gossip_stop_format_wait(&v, buf, sizeof(buf));
-        assert_string_equal(buf, "1 of 2 members needed, our accuracy "
+        assert_string_equal(buf, "1 of 2 votes needed, our accuracy "
                                  "71.20% < 87.00% (target 88.00% less 1.00 "
                                  "points)");
 }
@@ -217,9 +237,9 @@ static void test_format_wait(void **state)
  * models are averaged) plus evaluation noise (+-0.2). Each evaluates
  * every EVAL steps and, when a reason was counted, at its next step; a
  * LEAVE reaches the others one step after it is sent. A node stops on
- * its own target, or when gossip_stop_decide says so after an
- * evaluation or on hearing (quorum), and then leaves repeating the
- * reason.
+ * its own target (and leaves with its own reason, a vote), or when
+ * gossip_stop_decide says so after an evaluation or on hearing (quorum),
+ * and then leaves repeating the first reason it counted (no vote).
  *
  * Honest bound: the first node stops at its evaluation at step s0; the
  * others hear it during s0 + 1 and evaluate at its end (as the trainer
@@ -261,7 +281,9 @@ static double sim_acc(const struct sim_node *n, uint64_t step)
  * Returns the step of the first stop. */
 static uint64_t sim_run(struct sim_node *nd, int liar, uint32_t target_bp)
 {
-        struct gossip_stop lie = target(0, 9900, 8800, "n0"), leave[SIM_NODES];
+        /* the liar's reason in its own name: a vote */
+        struct gossip_stop lie = target(0, 9900, 8800, ""), leave[SIM_NODES];
+        char name[16];
         int sent[SIM_NODES] = {0}; /* 1: a LEAVE in flight this step */
         uint64_t first = UINT64_MAX;
         uint8_t k[GOSSIP_KEY_BYTES];
@@ -271,8 +293,8 @@ static uint64_t sim_run(struct sim_node *nd, int liar, uint32_t target_bp)
                 nd[i].offset = 0.6 * (sim_uniform() - 0.5);
                 if (liar) {
                         key_of(k, 200);
-                        nd[i].ask_eval =
-                            gossip_stop_count(&nd[i].t, k, &lie, target_bp);
+                        nd[i].ask_eval = gossip_stop_count(&nd[i].t, k, "liar",
+                                                           &lie, target_bp);
                 }
         }
         for (uint64_t s = 1; s <= SIM_STEPS; s++) {
@@ -285,7 +307,7 @@ static uint64_t sim_run(struct sim_node *nd, int liar, uint32_t target_bp)
                         alive += !nd[i].stopped;
                 for (int i = 0; i < SIM_NODES; i++) {
                         struct sim_node *n = &nd[i];
-                        int stop = 0, rule;
+                        int stop = 0, own = 0, rule;
                         double acc;
 
                         if (n->stopped)
@@ -294,7 +316,8 @@ static uint64_t sim_run(struct sim_node *nd, int liar, uint32_t target_bp)
                                 if (!arrived[j])
                                         continue;
                                 key_of(k, j);
-                                if (gossip_stop_count(&n->t, k, &leave[j],
+                                snprintf(name, sizeof(name), "n%d", j);
+                                if (gossip_stop_count(&n->t, k, name, &leave[j],
                                                       target_bp))
                                         n->ask_eval = 1;
                         }
@@ -304,7 +327,8 @@ static uint64_t sim_run(struct sim_node *nd, int liar, uint32_t target_bp)
                         acc = sim_acc(n, s);
                         if (!stop && (s % SIM_EVAL == 0 || n->ask_eval)) {
                                 n->ask_eval = 0;
-                                stop = acc * 100.0 >= target_bp ||
+                                own = gossip_stop_bp(acc) >= target_bp;
+                                stop = own ||
                                        gossip_stop_decide(
                                            &n->t, alive, gossip_stop_bp(acc),
                                            target_bp, NULL) != GOSSIP_STOP_WAIT;
@@ -314,9 +338,11 @@ static uint64_t sim_run(struct sim_node *nd, int liar, uint32_t target_bp)
                         n->stopped = 1;
                         n->stop_step = s;
                         n->acc_at_stop = acc;
-                        leave[i] = n->t.n ? n->t.first
-                                          : target(s, gossip_stop_bp(acc),
-                                                   target_bp, "");
+                        /* our own reason (a vote), or the one we heard */
+                        leave[i] =
+                            own || !n->t.n
+                                ? target(s, gossip_stop_bp(acc), target_bp, "")
+                                : n->t.first;
                         sent[i] = 1;
                         if (s < first)
                                 first = s;
@@ -349,7 +375,8 @@ static void test_sim_honest(void **state)
                                          (unsigned long long)s0);
                         /* not yet at s0, unless its own target */
                         if (nd[i].stop_step == s0)
-                                assert_true(nd[i].acc_at_stop >= 88.0);
+                                assert_true(gossip_stop_bp(nd[i].acc_at_stop) >=
+                                            8800);
                 }
         }
 }
@@ -373,12 +400,11 @@ static void test_sim_liar(void **state)
                         fail_msg("seed %llu run %d: first stop at %llu",
                                  (unsigned long long)seed, run,
                                  (unsigned long long)s0);
-                /* the first to stop had its own accuracy within the
-                 * margin; the liar and those that stopped so then make a
-                 * quorum for the rest, whose models are within the
-                 * honest spread (1 point here) of theirs */
+                /* each stopped at its own evaluation within the margin:
+                 * those that stopped on the liar's word repeat it, and a
+                 * repeat is no vote, so no quorum forms for the rest */
                 for (int i = 0; i < SIM_NODES; i++) {
-                        uint32_t want = nd[i].stop_step == s0 ? 8700 : 8600;
+                        uint32_t want = 8700;
 
                         if (!nd[i].stopped ||
                             gossip_stop_bp(nd[i].acc_at_stop) < want)

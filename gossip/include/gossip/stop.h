@@ -14,12 +14,15 @@
  *   (a) its own evaluation, made after the reason arrived, is within
  *       GOSSIP_STOP_MARGIN_BP of its target (a liar cannot fake our test
  *       accuracy), or
- *   (b) a quorum of distinct members left so: gossip_stop_quorum(), at
- *       least 2 whatever the cluster's size, so a single liar is never
- *       enough.
- * A node that stops so finishes its current step, writes its checkpoint,
- * logs gossip_stop_format()'s line and leaves in turn, repeating the
- * reason (its own LEAVE counts as one more member for the others).
+ *   (b) a quorum of distinct members left saying they reached the
+ *       target themselves (origin = the signer's own name):
+ *       gossip_stop_quorum(), at least 2 whatever the cluster's size, so
+ *       a single liar is never enough.
+ * A node that stops on others' word finishes its current step, writes its
+ * checkpoint, logs gossip_stop_format()'s line and leaves in turn,
+ * repeating the reason: a repeated reason asks its receivers to evaluate
+ * (rule a) but is not a vote (rule b), or a liar plus one honest node
+ * within the margin would make a quorum for the rest.
  *
  * Pure: no clocks, sockets or threads; the daemon keeps one struct
  * gossip_stop_tally per run, under its own lock.
@@ -83,15 +86,18 @@ int gossip_stop_honoured(const struct gossip_stop *s, uint32_t target_bp);
 struct gossip_stop_tally {
         struct gossip_stop first; /* the first one counted */
         size_t n;                 /* distinct members counted */
+        size_t votes;             /* ... of which firsthand (rule b) */
         uint8_t keys[GOSSIP_STOP_ORIGINS_MAX][GOSSIP_KEY_BYTES];
 };
 
-/* Count the LEAVE reason s of the member whose key signed it: 1 if it
- * is honoured (gossip_stop_honoured) and that key was not counted
- * before (then the first such reason is kept in t->first), else 0 and t
- * is unchanged. */
+/* Count the LEAVE reason s of the member whose key signed it and whose
+ * name is `name` (the member's own, not the reason's): 1 if it is
+ * honoured (gossip_stop_honoured) and that key was not counted before
+ * (then the first such reason is kept in t->first, an empty origin
+ * replaced by `name`; an origin that is empty or `name` is firsthand, a
+ * vote), else 0 and t is unchanged. */
 int gossip_stop_count(struct gossip_stop_tally *t,
-                      const uint8_t key[GOSSIP_KEY_BYTES],
+                      const uint8_t key[GOSSIP_KEY_BYTES], const char *name,
                       const struct gossip_stop *s, uint32_t target_bp);
 
 /* Distinct members needed for rule (b) in a cluster of `members`
@@ -118,15 +124,15 @@ struct gossip_stop_verdict {
 
 /* Whether the reasons in t end our run. alive: members alive or suspect,
  * us included (the members counted in t have left, so the quorum is of
- * alive + t->n); own_bp: our test accuracy from an evaluation made after
- * a reason was counted, or GOSSIP_STOP_NO_EVAL (then only the
- * quorum can decide). Nothing counted, or no target of ours: WAIT. The
+ * alive + t->n, and t->votes must reach it); own_bp: our test accuracy from an
+ * evaluation made after a reason was counted, or GOSSIP_STOP_NO_EVAL (then only
+ * the quorum can decide). Nothing counted, or no target of ours: WAIT. The
  * verdict (may be NULL) says why; returns its rule. */
 int gossip_stop_decide(const struct gossip_stop_tally *t, size_t alive,
                        uint32_t own_bp, uint32_t target_bp,
                        struct gossip_stop_verdict *v);
 
-/* Why a WAIT verdict did not stop us: "1 of 2 members needed, our
+/* Why a WAIT verdict did not stop us: "1 of 2 votes needed, our
  * accuracy 71.20% < 87.00% (target 88.00% less 1.00 points)" (the accuracy
  * part only when own_bp was given) into buf, always NUL-terminated when
  * len > 0; returns snprintf's count. */
