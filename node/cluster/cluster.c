@@ -99,25 +99,44 @@ static void on_tick(uv_timer_t *t)
 
 /* ---- protocol callbacks ------------------------------------------------- */
 
-/* The cluster-wide stop (gossip/stop.h): a member left with a reason;
- * if it ends our run too, the box tells the trainer (it finishes its
- * step, saves, and our own leave repeats the reason). */
+/* The cluster-wide stop (gossip/stop.h): a member left with a reason.
+ * The box counts it once per signing key; a quorum of members that
+ * reached the target themselves ends our run at once
+ * (the trainer finishes its step, saves, and our own leave repeats the
+ * reason), else the trainer evaluates and judges by its own accuracy.
+ * One line per member counted. */
 static void cluster_stop_heard(struct node_cluster *c,
                                const struct gossip_member_info *m)
 {
         struct gossip_stop s = m->stop;
+        struct gossip_stop_verdict v;
+        char why[160];
+        int rc;
 
         if (s.reason == GOSSIP_STOP_NONE)
                 return;
         if (!s.origin[0]) /* an unnamed origin: the leaver's name */
                 snprintf(s.origin, sizeof(s.origin), "%s",
                          node_view_member_name(m));
-        if (node_handoff_stop_peer(c->h, &s, gossip_stop_bp(c->o->target_acc)))
+        rc = node_handoff_stop_peer(c->h, m->key, node_view_member_name(m), &s,
+                                    gossip_stop_bp(c->o->target_acc), &v);
+        if (rc == NODE_HANDOFF_STOP_IGNORED)
+                return;
+        if (rc == NODE_HANDOFF_STOP_NOW) {
                 node_log(NODE_LOG_INFO,
-                         "%s left: it reached the target (%.2f%% at step "
-                         "%llu); stopping after this step",
-                         node_view_member_name(m), s.acc_bp / 100.0,
-                         (unsigned long long)s.step);
+                         "%s left saying %.31s reached the target (%.2f%% "
+                         "at step %llu); %zu of %zu votes, stopping after "
+                         "this step",
+                         node_view_member_name(m), s.origin, s.acc_bp / 100.0,
+                         (unsigned long long)s.step, v.have, v.need);
+                return;
+        }
+        gossip_stop_format_wait(&v, why, sizeof(why));
+        node_log(NODE_LOG_INFO,
+                 "%s left saying %.31s reached the target (%.2f%% at step "
+                 "%llu); not honoured yet (%s): evaluating our own model",
+                 node_view_member_name(m), s.origin, s.acc_bp / 100.0,
+                 (unsigned long long)s.step, why);
 }
 
 static void on_member(void *ctx, const struct gossip_member_info *m,

@@ -100,10 +100,14 @@ struct node_handoff {
         uint64_t state_adopt; /* no state: take this step (0: none) */
         char in_state_from[GOSSIP_NAME_MAX];
         struct node_handoff_stats st;
-        /* the cluster-wide stop (gossip/stop.h): the first reason taken,
-         * ours (reached the target) or a peer's (stop_from_peer) */
+        /* the cluster-wide stop (gossip/stop.h): the reason our leave
+         * carries, ours (reached the target) or a peer's (stop_from_peer);
+         * the peers' reasons counted, and whether one came since the
+         * trainer's last check (it evaluates then) */
         struct gossip_stop stop;
         int stop_from_peer;
+        struct gossip_stop_tally stop_tally;
+        int stop_news;
         struct node_shuffle *shuffle; /* set before the threads run; owned */
         /* robust merge: running medians of accepted distances (slices,
          * gradients) and every peer's record; rs_params is touched only
@@ -1104,20 +1108,66 @@ void node_handoff_no_state(struct node_handoff *h, uint64_t adopt_step)
 /* ---- the cluster-wide stop (gossip/stop.h) --------------------------------
  */
 
-int node_handoff_stop_peer(struct node_handoff *h, const struct gossip_stop *s,
-                           uint32_t target_bp)
+/* Under mu: a peer's reason ends our run. */
+static void stop_take_peer(struct node_handoff *h)
 {
-        int took;
+        if (h->stop.reason == GOSSIP_STOP_NONE) {
+                h->stop = h->stop_tally.first;
+                h->stop_from_peer = 1;
+        }
+        h->stopped = 1;
+        changed(h);
+}
+
+int node_handoff_stop_peer(struct node_handoff *h,
+                           const uint8_t key[GOSSIP_KEY_BYTES],
+                           const char *name, const struct gossip_stop *s,
+                           uint32_t target_bp, struct gossip_stop_verdict *v)
+{
+        int rc = NODE_HANDOFF_STOP_IGNORED;
 
         pthread_mutex_lock(&h->mu);
-        took = gossip_stop_take(&h->stop, s, target_bp);
-        if (took) {
-                h->stop_from_peer = 1;
-                h->stopped = 1;
-                changed(h);
+        if (gossip_stop_count(&h->stop_tally, key, name, s, target_bp)) {
+                rc = NODE_HANDOFF_STOP_ASKED;
+                if (gossip_stop_decide(&h->stop_tally, h->alive,
+                                       GOSSIP_STOP_NO_EVAL, target_bp,
+                                       v) != GOSSIP_STOP_WAIT) {
+                        stop_take_peer(h);
+                        rc = NODE_HANDOFF_STOP_NOW;
+                } else {
+                        h->stop_news = 1;
+                        changed(h);
+                }
         }
         pthread_mutex_unlock(&h->mu);
-        return took;
+        return rc;
+}
+
+int node_handoff_stop_eval_wanted(struct node_handoff *h)
+{
+        int news;
+
+        pthread_mutex_lock(&h->mu);
+        news = h->stop_news;
+        pthread_mutex_unlock(&h->mu);
+        return news;
+}
+
+int node_handoff_stop_check(struct node_handoff *h, uint32_t own_bp,
+                            uint32_t target_bp, struct gossip_stop_verdict *v,
+                            int *news)
+{
+        int rule;
+
+        pthread_mutex_lock(&h->mu);
+        *news = h->stop_news;
+        h->stop_news = 0;
+        rule =
+            gossip_stop_decide(&h->stop_tally, h->alive, own_bp, target_bp, v);
+        if (rule != GOSSIP_STOP_WAIT)
+                stop_take_peer(h);
+        pthread_mutex_unlock(&h->mu);
+        return rule;
 }
 
 void node_handoff_stop_own(struct node_handoff *h, const struct gossip_stop *s)

@@ -298,11 +298,37 @@ void node_handoff_wake_loop(struct node_handoff *h);
 
 /* ---- the cluster-wide stop (gossip/stop.h) ------------------------- */
 
-/* Loop: a member left with reason s. If it ends our run (gossip_stop_take
- * with our --target-acc in basis points, first reason wins) it is kept,
- * every wait returns, and 1 is returned; else 0. */
-int node_handoff_stop_peer(struct node_handoff *h, const struct gossip_stop *s,
-                           uint32_t target_bp);
+/* What node_handoff_stop_peer did with a member's LEAVE reason. */
+enum {
+        NODE_HANDOFF_STOP_IGNORED = 0, /* not honoured, or that member
+                                          was counted before */
+        NODE_HANDOFF_STOP_NOW = 1,     /* a quorum: every wait returns */
+        NODE_HANDOFF_STOP_ASKED = 2,   /* counted; the trainer evaluates
+                                          and decides (stop_check) */
+};
+
+/* Loop: the member whose key signed the LEAVE (its name: name) left with
+ * reason s; our --target-acc in basis points. Counted once per key
+ * (gossip_stop_count: a vote when s names the member itself)
+ * and decided on the quorum alone (gossip_stop_decide with the box's
+ * alive count); *v (may be NULL) says why. */
+int node_handoff_stop_peer(struct node_handoff *h,
+                           const uint8_t key[GOSSIP_KEY_BYTES],
+                           const char *name, const struct gossip_stop *s,
+                           uint32_t target_bp, struct gossip_stop_verdict *v);
+
+/* Training thread: 1 if a reason was counted since the last
+ * node_handoff_stop_check (evaluate at the end of this step). */
+int node_handoff_stop_eval_wanted(struct node_handoff *h);
+
+/* Training thread, after an evaluation: decide (gossip_stop_decide) with
+ * our accuracy own_bp. A rule other than GOSSIP_STOP_WAIT takes the
+ * first counted reason and ends the run as a peer's stop. *news: a
+ * reason was counted since the last check (the caller logs a WAIT once
+ * per such news); *v (may be NULL) says why. Returns the rule. */
+int node_handoff_stop_check(struct node_handoff *h, uint32_t own_bp,
+                            uint32_t target_bp, struct gossip_stop_verdict *v,
+                            int *news);
 
 /* Training thread: we reached our target; s is the reason our LEAVE
  * will carry (kept unless a peer's came first). */

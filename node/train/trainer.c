@@ -1092,6 +1092,30 @@ static int train_step(struct node_trainer *t, struct window *pw,
         return 0;
 }
 
+/* The cluster-wide stop (gossip/stop.h), after an evaluation: whether a
+ * peer's reason, counted by the loop, ends our run now that we know our
+ * own accuracy. A reason not honoured is logged once, at the evaluation
+ * it asked for. */
+static int cluster_stop_judge(struct node_trainer *t)
+{
+        uint32_t target_bp = gossip_stop_bp(t->o->target_acc);
+        struct gossip_stop_verdict v;
+        char why[160];
+        int news;
+
+        if (!t->box || !target_bp)
+                return 0;
+        if (node_handoff_stop_check(t->box, gossip_stop_bp(t->last_eval_acc),
+                                    target_bp, &v, &news) != GOSSIP_STOP_WAIT)
+                return 1;
+        if (news) {
+                gossip_stop_format_wait(&v, why, sizeof(why));
+                node_log(NODE_LOG_INFO,
+                         "a peer's stop not honoured: %s; training on", why);
+        }
+        return 0;
+}
+
 /* Which stop criterion (if any) holds after a step; evaluated says the
  * step was just evaluated (the target accuracy is checked only then). */
 static int stop_due(struct node_trainer *t, int evaluated)
@@ -1102,8 +1126,12 @@ static int stop_due(struct node_trainer *t, int evaluated)
                 return NODE_STOP_CLUSTER; /* a peer reached the target */
         if (atomic_load(&t->stop_flag))
                 return NODE_STOP_SIGNAL;
+        /* our own target first: our LEAVE then carries our own reason,
+         * a vote for the others (gossip/stop.h), not a repeat */
         if (evaluated && o->target_acc > 0 && t->last_eval_acc >= o->target_acc)
                 return NODE_STOP_TARGET;
+        if (evaluated && cluster_stop_judge(t))
+                return NODE_STOP_CLUSTER;
         if (o->steps && t->step >= o->steps)
                 return NODE_STOP_STEPS;
         /* the schedule's length in steps, so that extra batches
@@ -1219,9 +1247,12 @@ static int run_loop(struct node_trainer *t, int *reason)
                         next_tick = mono_s() + o->progress_ms / 1000.0;
                 }
                 evaluated = 0;
-                if (o->eval_every
-                        ? t->step % o->eval_every == 0
-                        : nn_batcher_epoch(&t->batcher) != epoch_before) {
+                /* also when a peer's stop reason asks us to judge by
+                 * our own accuracy (cluster_stop_judge) */
+                if ((o->eval_every
+                         ? t->step % o->eval_every == 0
+                         : nn_batcher_epoch(&t->batcher) != epoch_before) ||
+                    (t->box && node_handoff_stop_eval_wanted(t->box))) {
                         rc = evaluate(t, &ew);
                         if (rc)
                                 return rc;

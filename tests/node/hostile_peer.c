@@ -20,7 +20,11 @@
  *   usage: hostile_peer ATTACKS SECONDS [gossipnode options...]
  *   ATTACKS: comma list of the names above, or "all"; or "NAME@STEP" for a
  *   one-time poisoning: that attack, sent once to every live peer as soon
- *   as one has reached STEP, then nothing more (the model-health test)
+ *   as one has reached STEP, then nothing more (the model-health test);
+ *   or "stop": a forged cluster-wide stop, sent at once: as soon as two
+ *   peers are alive it leaves with a TARGET reason claiming 99% at step
+ *   0 in its own name (the strongest lie: a vote, gossip/stop.h), then
+ *   sends nothing more
  *
  * Prints what it sent, per attack, on exit (0; 1 on set-up errors). Used
  * by tests/node/test_hostile_run.py; see docs/reliability.md.
@@ -65,6 +69,7 @@ struct hostile {
         int next;
         uint64_t once_at; /* NAME@STEP: fire once at STEP (0: every tick) */
         int fired;
+        int stop_lie; /* "stop": leave with a forged TARGET reason */
         uint64_t sent[NATTACKS], sent_partner[NATTACKS];
         uint64_t rng;
 };
@@ -185,6 +190,27 @@ static void push(struct hostile *h, const struct gossip_member_info *m, int a)
         }
 }
 
+/* "stop": once two peers are alive, leave claiming that we reached 99%
+ * at step 0 (no origin: ourselves), against any target; then nothing
+ * more. */
+static void lie_stop(struct hostile *h)
+{
+        struct gossip_stop lie = {0};
+
+        if (h->fired || gossip_alive_count(node_cluster_view(h->c)->g) < 3) {
+                node_cluster_rearm(h->c);
+                return;
+        }
+        lie.reason = GOSSIP_STOP_TARGET;
+        lie.acc_bp = 9900;
+        lie.target_bp = 9900;
+        if (gossip_leave_with(node_cluster_view(h->c)->g, &lie) == 0) {
+                h->fired = 1;
+                h->sent[0]++;
+        }
+        node_cluster_rearm(h->c);
+}
+
 static void on_tick(uv_timer_t *t)
 {
         struct hostile *h = t->data;
@@ -193,6 +219,10 @@ static void on_tick(uv_timer_t *t)
         size_t n = 0;
         int a;
 
+        if (h->stop_lie) {
+                lie_stop(h);
+                return;
+        }
         mi = node_view_members(node_cluster_view(h->c), &n);
         for (size_t i = 1; mi && i < n; i++)
                 if (mi[i].state == GOSSIP_ALIVE && mi[i].step > newest)
@@ -239,6 +269,10 @@ static int parse_attacks(struct hostile *h, const char *s)
         if (strcmp(s, "all") == 0) {
                 for (int a = 0; a < NATTACKS; a++)
                         h->on[a] = 1;
+                return 0;
+        }
+        if (strcmp(s, "stop") == 0) {
+                h->stop_lie = 1;
                 return 0;
         }
         snprintf(buf, sizeof(buf), "%s", s);
@@ -334,6 +368,8 @@ int main(int argc, char **argv)
         uv_signal_init(&loop, &h.term);
         uv_signal_start(&h.term, on_term, SIGTERM);
         uv_run(&loop, UV_RUN_DEFAULT);
+        if (h.stop_lie)
+                printf("sent stop %llu\n", (unsigned long long)h.sent[0]);
         for (int a = 0; a < NATTACKS; a++)
                 if (h.on[a])
                         printf("sent %s %llu (%llu at our scheduled turn)\n",

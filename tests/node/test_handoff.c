@@ -15,6 +15,9 @@
  * stops, with the outcome the plan gives (READY, not timed out); a
  * trainer awaiting a peer's state returns with it when it is delivered,
  * and returns -ECANCELED well before its own timeout when the run stops.
+ * The cluster-wide stop in the box: one member's reason asks the trainer
+ * to evaluate and is judged by its accuracy, a second member's vote is a
+ * quorum that stops the run at once, and the reason kept is the first.
  * Every wait here is bounded (WAIT_BOUND_MS) so a broken wake fails the
  * test instead of hanging it. Deterministic: no randomness.
  */
@@ -27,6 +30,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -424,6 +428,72 @@ static void test_stop_wakes_joiner(void **state)
         node_handoff_free(t.h);
 }
 
+static struct gossip_stop stop_reason(const char *origin)
+{
+        struct gossip_stop s = {0};
+
+        s.reason = GOSSIP_STOP_TARGET;
+        s.acc_bp = 9900;
+        s.target_bp = 9900;
+        snprintf(s.origin, sizeof(s.origin), "%s", origin);
+        return s;
+}
+
+static void test_stop_peer_votes(void **state)
+{
+        struct node_handoff *h = box_new(0);
+        struct gossip_stop a = stop_reason(""), b = stop_reason("b"), got;
+        struct gossip_stop_verdict v;
+        uint8_t ka[GOSSIP_KEY_BYTES] = {1}, kb[GOSSIP_KEY_BYTES] = {2};
+        int news = -1;
+
+        (void)state;
+        node_handoff_set_members(h, 3, UINT64_MAX); /* us + 2 */
+        /* one member: counted, the trainer asked to evaluate */
+        assert_int_equal(node_handoff_stop_peer(h, ka, "a", &a, 8800, &v),
+                         NODE_HANDOFF_STOP_ASKED);
+        assert_int_equal(node_handoff_stop_peer(h, ka, "a", &a, 8800, &v),
+                         NODE_HANDOFF_STOP_IGNORED); /* once per key */
+        assert_int_equal(node_handoff_stop_eval_wanted(h), 1);
+        assert_int_equal(node_handoff_stop_reason(h, NULL), 0);
+        /* our accuracy far below: train on, the news told once */
+        assert_int_equal(node_handoff_stop_check(h, 5000, 8800, &v, &news),
+                         GOSSIP_STOP_WAIT);
+        assert_int_equal(news, 1);
+        assert_int_equal(v.have, 1);
+        assert_int_equal(v.need, 2);
+        assert_int_equal(node_handoff_stop_eval_wanted(h), 0);
+        assert_int_equal(node_handoff_stop_check(h, 5000, 8800, &v, &news),
+                         GOSSIP_STOP_WAIT);
+        assert_int_equal(news, 0);
+        /* a left: us and b alive; b's own vote: 2 of 2, stop now */
+        node_handoff_set_members(h, 2, UINT64_MAX);
+        assert_int_equal(node_handoff_stop_peer(h, kb, "b", &b, 8800, &v),
+                         NODE_HANDOFF_STOP_NOW);
+        assert_int_equal(node_handoff_stop_reason(h, &got), 2);
+        assert_string_equal(got.origin, "a"); /* the first, named */
+        node_handoff_free(h);
+}
+
+static void test_stop_own_accuracy(void **state)
+{
+        struct node_handoff *h = box_new(0);
+        struct gossip_stop a = stop_reason("");
+        uint8_t ka[GOSSIP_KEY_BYTES] = {1};
+        int news;
+
+        (void)state;
+        node_handoff_set_members(h, 3, UINT64_MAX);
+        node_handoff_stop_peer(h, ka, "a", &a, 8800, NULL);
+        assert_int_equal(node_handoff_stop_check(h, 8699, 8800, NULL, &news),
+                         GOSSIP_STOP_WAIT);
+        assert_int_equal(node_handoff_stop_reason(h, NULL), 0);
+        assert_int_equal(node_handoff_stop_check(h, 8700, 8800, NULL, &news),
+                         GOSSIP_STOP_BY_OWN);
+        assert_int_equal(node_handoff_stop_reason(h, NULL), 2);
+        node_handoff_free(h);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -433,6 +503,8 @@ int main(void)
             cmocka_unit_test(test_stop_wakes_waiter),
             cmocka_unit_test(test_state_wakes_joiner),
             cmocka_unit_test(test_stop_wakes_joiner),
+            cmocka_unit_test(test_stop_peer_votes),
+            cmocka_unit_test(test_stop_own_accuracy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,18 @@
 #!/usr/bin/python3
 """test_hostile_run.py GOSSIPNODE KEYGEN HOSTILE [--steps N] [--robust on|off]
-[--attacks LIST] [--no-assert] [--health] - a trusted peer that lies, against
-two honest gossipnode processes on 127.0.0.1, and the same two honest nodes
-clean, in the same test.
+[--attacks LIST] [--no-assert] [--health | --stop] - a trusted peer that
+lies, against two honest gossipnode processes on 127.0.0.1, and the same two
+honest nodes clean, in the same test.
+
+--stop: the forged cluster-wide stop instead (issue 33 item 3). n0 and n1
+train with --target-acc STOP_TARGET and --steps far beyond it; the liar
+(hostile_peer "stop") leaves as soon as both are alive, with a TARGET
+reason claiming 99% at step 0 in its own name. Asserted: each honest node
+heard it and logged why it did not stop (1 of 2 votes needed, its own
+accuracy below target - 1); each trained on and stopped later, at an
+evaluation of at least target - 1 point, both exit 0, within
+STOP_STEPS_APART steps of each other. On the code before issue 33 both
+stopped at the liar's word in their first steps.
 
 --health: the model-health test instead. One poisoning, once: the liar
 sends 1e30 slices a single time when a node reaches step STEPS/3
@@ -44,6 +54,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cluster_run as tc  # noqa: E402
 
 TOL = 1.0  # percentage points, the issue's bound
+STOP_TARGET = tc.STOP_TARGET  # % (--stop): reached in a few hundred steps
+STOP_MARGIN = 1.0  # points: gossip/stop.h GOSSIP_STOP_MARGIN_BP
+STOP_STEPS_APART = 300  # as test_cluster_run.py's STOP_STEPS_AFTER
+STOP_WITHIN_S = 300  # the honest nodes reach the target within this
 # A node's accuracy is the mean of its last three evaluations (the last
 # half of the run, the last at the final step), not the final one alone:
 # one evaluation at step 300 moves by up to a point from run to run on a
@@ -142,6 +156,63 @@ def health(c, hostile, tmp, steps, seed):
         "n0 %.2f%% vs n1 %.2f%% after the rollback" % (accs[0], accs[1])
 
 
+def forged_stop(c, hostile, tmp, seed):
+    """The forged-stop test (--stop); raises AssertionError."""
+    rundir = os.path.join(tmp, "stop")
+    os.makedirs(rundir)
+    for i in range(3):
+        shutil.copy2(os.path.join(tmp, "k%d" % i), rundir)
+    c.tmp, c.procs = rundir, {}
+    liar = subprocess.Popen(
+        [hostile, "stop", "600", "--peers", c.peers, "--key",
+         os.path.join(rundir, "k2"), "--shard", "2/3", "--seed", str(seed),
+         "--threads", "1"] + tc.COMMON,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL, text=True)
+    for i in range(2):
+        c.start(i, ["--steps", "100000", "--eval-every", "20",
+                    "--target-acc", "%.1f" % STOP_TARGET])
+    try:
+        for i in range(2):
+            try:
+                rc = c.procs[i].wait(STOP_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("n%d did not stop within %d s"
+                                     % (i, STOP_WITHIN_S))
+            assert rc == 0, "n%d exited %d" % (i, rc)
+    finally:
+        liar.terminate()
+        try:
+            out = liar.communicate(timeout=20)[0]
+        except subprocess.TimeoutExpired:
+            liar.kill()
+            out = liar.communicate()[0]
+    print("liar: " + " | ".join(out.strip().splitlines()[-2:]))
+    assert "sent stop 1" in out, "the liar did not leave: %r" % out
+    stops = [c.events(i, "stop")[-1] for i in range(2)]
+    print("stops: %s" % stops)
+    for i in range(2):
+        log = open(c.log_path(i)).read()
+        heard = re.search(r"n2 left saying n2 reached the target \(99\.00% "
+                          r"at step 0\); not honoured yet \(1 of 2 votes "
+                          r"needed\)", log)
+        judged = re.search(r"a peer's stop not honoured: 1 of 2 votes "
+                           r"needed, our accuracy ([0-9.]+)% < ", log)
+        print("n%d: heard %s, judged %s" % (
+            i, bool(heard), judged.group(0) if judged else None))
+        assert heard, "n%d never logged the liar's stop as not honoured" % i
+        assert judged, "n%d never judged it by its own accuracy" % i
+        assert float(judged.group(1)) < STOP_TARGET - STOP_MARGIN, judged
+        s = stops[i]
+        assert s["reason"] in ("target", "cluster"), s
+        assert s["test_acc"] >= STOP_TARGET - STOP_MARGIN, \
+            "n%d stopped at %.2f%%, target %.1f%%" % (
+                i, s["test_acc"], STOP_TARGET)
+    apart = abs(stops[0]["step"] - stops[1]["step"])
+    assert apart <= STOP_STEPS_APART, \
+        "the honest nodes stopped %d steps apart" % apart
+
+
 def attacked(c, hostile, tmp, steps, seed, opts, check):
     """The attack test (default); raises AssertionError."""
     clean, _, _ = run(c, hostile, tmp, "clean", steps, opts["--robust"],
@@ -179,7 +250,9 @@ def main():
     opts = {"--steps": "300", "--robust": "on", "--attacks": "all"}
     check = "--no-assert" not in args
     mode_health = "--health" in args
-    rest = [a for a in args[3:] if a not in ("--no-assert", "--health")]
+    mode_stop = "--stop" in args
+    rest = [a for a in args[3:]
+            if a not in ("--no-assert", "--health", "--stop")]
     for k, v in zip(rest[::2], rest[1::2]):
         opts[k] = v
     if not os.path.isdir(tc.DATA):
@@ -195,6 +268,8 @@ def main():
     try:
         if mode_health:
             health(c, hostile, tmp, steps, seed)
+        elif mode_stop:
+            forged_stop(c, hostile, tmp, seed)
         else:
             attacked(c, hostile, tmp, steps, seed, opts, check)
         ok = True
