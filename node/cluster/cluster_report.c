@@ -80,6 +80,24 @@ static void pack_link(struct node_cluster *c, msgpack_packer *pk,
         }
 }
 
+/* "refused": nil, or what the member's refusal named ("" before its
+ * list arrived). */
+static void pack_refused(struct node_cluster *c, msgpack_packer *pk,
+                         const struct gossip_member_info *m)
+{
+        const struct node_refusal *r = node_cluster__refusal(c, m->key);
+
+        node_ctl_pack_str(pk, "refused");
+        if (!m->refused) {
+                msgpack_pack_nil(pk);
+                return;
+        }
+        msgpack_pack_map(pk, 3);
+        node_ctl_pack_kstr(pk, "setting", r ? r->setting : "");
+        node_ctl_pack_kstr(pk, "here", r ? r->here : "");
+        node_ctl_pack_kstr(pk, "there", r ? r->there : "");
+}
+
 static void pack_member(struct node_cluster *c, msgpack_packer *pk,
                         const struct gossip_member_info *m, int self)
 {
@@ -88,7 +106,7 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
 
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 13);
+        msgpack_pack_map(pk, 14);
         node_ctl_pack_kstr(pk, "name", m->name);
         node_ctl_pack_kstr(pk, "version", m->version); /* "": not told */
         node_ctl_pack_kstr(pk, "addr", a);
@@ -106,6 +124,7 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
         node_ctl_pack_str(pk, "suspect_model");
         suspect_model(c, m->key) ? msgpack_pack_true(pk)
                                  : msgpack_pack_false(pk);
+        pack_refused(c, pk, m);
         pack_link(c, pk, &m->addr, 0);
 }
 
