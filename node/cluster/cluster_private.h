@@ -53,6 +53,7 @@ struct node_refusal {
         uint8_t key[GOSSIP_KEY_BYTES];
         uint64_t incarnation;
         char member[GOSSIP_NAME_MAX];
+        struct gossip_addr addr; /* where it was heard from */
         char setting[GOSSIP_SETTING_NAME_MAX];
         char here[GOSSIP_SETTING_VALUE_MAX], there[GOSSIP_SETTING_VALUE_MAX];
         int logged; /* its line was written (once per life) */
@@ -106,12 +107,16 @@ uint64_t node_cluster__unix_ms(void);
 void node_cluster__arm(struct node_cluster *c);
 
 /* cluster_refuse.c: gossip_config.on_refused (ctx: the cluster); key's
- * refusal (its latest life), or NULL when it was never refused. */
+ * refusal (its latest life), or NULL when it was never refused; the i-th
+ * entry of the table (NULL past the last: a joiner refused at first
+ * contact is in no gossip_members list, only here). */
 void node_cluster__refused(void *ctx, const struct gossip_member_info *m,
                            const char *name, const char *ours,
                            const char *theirs);
 const struct node_refusal *node_cluster__refusal(const struct node_cluster *c,
                                                  const uint8_t *key);
+const struct node_refusal *
+node_cluster__refusal_at(const struct node_cluster *c, size_t i);
 
 /* cluster_metrics.c: the i-th transport refusal, its name (as in
  * rejects_total and in the stats reply's "net") and *count; NULL past the

@@ -32,6 +32,13 @@ static struct node_refusal *find(struct node_cluster *c, const uint8_t *key)
         return NULL;
 }
 
+const struct node_refusal *
+node_cluster__refusal_at(const struct node_cluster *c, size_t i)
+{
+        return i < c->nrefused && i < NODE_CLUSTER_REFUSED_MAX ? &c->refused[i]
+                                                               : NULL;
+}
+
 const struct node_refusal *node_cluster__refusal(const struct node_cluster *c,
                                                  const uint8_t *key)
 {
@@ -92,6 +99,8 @@ void node_cluster__refused(void *ctx, const struct gossip_member_info *m,
         const char *who = node_view_member_name(m);
 
         snprintf(r->member, sizeof(r->member), "%s", who);
+        if (m->addr.family)
+                r->addr = m->addr;
         if (name && !r->logged) {
                 r->logged = 1;
                 snprintf(r->setting, sizeof(r->setting), "%s", name);
