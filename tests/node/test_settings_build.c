@@ -3,18 +3,22 @@
  * (node/config/settings.c): the exact list for the defaults, one option
  * changed names exactly that setting with both values, options that are
  * deliberately not settings change nothing, and a long model spec is cut
- * to fit yet still told apart from another that differs past the cut.
+ * to fit yet still told apart from another that differs past the cut;
+ * the digest of the default list is docs/protocol.md's vector.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "config/options.h"
 #include "config/settings.h"
+#include "base/gn_endian.h"
+#include "test_doc.h"
 
 /* The settings of a command line (NULL-terminated, argv[0] added). */
 static void build(struct gossip_settings *s, size_t nparams, ...)
@@ -121,6 +125,23 @@ static void test_long_spec(void **state)
         assert_true(strlen(a) >= GOSSIP_SETTING_VALUE_MAX);
 }
 
+/* protocol.md 3.2: the default list with the default model's 407050
+ * parameters hashes to the documented bytes (a third party's check). */
+static void test_doc_vector(void **state)
+{
+        char *doc = gn_test_read_file(GN_SOURCE_DIR "/docs/protocol.md");
+        struct gossip_settings s;
+        uint8_t want[8];
+
+        (void)state;
+        assert_non_null(doc);
+        assert_int_equal(gn_test_doc_vector(doc, "settings-digest", want, 8),
+                         8);
+        free(doc);
+        build(&s, 407050, NULL);
+        assert_true(s.digest == gn_le64_get(want));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -128,6 +149,7 @@ int main(void)
             cmocka_unit_test(test_each_setting),
             cmocka_unit_test(test_not_settings),
             cmocka_unit_test(test_long_spec),
+            cmocka_unit_test(test_doc_vector),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
