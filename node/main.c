@@ -1,7 +1,8 @@
 /*
  * main.c - gossipnode's entry point: parse the command line, initialise the
  * libraries once before any thread starts, run the daemon, map the outcome
- * to an exit status (0 done, 1 runtime error, 2 bad command line).
+ * to an exit status (0 done, 1 runtime error, 2 bad command line, 78
+ * (EX_CONFIG) refused by the cluster for other cluster settings).
  *
  * This is the only place that prints errors to the user and decides the
  * exit status; everything below returns codes and messages. The config
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 
 #include <sodium.h>
 
@@ -150,7 +152,9 @@ int main(int argc, char **argv)
                 fprintf(stderr, "%sgossipnode: %s\n",
                         node_sd_journal_stream(STDERR_FILENO) ? "<3>" : "",
                         err);
-                rc = 1;
+                /* a misconfigured node: the unit does not restart it
+                 * (RestartPreventExitStatus=78, docs/operations.md) */
+                rc = rc == NODE_DAEMON_REFUSED ? EX_CONFIG : 1;
         }
 out:
         node_conf_argv_free(&ca);

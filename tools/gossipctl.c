@@ -268,6 +268,19 @@ static const char *fmt_rate(const msgpack_object *o, char *buf, size_t len)
         return buf;
 }
 
+/* A member refused for other cluster settings shows as "refused:SETTING"
+ * (docs/control.md, members' "refused"). */
+static void member_refused(const msgpack_object *m, char *state, size_t len)
+{
+        const msgpack_object *r = ctlc_get(m, "refused");
+        char setting[16]; /* GOSSIP_SETTING_NAME_MAX */
+
+        if (!r || r->type != MSGPACK_OBJECT_MAP)
+                return;
+        ctlc_str(ctlc_get(r, "setting"), setting, sizeof(setting));
+        snprintf(state, len, "refused%s%s", setting[0] ? ":" : "", setting);
+}
+
 static void member_row(struct table *t, const msgpack_object *m)
 {
         char name[64], addr[64], state[32], rtt[16], inc[24], step[24],
@@ -284,6 +297,7 @@ static void member_row(struct table *t, const msgpack_object *m)
         ctlc_str(ctlc_get(m, "version"), version, sizeof(version));
         if (!version[0])
                 snprintf(version, sizeof(version), "-");
+        member_refused(m, state, sizeof(state));
         if (liar && liar->type == MSGPACK_OBJECT_BOOLEAN && liar->via.boolean)
                 strncat(state, ",suspect_model",
                         sizeof(state) - strlen(state) - 1);
@@ -308,6 +322,7 @@ static int state_matches(const regex_t *re, const msgpack_object *m)
         if (re == NULL)
                 return 1;
         ctlc_str(ctlc_get(m, "state"), state, sizeof(state));
+        member_refused(m, state, sizeof(state));
         return regexec(re, state, 0, NULL, 0) == 0;
 }
 

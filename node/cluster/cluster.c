@@ -26,6 +26,7 @@
 #include <sodium.h>
 
 #include "service/evlog.h"
+#include "config/settings.h"
 #include "ident/keys.h"
 #include "gossip/schedule.h"
 #include "train/trainer.h"
@@ -345,11 +346,20 @@ static int open_gossip(struct node_cluster *c, const uint8_t *sk, char *err,
         gc.app_ctx = c->ex;
         gc.on_member = on_member;
         gc.cb_ctx = c;
+        /* what must match for the exchange to work (cluster_refuse.c) */
+        rc = node_settings_build(c->o, c->nparams, &c->settings);
+        gc.settings = rc ? NULL : &c->settings;
+        gc.on_refused = node_cluster__refused;
         node_net_env(c->net, &env);
         /* every node's own stream: the seed mixed with its key */
         env.seed = c->o->seed;
         for (int i = 0; i < 8; i++)
                 env.seed = env.seed * 131 + c->pk[i];
+        if (rc)
+                node_log(NODE_LOG_WARN,
+                         "cluster settings: %s: not agreed "
+                         "at join",
+                         gossip_strerror(rc));
         rc = gossip_create(&gc, &env, &c->g);
         sodium_memzero(gc.secret_key, sizeof(gc.secret_key));
         free(gp);
@@ -394,7 +404,7 @@ static void on_handle_closed(uv_handle_t *h)
 
 void node_cluster_close(struct node_cluster *c)
 {
-        uv_handle_t *hs[4];
+        uv_handle_t *hs[5];
 
         if (!c || c->closing)
                 return;
@@ -407,8 +417,9 @@ void node_cluster_close(struct node_cluster *c)
         hs[1] = (uv_handle_t *)&c->join_timer;
         hs[2] = (uv_handle_t *)&c->linger;
         hs[3] = (uv_handle_t *)&c->async;
-        c->open_handles = 4;
-        for (int i = 0; i < 4; i++)
+        hs[4] = (uv_handle_t *)&c->refuse_timer;
+        c->open_handles = 5;
+        for (int i = 0; i < 5; i++)
                 uv_close(hs[i], on_handle_closed);
 }
 
@@ -459,6 +470,8 @@ int node_cluster_open(struct node_cluster **out, uv_loop_t *loop,
         uv_timer_init(loop, &c->tick);
         uv_timer_init(loop, &c->join_timer);
         uv_timer_init(loop, &c->linger);
+        uv_timer_init(loop, &c->refuse_timer);
+        c->refuse_timer.data = c;
         uv_async_init(loop, &c->async, on_post);
         c->tick.data = c->join_timer.data = c->linger.data = c;
         c->async.data = c;

@@ -47,6 +47,15 @@ enum {
         /* After gossip_leave, keep the loop running this long so the LEAVE
          * reaches a few members (several probe-period piggybacks). */
         NODE_CLUSTER_LEAVE_LINGER_MS = 600,
+        /* After a member refused us (or we it) for other cluster settings,
+         * wait this long for a compatible member to be alive before
+         * telling the daemon: long enough for a JOIN's answer from a
+         * compatible member on a LAN, short enough for issue 33's "join
+         * refused within 1 s" to end a misconfigured node promptly. */
+        NODE_CLUSTER_REFUSED_EXIT_MS = 1000,
+        /* Refused members remembered for their line and `members` (the
+         * oldest forgotten first); a cluster of 16-64 devices fits. */
+        NODE_CLUSTER_REFUSED_MAX = 64,
 };
 
 struct node_cluster;
@@ -73,6 +82,13 @@ void node_cluster_leave(struct node_cluster *c, void (*done)(void *arg),
 /* Loop: re-read the peers file and add/remove trusted keys live. 0 or a
  * negative code with the message in err (the old set stays then). */
 int node_cluster_reload(struct node_cluster *c, char *err, size_t errlen);
+
+/* Loop: cb(arg, why) is called once when, NODE_CLUSTER_REFUSED_EXIT_MS
+ * after a member was refused for other cluster settings, no member with
+ * our settings is alive: nobody can train with us. why names the
+ * setting and both values. The daemon ends the run (exit 78). */
+void node_cluster_on_refused(struct node_cluster *c,
+                             void (*cb)(void *arg, const char *why), void *arg);
 
 /* Our name (from --name, the peers file, or "node"). */
 const char *node_cluster_name(const struct node_cluster *c);

@@ -276,6 +276,10 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                              gs->suspects_raised);
         node_metrics_counter(b, "gossip_deaths_total", "Members declared dead",
                              gs->deaths_declared);
+        node_metrics_counter(b, "settings_refusals_total",
+                             "Member lives refused for other cluster "
+                             "settings (each logged once)",
+                             c->refusals);
         node_metrics_counter(b, "grads_sent_total",
                              "Gradients sent to a partner", xs->grads_sent);
         node_metrics_counter(b, "grads_send_failures_total",

@@ -10,6 +10,9 @@
  *   cluster_report.c    control-socket replies (members, stats, join,
  *                       force-leave)
  *   cluster_metrics.c   the Prometheus families (/metrics)
+ *   cluster_refuse.c    members refused for other cluster settings: the
+ *                       line per member life, the counter, the 1 s exit
+ *                       check (node_cluster_on_refused)
  *
  * Objects with a struct of their own, owned here and reached only
  * through their headers: the exchange (exchange.h: codecs, adaptation,
@@ -19,7 +22,8 @@
  *
  * Calls go one way (tests/node/test_layering.py): cluster_report.c and
  * cluster_metrics.c may call cluster.c; cluster.c calls neither; the
- * exchange, the join and the view call no cluster*.c file. Every field
+ * exchange, the join and the view call no cluster*.c file;
+ * cluster_refuse.c is called by the three others and calls none. Every field
  * here belongs to the loop thread, except those fixed at open. Internal
  * calls between the rooms carry a double underscore.
  */
@@ -41,6 +45,19 @@
 #include "net/net.h"
 #include "ident/peers.h"
 #include "cluster/view.h"
+#include "gossip/settings.h"
+
+/* A member refused for other cluster settings, its current life
+ * (cluster_refuse.c); setting/here/there "" until its list arrives. */
+struct node_refusal {
+        uint8_t key[GOSSIP_KEY_BYTES];
+        uint64_t incarnation;
+        char member[GOSSIP_NAME_MAX];
+        struct gossip_addr addr; /* where it was heard from */
+        char setting[GOSSIP_SETTING_NAME_MAX];
+        char here[GOSSIP_SETTING_VALUE_MAX], there[GOSSIP_SETTING_VALUE_MAX];
+        int logged; /* its line was written (once per life) */
+};
 
 struct node_cluster {
         /* fixed at open */
@@ -71,6 +88,16 @@ struct node_cluster {
         int leaving, closing;
         void (*leave_done)(void *);
         void *leave_arg;
+        /* cluster settings and refusals (cluster_refuse.c) */
+        struct gossip_settings settings; /* ours (node_settings_build) */
+        uv_timer_t refuse_timer;         /* the 1 s check after a refusal */
+        struct node_refusal refused[NODE_CLUSTER_REFUSED_MAX];
+        size_t nrefused;                       /* ever entered */
+        const struct node_refusal *last_named; /* the last one named */
+        uint64_t refusals;                     /* member lives refused */
+        int refused_out;                       /* the daemon was told */
+        void (*on_refused_out)(void *arg, const char *why);
+        void *refused_arg;
 };
 
 /* cluster.c */
@@ -78,6 +105,18 @@ uint64_t node_cluster__unix_ms(void);
 /* Set the protocol timer to gossip_next_deadline() (after anything that
  * may have moved it). */
 void node_cluster__arm(struct node_cluster *c);
+
+/* cluster_refuse.c: gossip_config.on_refused (ctx: the cluster); key's
+ * refusal (its latest life), or NULL when it was never refused; the i-th
+ * entry of the table (NULL past the last: a joiner refused at first
+ * contact is in no gossip_members list, only here). */
+void node_cluster__refused(void *ctx, const struct gossip_member_info *m,
+                           const char *name, const char *ours,
+                           const char *theirs);
+const struct node_refusal *node_cluster__refusal(const struct node_cluster *c,
+                                                 const uint8_t *key);
+const struct node_refusal *
+node_cluster__refusal_at(const struct node_cluster *c, size_t i);
 
 /* cluster_metrics.c: the i-th transport refusal, its name (as in
  * rejects_total and in the stats reply's "net") and *count; NULL past the

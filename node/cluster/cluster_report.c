@@ -80,6 +80,24 @@ static void pack_link(struct node_cluster *c, msgpack_packer *pk,
         }
 }
 
+/* "refused": nil, or what the member's refusal named ("" before its
+ * list arrived). */
+static void pack_refused(struct node_cluster *c, msgpack_packer *pk,
+                         const struct gossip_member_info *m)
+{
+        const struct node_refusal *r = node_cluster__refusal(c, m->key);
+
+        node_ctl_pack_str(pk, "refused");
+        if (!m->refused) {
+                msgpack_pack_nil(pk);
+                return;
+        }
+        msgpack_pack_map(pk, 3);
+        node_ctl_pack_kstr(pk, "setting", r ? r->setting : "");
+        node_ctl_pack_kstr(pk, "here", r ? r->here : "");
+        node_ctl_pack_kstr(pk, "there", r ? r->there : "");
+}
+
 static void pack_member(struct node_cluster *c, msgpack_packer *pk,
                         const struct gossip_member_info *m, int self)
 {
@@ -88,13 +106,16 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
 
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 13);
+        msgpack_pack_map(pk, 14);
         node_ctl_pack_kstr(pk, "name", m->name);
         node_ctl_pack_kstr(pk, "version", m->version); /* "": not told */
         node_ctl_pack_kstr(pk, "addr", a);
         node_ctl_pack_kstr(pk, "key", k);
         node_ctl_pack_kbool(pk, "self", self);
-        node_ctl_pack_kstr(pk, "state", gossip_state_name(m->state));
+        /* refused for other settings: never in the view, whatever its
+         * state (docs/control.md) */
+        node_ctl_pack_kstr(
+            pk, "state", m->refused ? "refused" : gossip_state_name(m->state));
         node_ctl_pack_ku64(pk, "incarnation", m->incarnation);
         node_ctl_pack_kdbl(pk, "rtt_ms", m->rtt_ms ? (double)m->rtt_ms : NAN);
         node_ctl_pack_ku64(pk, "step", m->step);
@@ -106,19 +127,46 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
         node_ctl_pack_str(pk, "suspect_model");
         suspect_model(c, m->key) ? msgpack_pack_true(pk)
                                  : msgpack_pack_false(pk);
+        pack_refused(c, pk, m);
         pack_link(c, pk, &m->addr, 0);
+}
+
+/* A refused member gossip does not list (refused at its first contact,
+ * so never a member): *out from what its refusal kept; 0 if it is listed
+ * in mi[0..n) already. */
+static int refused_only(const struct node_refusal *r,
+                        const struct gossip_member_info *mi, size_t n,
+                        struct gossip_member_info *out)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!memcmp(mi[i].key, r->key, GOSSIP_KEY_BYTES))
+                        return 0;
+        memset(out, 0, sizeof(*out));
+        memcpy(out->key, r->key, GOSSIP_KEY_BYTES);
+        snprintf(out->name, sizeof(out->name), "%s", r->member);
+        out->addr = r->addr;
+        out->incarnation = r->incarnation;
+        out->state = GOSSIP_DEAD;
+        out->refused = 1;
+        return 1;
 }
 
 static int ctl_members(struct node_cluster *c, msgpack_packer *pk)
 {
-        size_t n;
-        struct gossip_member_info *mi = node_view_members(&c->view, &n);
+        size_t n, extra = 0;
+        struct gossip_member_info *mi = node_view_members(&c->view, &n), x;
+        const struct node_refusal *r;
 
         if (!mi)
                 return -ENOMEM;
-        msgpack_pack_array(pk, n);
+        for (size_t i = 0; (r = node_cluster__refusal_at(c, i)); i++)
+                extra += refused_only(r, mi, n, &x);
+        msgpack_pack_array(pk, n + extra);
         for (size_t i = 0; i < n; i++)
                 pack_member(c, pk, &mi[i], i == 0);
+        for (size_t i = 0; (r = node_cluster__refusal_at(c, i)); i++)
+                if (refused_only(r, mi, n, &x))
+                        pack_member(c, pk, &x, 0);
         free(mi);
         return 0;
 }

@@ -54,6 +54,7 @@ struct daemon {
         struct node_evlog *ev;
         int stopping, trainer_done, left, closed;
         int serving; /* training finished, thread joined (--after-train) */
+        char refused[320]; /* the cluster refused us: why ("" if not) */
         /* systemd (node/service/sdnotify.h): READY=1, STATUS= and, while
          * healthy, WATCHDOG=1, all from one loop timer */
         uv_timer_t sd_timer;
@@ -147,6 +148,18 @@ static int start_serving(struct daemon *d)
                  "SIGTERM (--after-train serve)",
                  (unsigned long long)st.step);
         return 0;
+}
+
+/* Members refused us for other cluster settings and none with ours is
+ * alive (node_cluster_on_refused): nobody can train with us, so the run
+ * ends and node_daemon_run reports it (main exits 78: fix the setting,
+ * do not restart). */
+static void on_refused_out(void *arg, const char *why)
+{
+        struct daemon *d = arg;
+
+        snprintf(d->refused, sizeof(d->refused), "%s", why);
+        begin_stop(d, "refused by the cluster");
 }
 
 static void on_done_async(uv_async_t *a)
@@ -490,6 +503,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
                         return rc;
                 node_trainer_attach(d->trainer,
                                     node_cluster_handoff(d->cluster));
+                node_cluster_on_refused(d->cluster, on_refused_out, d);
                 node_evlog_set_name(d->ev, node_cluster_name(d->cluster));
         }
         return open_services(d, err, errlen);
@@ -552,6 +566,10 @@ int node_daemon_run(const struct node_options *o, char *err, size_t errlen)
                 else if (rc) /* never an empty message */
                         snprintf(err, errlen, "training failed: %s",
                                  nn_strerror(rc));
+        }
+        if (rc == 0 && d.refused[0]) {
+                snprintf(err, errlen, "%s", d.refused);
+                rc = NODE_DAEMON_REFUSED;
         }
         node_trainer_free(d.trainer);
         node_evlog_close(d.ev);

@@ -21,11 +21,17 @@
 
 #include "config/options.h"
 
+/* node_daemon_run's outcome when the cluster refused us: members run
+ * other cluster settings and none with ours was alive (main exits 78,
+ * EX_CONFIG). */
+enum { NODE_DAEMON_REFUSED = 1 };
+
 /* Run the node described by o until training stops or a signal asks it
- * to. 0 on a clean finish (including SIGTERM/SIGINT), or a negative code
- * with one line in err (set-up failure such as a missing data set, a bad
- * key or peers file, a port in use, a corrupt checkpoint; or a training
- * error). The caller must have called sodium_init/nn_lib_init first. */
+ * to. 0 on a clean finish (including SIGTERM/SIGINT), NODE_DAEMON_REFUSED
+ * with one line in err naming the setting, or a negative code with one
+ * line in err (set-up failure such as a missing data set, a bad key or
+ * peers file, a port in use, a corrupt checkpoint; or a training error).
+ * The caller must have called sodium_init/nn_lib_init first. */
 int node_daemon_run(const struct node_options *o, char *err, size_t errlen);
 
 #endif

@@ -15,7 +15,7 @@ endif()
 # on its finished checkpoint; nodes bound to 0.0.0.0 tell their
 # peers-file address, not the wildcard (need gossipctl).
 if(TARGET gossipnode AND TARGET gossip-keygen AND TARGET gossipctl)
-  foreach(s serve wildcard finished)
+  foreach(s serve wildcard finished settings)
     add_test(NAME test_cluster_${s}
              COMMAND /usr/bin/python3
                      ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py

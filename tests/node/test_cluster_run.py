@@ -52,6 +52,12 @@ Fashion-MNIST shard per node). Scenarios:
          `gossipctl train` shows its real step and epoch, and n1's
          `gossipctl members` shows n0 at that step, not 0 (issue 30 #8).
          Needs GOSSIPCTL.
+  settings n2 runs another --seed than n0 and n1 (issue 33 item 2): the
+         join is refused on both sides within 1 s, the setting named with
+         both values, once per member life; n2 exits 78 (EX_CONFIG); n0 and
+         n1 train to their end, show n2 `refused` by `seed` in `gossipctl
+         members`, and refuse no stream of slices as not_partner.
+         Needs GOSSIPCTL.
 
 Python 3 standard library only. Exit 0 pass, 1 fail, 77 skip (no data).
 Every node's log is printed on failure. GN_SEED sets the run's --seed.
@@ -655,13 +661,100 @@ def scenario_finished(c):
         assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
 
 
+def log_text(c, i):
+    try:
+        with open(c.log_path(i)) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def when(c, what, pred, timeout, poll=0.02):
+    """Wall time at which pred() first held (polled every `poll` s)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return time.time()
+        time.sleep(poll)
+    raise AssertionError("timed out after %.0f s waiting for %s"
+                         % (timeout, what))
+
+
+def scenario_settings(c):
+    """Issue 33 item 2: n2 runs --seed 2 (another partner schedule). Both
+    sides refuse the join within REFUSE_S of n2 being up, naming `seed`
+    and both values; n2, alone with members that refuse it, exits 78
+    within EXIT_S of its refusal (1 s check + a step + the 0.6 s leave
+    linger); n0 and n1 train together to their end, list n2 as refused
+    by `seed`, and refused none of each other's slices as not_partner
+    beyond start-up (the issue's symptom: 664-1437 per node)."""
+    REFUSE_S, EXIT_S, NOT_PARTNER_MAX, STEPS = 1.0, 3.0, 20, 600
+    odd = c.seed + 1
+    run = ["--steps", str(STEPS), "--eval-every", "200"]
+    for i in (0, 1):
+        c.start(i, run + ["--control", c.sock(i)])
+    c.wait_for("n0 and n1 alive to each other",
+               lambda: c.member_state(0, "n1", "alive")
+               and c.member_state(1, "n0", "alive"), 60)
+    c.start(2, run + ["--seed", str(odd)])
+    up = when(c, "n2 up", lambda: "gossipnode " in log_text(c, 2), 60)
+    good = "refused n2: setting seed is %d here, %d there" % (c.seed, odd)
+    t_good = [when(c, "n%d's refusal of n2" % i,
+                   lambda i=i: good in log_text(c, i), 10) for i in (0, 1)]
+    t_odd = when(c, "n2's refusal",
+                 lambda: re.search(r"refused n[01]: setting seed is %d "
+                                   r"here, %d there" % (odd, c.seed),
+                                   log_text(c, 2)), 10)
+    rc = c.procs[2].wait(30)
+    t_exit = time.time()
+    print("after n2 was up: refused by n0 %.2f s, n1 %.2f s, refused them "
+          "%.2f s; exited %d after %.2f s"
+          % (t_good[0] - up, t_good[1] - up, t_odd - up, rc, t_exit - up))
+    for t in t_good + [t_odd]:
+        assert t - up <= REFUSE_S, "refusal %.2f s after n2 was up" % (t - up)
+    assert rc == 78, "n2 exited %d, not 78 (EX_CONFIG)" % rc
+    assert t_exit - t_odd <= EXIT_S, "n2 exited %.2f s after its refusal" \
+        % (t_exit - t_odd)
+    last = log_text(c, 2).strip().split("\n")[-1]
+    assert re.search(r"gossipnode: refused by the cluster: setting seed is "
+                     r"%d here, %d there" % (odd, c.seed), last), last
+    for i in (0, 1):  # once per member life, however many JOINs
+        assert log_text(c, i).count("refused n2:") == 1, \
+            "n%d logged n2's refusal %d times" % (
+                i, log_text(c, i).count("refused n2:"))
+    members = {m["name"]: m for m in ctl_json(c, 0, "members")}
+    assert "n2" in members, sorted(members)
+    assert members["n2"]["state"] == "refused" and \
+        members["n2"]["refused"] == {
+            "setting": "seed", "here": str(c.seed), "there": str(odd)}, \
+        members["n2"]
+    assert members["n1"]["refused"] is None and \
+        members["n1"]["state"] == "alive", members["n1"]
+    table = subprocess.run([c.gossipctl, "--socket", c.sock(0), "members"],
+                           capture_output=True, text=True, timeout=30).stdout
+    assert re.search(r"^n2 .*refused:seed", table, re.M), table
+    for i in (0, 1):
+        rc = c.procs[i].wait(240)
+        assert rc == 0, "n%d exited %d" % (i, rc)
+        stop = c.events(i, "stop")[-1]
+        assert stop["reason"] == "steps" and stop["step"] == STEPS, stop
+        m = re.search(r"robust merge on: .* (\d+) not_partner",
+                      log_text(c, i))
+        assert m, "n%d wrote no robust merge summary" % i
+        assert int(m.group(1)) <= NOT_PARTNER_MAX, \
+            "n%d refused %s slices as not_partner" % (i, m.group(1))
+    print("n0 and n1 reached step %d; not_partner refusals within %d"
+          % (STEPS, NOT_PARTNER_MAX))
+
+
 def main():
     if len(sys.argv) not in (4, 5):
         print(__doc__)
         return 2
     binary, keygen, scenario = sys.argv[1:4]
     gossipctl = sys.argv[4] if len(sys.argv) == 5 else None
-    if scenario in ("serve", "wildcard", "finished") and not gossipctl:
+    if scenario in ("serve", "wildcard", "finished",
+                    "settings") and not gossipctl:
         print(__doc__)
         return 2
     if not os.path.isdir(DATA):
@@ -673,7 +766,8 @@ def main():
     seed = int(os.environ.get("GN_SEED", "1"))
     print("# GN_SEED=%d" % seed)
     n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
-         "shuffle": 3, "serve": 3, "wildcard": 3, "finished": 2}[scenario]
+         "shuffle": 3, "serve": 3, "wildcard": 3, "finished": 2,
+         "settings": 3}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     c.gossipctl = gossipctl
@@ -687,7 +781,8 @@ def main():
          "stop": scenario_stop, "shuffle": scenario_shuffle,
          "serve": scenario_serve,
          "wildcard": scenario_wildcard,
-         "finished": scenario_finished}[scenario](c)
+         "finished": scenario_finished,
+         "settings": scenario_settings}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)

@@ -43,3 +43,10 @@ if(TARGET gossipnode AND GN_PYTHON3_NOTIFY)
   set_tests_properties(test_notify PROPERTIES LABELS slow TIMEOUT 300
                        SKIP_RETURN_CODE 77)
 endif()
+# test_settings_build: the cluster settings a node joins with, from its
+# options (node/config/settings.c), and protocol.md's digest vector.
+gn_add_test(NAME test_settings_build
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_settings_build.c
+            LIBS gn_node gn::cmocka LABELS unit)
+target_compile_definitions(test_settings_build PRIVATE
+                           GN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
