@@ -503,10 +503,31 @@ static void learn_certs(struct gossip *g, struct swim_member *sender,
                 gossip_cert_stats_count(&g->st.certs, v);
                 if (v != GOSSIP_CERT_OK)
                         continue;
-                if (mem)
+                if (mem) {
                         keep_cert(mem, b->p, b->len, &c);
-                else
-                        trust_cert(g, &c, b->p, b->len);
+                } else if (trust_cert(g, &c, b->p, b->len) == 0 &&
+                           (mem = gossip__member_find(g, gossip_key_id(c.pk))))
+                        mem->greet = g->own_cert_len != 0;
+        }
+}
+
+/* Members trusted through another's SYNC do not know our key unless they
+ * were told it the same way: our SYNC, with our certificate, tells them
+ * at once instead of at their next anti-entropy round with someone who
+ * holds it. Sent once, when the member's address is known. */
+static void greet_learned(struct gossip *g)
+{
+        for (size_t i = 0; i < g->n_tab; i++) {
+                struct swim_member *m = g->tab[i];
+                struct gossip_msg out = {0};
+
+                if (!m->greet || !gossip_addr_usable(&m->addr))
+                        continue;
+                m->greet = false;
+                out.kind = GOSSIP_MSG_SYNC;
+                out.channel = GOSSIP_CH_STREAM;
+                if (gossip__send(g, m, &m->addr, &out) == 0)
+                        g->st.syncs_sent++;
         }
 }
 
@@ -595,6 +616,8 @@ int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
         if (g->has_authority && (m.cert_len || m.n_certs))
                 learn_certs(g, sender, &m);
         rc = gossip__swim_on_msg(g, sender, from, &m);
+        if (g->has_authority && m.n_certs)
+                greet_learned(g);
         if (rc < 0) {
                 count_reject(g, &m, rc);
                 goto out;

@@ -99,6 +99,10 @@ struct swim_member {
         uint8_t cert[GOSSIP_CERT_MAX_BYTES];
         uint16_t cert_len;
         uint64_t cert_serial, cert_not_after;
+        /* trusted through another member's SYNC: it may not know us
+         * yet, so we send it our SYNC (our certificate) once its address
+         * is known */
+        bool greet;
 };
 
 struct swim_probe {
