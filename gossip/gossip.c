@@ -134,8 +134,17 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         if (cfg->cert_len > sizeof(g->own_cert) ||
             (cfg->cert_len && !cfg->cert))
                 goto out;
-        if (cfg->cert_len)
+        if (cfg->cert_len) {
+                struct gossip_cert c;
+
+                if (gossip_cert_decode(cfg->cert, cfg->cert_len, &c, NULL) !=
+                    GOSSIP_CERT_OK)
+                        goto out;
                 memcpy(g->own_cert, cfg->cert, cfg->cert_len);
+                g->self.cert_serial = c.serial; /* gossip_members: ours */
+                g->self.cert_not_after = c.not_after;
+                g->self.cert_len = (uint16_t)cfg->cert_len;
+        }
         g->own_cert_len = cfg->cert_len;
         if (cfg->authority_pk) {
                 memcpy(g->authority, cfg->authority_pk, GOSSIP_KEY_BYTES);
