@@ -5,9 +5,12 @@
  * Every frame in goes through gossip_wire_decode() (bound, signer,
  * signature, replay window, body) before any state changes; a rejected
  * frame is counted (per node, and per claimed sender) and otherwise
- * ignored. Every frame out goes through gossip__send(), which stamps our
- * incarnation, sequence number and step, packs what fits of the piggyback
- * queue, signs and hands the bytes to env->send.
+ * ignored. With a cluster authority, the one exception to "unknown key,
+ * refused" is a JOIN or SYNC whose certificate verifies and whose key
+ * signed it (admit_by_cert): the key is trusted first, then the frame
+ * goes through the same decode as any other. Every frame out goes through
+ * gossip__send(), which stamps our incarnation, sequence number and step, packs
+ * what fits of the piggyback queue, signs and hands the bytes to env->send.
  *
  * Invariants: the secret key lives only in g->sk and is wiped on destroy;
  * sequence numbers are strictly increasing per node life (one counter for
@@ -127,6 +130,42 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         }
         g->n_live = 1;
         g->n_known = 1;
+        rc = GOSSIP_EINVAL;
+        if (cfg->cert_len > sizeof(g->own_cert) ||
+            (cfg->cert_len && !cfg->cert))
+                goto out;
+        if (cfg->cert_len) {
+                struct gossip_cert c;
+
+                if (gossip_cert_decode(cfg->cert, cfg->cert_len, &c, NULL) !=
+                    GOSSIP_CERT_OK)
+                        goto out;
+                memcpy(g->own_cert, cfg->cert, cfg->cert_len);
+                g->self.cert_serial = c.serial; /* gossip_members: ours */
+                g->self.cert_not_after = c.not_after;
+                g->self.cert_len = (uint16_t)cfg->cert_len;
+        }
+        g->own_cert_len = cfg->cert_len;
+        if (cfg->authority_pk) {
+                memcpy(g->authority, cfg->authority_pk, GOSSIP_KEY_BYTES);
+                g->has_authority = true;
+        }
+        if (cfg->crl_len) {
+                struct gossip_crl c;
+
+                if (!g->has_authority || !cfg->crl ||
+                    cfg->crl_len > GOSSIP_CRL_MAX_BYTES ||
+                    gossip_crl_verify(cfg->crl, cfg->crl_len, g->authority,
+                                      &c) != GOSSIP_CRL_OK)
+                        goto out;
+                rc = GOSSIP_ENOMEM;
+                if (!(g->crl_buf = malloc(cfg->crl_len)))
+                        goto out;
+                memcpy(g->crl_buf, cfg->crl, cfg->crl_len);
+                gossip_crl_decode(g->crl_buf, cfg->crl_len, &g->crl, NULL);
+                g->has_crl = true;
+        }
+        rc = GOSSIP_ENOMEM;
         g->kr = gossip_keyring_new();
         g->rp = gossip_replay_new();
         if (!g->kr || !g->rp)
@@ -172,6 +211,7 @@ void gossip_destroy(struct gossip *g)
         free(g->bq);
         gossip_keyring_free(g->kr);
         gossip_replay_free(g->rp);
+        free(g->crl_buf);
         sodium_memzero(g->sk, sizeof(g->sk));
         free(g);
 }
@@ -218,11 +258,40 @@ out:
         return rc;
 }
 
+/* The certificates of the members a SYNC lists (key 21): every known
+ * member's we hold. 0 and *out (NULL when none, else to be freed). */
+static int members_certs(const struct gossip *g, struct gossip_blob **out,
+                         uint32_t *n_out)
+{
+        struct gossip_blob *b;
+        uint32_t n = 0;
+
+        *out = NULL;
+        *n_out = 0;
+        if (!g->n_tab)
+                return 0;
+        if (!(b = malloc(g->n_tab * sizeof(*b))))
+                return GOSSIP_ENOMEM;
+        for (size_t i = 0; i < g->n_tab && n < GOSSIP_WIRE_MAX_UPDATES; i++) {
+                const struct swim_member *m = g->tab[i];
+
+                if (m->state != SWIM_UNKNOWN && m->cert_len)
+                        b[n++] = (struct gossip_blob){m->cert, m->cert_len};
+        }
+        if (!n)
+                free(b);
+        else
+                *out = b;
+        *n_out = n;
+        return 0;
+}
+
 int gossip__send(struct gossip *g, struct swim_member *to,
                  const struct gossip_addr *addr, struct gossip_msg *m)
 {
         struct swim_member *who[SWIM_DGRAM_UPDATES];
         struct gossip_update *full = NULL;
+        struct gossip_blob *certs = NULL;
         uint32_t n_sent = 0;
         size_t n = 0;
         int rc;
@@ -244,12 +313,21 @@ int gossip__send(struct gossip *g, struct swim_member *to,
                 m->updates = full;
                 if (g->settings.digest)
                         m->settings = &g->settings;
+                m->cert = g->own_cert_len ? g->own_cert : NULL;
+                m->cert_len = g->own_cert_len;
+                if (m->kind == GOSSIP_MSG_SYNC &&
+                    (rc = members_certs(g, &certs, &m->n_certs)) < 0) {
+                        free(full);
+                        return rc;
+                }
+                m->certs = certs;
         }
         m->n_updates = (uint32_t)n;
         rc = encode_send(g, to, addr, m, &n_sent);
         if (rc == 0 && has_piggyback(m->kind))
                 gossip__swim_piggyback_done(g, who, n_sent);
         free(full);
+        free(certs);
         return rc;
 }
 
@@ -321,12 +399,162 @@ static void count_reject(struct gossip *g, const struct gossip_msg *m, int rc)
                 sender->rejects[-rc]++;
 }
 
+/* ---- certificates ---- */
+
+/* A certificate judged under our authority, our list and our clock. */
+static enum gossip_cert_verdict judge_cert(const struct gossip *g,
+                                           const uint8_t *p, size_t n,
+                                           struct gossip_cert *c)
+{
+        uint64_t now = g->env.unix_now ? g->env.unix_now(g->env.ctx) : 0;
+
+        return gossip_cert_verify(p, n, g->authority, now, now != 0,
+                                  g->has_crl ? &g->crl : NULL, c);
+}
+
+static void keep_cert(struct swim_member *m, const uint8_t *p, size_t n,
+                      const struct gossip_cert *c)
+{
+        memcpy(m->cert, p, n);
+        m->cert_len = (uint16_t)n;
+        m->cert_serial = c->serial;
+        m->cert_not_after = c->not_after;
+}
+
+/* Trusts the key of a certificate that verified, named and placed as it
+ * says, and keeps the certificate with the member. 0 or negative. */
+static int trust_cert(struct gossip *g, const struct gossip_cert *c,
+                      const uint8_t *p, size_t n)
+{
+        struct gossip_peer peer;
+        struct swim_member *m;
+        int rc;
+
+        memset(&peer, 0, sizeof(peer));
+        memcpy(peer.key, c->pk, GOSSIP_KEY_BYTES);
+        peer.addr = c->addr;
+        copy_name(peer.name, c->name);
+        rc = gossip_trust_add(g, &peer);
+        if (rc < 0)
+                return rc;
+        m = gossip__member_find(g, gossip_key_id(c->pk));
+        if (m)
+                keep_cert(m, p, n, c);
+        return 0;
+}
+
+/* Is buf a JOIN or SYNC whose certificate (key 20) verifies and whose
+ * frame that certificate's key signed? 0 and *c, *cp, *cn; else the code
+ * the frame is refused with. *verdict is the certificate's verdict, -1
+ * when there was none to judge. Changes nothing. */
+static int cert_admissible(const struct gossip *g, const void *buf, size_t len,
+                           int channel, struct gossip_cert *c,
+                           const uint8_t **cp, size_t *cn, int *verdict)
+{
+        *verdict = -1;
+        if (!g->has_authority ||
+            gossip_wire_peek_cert(buf, len, channel, NULL, cp, cn) != 0)
+                return GOSSIP_EUNKNOWNKEY;
+        *verdict = judge_cert(g, *cp, *cn, c);
+        if (*verdict != GOSSIP_CERT_OK)
+                return GOSSIP_EUNKNOWNKEY;
+        return gossip_wire_authenticate_pk(buf, len, channel, NULL, c->pk);
+}
+
+/* A JOIN or SYNC from a key we do not trust: trusted when its certificate
+ * is admissible; the certificate's verdict is counted either way. */
+static void admit_by_cert(struct gossip *g, const void *buf, size_t len,
+                          int channel)
+{
+        struct gossip_cert c;
+        const uint8_t *p;
+        size_t n;
+        int verdict;
+
+        if (cert_admissible(g, buf, len, channel, &c, &p, &n, &verdict) == 0)
+                trust_cert(g, &c, p, n);
+        if (verdict >= 0)
+                gossip_cert_stats_count(&g->st.certs, verdict);
+}
+
+/* A trusted sender's own certificate (kept the first time it verifies)
+ * and the certificates its SYNC carries for its members: each key we do
+ * not trust yet whose certificate verifies is trusted. */
+static void learn_certs(struct gossip *g, struct swim_member *sender,
+                        const struct gossip_msg *m)
+{
+        struct gossip_cert c;
+
+        if (m->cert_len && !sender->cert_len) {
+                int v = judge_cert(g, m->cert, m->cert_len, &c);
+
+                gossip_cert_stats_count(&g->st.certs, v);
+                if (v == GOSSIP_CERT_OK &&
+                    memcmp(c.pk, sender->key, GOSSIP_KEY_BYTES) == 0)
+                        keep_cert(sender, m->cert, m->cert_len, &c);
+        }
+        for (uint32_t i = 0; i < m->n_certs; i++) {
+                const struct gossip_blob *b = &m->certs[i];
+                struct swim_member *mem;
+                int v;
+
+                if (gossip_cert_decode(b->p, b->len, &c, NULL) !=
+                    GOSSIP_CERT_OK) {
+                        gossip_cert_stats_count(&g->st.certs,
+                                                GOSSIP_CERT_MALFORMED);
+                        continue;
+                }
+                mem = gossip__member_find(g, gossip_key_id(c.pk));
+                if (memcmp(c.pk, g->self.key, GOSSIP_KEY_BYTES) == 0 ||
+                    (mem && mem->cert_len))
+                        continue; /* ourselves, or one we hold */
+                v = judge_cert(g, b->p, b->len, &c);
+                gossip_cert_stats_count(&g->st.certs, v);
+                if (v != GOSSIP_CERT_OK)
+                        continue;
+                if (mem) {
+                        keep_cert(mem, b->p, b->len, &c);
+                } else if (trust_cert(g, &c, b->p, b->len) == 0 &&
+                           (mem = gossip__member_find(g, gossip_key_id(c.pk))))
+                        mem->greet = g->own_cert_len != 0;
+        }
+}
+
+/* Members trusted through another's SYNC do not know our key unless they
+ * were told it the same way: our SYNC, with our certificate, tells them
+ * at once instead of at their next anti-entropy round with someone who
+ * holds it. Sent once, when the member's address is known. */
+static void greet_learned(struct gossip *g)
+{
+        for (size_t i = 0; i < g->n_tab; i++) {
+                struct swim_member *m = g->tab[i];
+                struct gossip_msg out = {0};
+
+                if (!m->greet || !gossip_addr_usable(&m->addr))
+                        continue;
+                m->greet = false;
+                out.kind = GOSSIP_MSG_SYNC;
+                out.channel = GOSSIP_CH_STREAM;
+                if (gossip__send(g, m, &m->addr, &out) == 0)
+                        g->st.syncs_sent++;
+        }
+}
+
 int gossip_frame_authenticate(const struct gossip *g, const void *buf,
                               size_t len, int channel)
 {
+        struct gossip_cert c;
+        const uint8_t *p;
+        size_t n;
+        int rc, verdict;
+
         if (!g)
                 return GOSSIP_EINVAL;
-        return gossip_wire_authenticate(buf, len, channel, NULL, g->kr);
+        rc = gossip_wire_authenticate(buf, len, channel, NULL, g->kr);
+        if (rc == GOSSIP_EUNKNOWNKEY && g->has_authority &&
+            cert_admissible(g, buf, len, channel, &c, &p, &n, &verdict) == 0)
+                return 0;
+        return rc;
 }
 
 int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
@@ -340,27 +568,38 @@ int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
 {
         struct gossip_msg m;
         struct gossip_update *upd = g ? g->dgram_upd : NULL;
+        struct gossip_blob *certs = NULL;
         struct swim_member *sender;
         uint32_t cap = SWIM_DGRAM_UPDATES;
-        uint64_t id;
+        uint64_t id = 0;
         uint8_t kind = 0;
-        int rc;
+        int rc, full;
 
         if (!g || !from || !buf)
                 return GOSSIP_EINVAL;
         memset(&m, 0, sizeof(m));
+        full = gossip_wire_peek_sender(buf, len, &id, &kind) == 0 &&
+               (kind == GOSSIP_MSG_SYNC || kind == GOSSIP_MSG_JOIN);
         /* SYNC and JOIN carry the whole view: size the update storage from
-         * the frame length (each update is > SWIM_MIN_UPDATE_BYTES). */
-        if (channel == GOSSIP_CH_STREAM &&
-            gossip_wire_peek_sender(buf, len, &id, &kind) == 0 &&
-            (kind == GOSSIP_MSG_SYNC || kind == GOSSIP_MSG_JOIN)) {
+         * the frame length (each update is > SWIM_MIN_UPDATE_BYTES); a
+         * SYNC's certificates take more than that each. */
+        if (channel == GOSSIP_CH_STREAM && full) {
                 size_t c = len / SWIM_MIN_UPDATE_BYTES + 1;
                 if (c > GOSSIP_WIRE_MAX_UPDATES)
                         c = GOSSIP_WIRE_MAX_UPDATES;
                 cap = (uint32_t)c;
                 if (!(upd = malloc(c * sizeof(*upd))))
                         return GOSSIP_ENOMEM;
+                if (g->has_authority && kind == GOSSIP_MSG_SYNC &&
+                    !(certs = malloc(c * sizeof(*certs)))) {
+                        free(upd);
+                        return GOSSIP_ENOMEM;
+                }
+                m.certs = certs;
+                m.certs_cap = certs ? cap : 0;
         }
+        if (full && g->has_authority && !gossip_keyring_find(g->kr, id))
+                admit_by_cert(g, buf, len, channel);
         m.updates = upd;
         m.updates_cap = cap;
         m.settings = &g->rx_settings;
@@ -383,7 +622,11 @@ int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
         sender->bytes_in += len;
         sender->last_heard_ms = gossip__now(g);
         sender->step = m.step;
+        if (g->has_authority && (m.cert_len || m.n_certs))
+                learn_certs(g, sender, &m);
         rc = gossip__swim_on_msg(g, sender, from, &m);
+        if (g->has_authority && m.n_certs)
+                greet_learned(g);
         if (rc < 0) {
                 count_reject(g, &m, rc);
                 goto out;
@@ -393,6 +636,7 @@ int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
 out:
         if (upd != g->dgram_upd)
                 free(upd);
+        free(certs);
         return rc;
 }
 

@@ -225,6 +225,8 @@ void gossip__member_info(const struct gossip *g, const struct swim_member *m,
         memcpy(o->rejects, m->rejects, sizeof(o->rejects));
         o->stop = m->stop;
         o->refused = m->refused;
+        o->cert_serial = m->cert_len ? m->cert_serial : 0;
+        o->cert_not_after = m->cert_len ? m->cert_not_after : 0;
 }
 
 /* ---- timing ---- */

@@ -94,6 +94,15 @@ struct swim_member {
          * the live states until a newer life tells a matching one */
         uint64_t settings;
         bool refused;
+        /* its certificate, once one verified (cert_len 0: none held):
+         * told in our SYNCs (key 21) so that others learn to trust it */
+        uint8_t cert[GOSSIP_CERT_MAX_BYTES];
+        uint16_t cert_len;
+        uint64_t cert_serial, cert_not_after;
+        /* trusted through another member's SYNC: it may not know us
+         * yet, so we send it our SYNC (our certificate) once its address
+         * is known */
+        bool greet;
 };
 
 struct swim_probe {
@@ -132,6 +141,15 @@ struct gossip {
         /* ours (n 0, digest 0: none, nobody is refused) */
         struct gossip_settings settings;
         struct gossip_settings rx_settings; /* a JOIN's or SYNC's, decoded */
+
+        /* the cluster authority (has_authority), our certificate, and
+         * the revocation list held (crl a view into crl_buf) */
+        bool has_authority, has_crl;
+        uint8_t authority[GOSSIP_KEY_BYTES];
+        uint8_t own_cert[GOSSIP_CERT_MAX_BYTES];
+        size_t own_cert_len;
+        uint8_t *crl_buf;
+        struct gossip_crl crl;
 
         struct gossip_keyring *kr;
         struct gossip_replay *rp;

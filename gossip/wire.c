@@ -25,6 +25,7 @@
 #include <sodium.h>
 
 #include "base/gn_endian.h"
+#include "gossip/cert.h"
 #include "gossip/wire.h"
 #include "keyring_private.h"
 
@@ -91,6 +92,8 @@ enum {
         K_RX_RATE = 17,  /* PARAMS: how fast the sender received ours, opt. */
         K_RX_SPAN = 18,  /* PARAMS: the microseconds that rate covers, opt. */
         K_SETTINGS = 19, /* JOIN, SYNC: the sender's cluster settings, opt. */
+        K_CERT = 20,     /* JOIN, SYNC: the sender's certificate, optional */
+        K_CERTS = 21,    /* SYNC: certificates of members it lists, opt. */
         K_COUNT
 };
 #define BIT(k) (1u << (k))
@@ -131,10 +134,12 @@ static const struct kind_info kinds[GOSSIP_MSG_KIND_COUNT] = {
     [GOSSIP_MSG_ACK] = {BIT(K_UPDATES) | BIT(K_ACK_SEQ) | BIT(K_TARGET) |
                             BIT(K_NACK),
                         BIT(K_ACK_SEQ) | BIT(K_TARGET), 3, 0},
-    /* settings: written if set */
-    [GOSSIP_MSG_SYNC] = {BIT(K_UPDATES) | BIT(K_REPLY) | BIT(K_SETTINGS), 0, 1,
+    /* settings, cert, certs: written if set */
+    [GOSSIP_MSG_SYNC] = {BIT(K_UPDATES) | BIT(K_REPLY) | BIT(K_SETTINGS) |
+                             BIT(K_CERT) | BIT(K_CERTS),
+                         0, 1, 0},
+    [GOSSIP_MSG_JOIN] = {BIT(K_UPDATES) | BIT(K_SETTINGS) | BIT(K_CERT), 0, 0,
                          0},
-    [GOSSIP_MSG_JOIN] = {BIT(K_UPDATES) | BIT(K_SETTINGS), 0, 0, 0},
     [GOSSIP_MSG_LEAVE] = {BIT(K_STOP), 0, 0, 0}, /* stop: written if set */
     [GOSSIP_MSG_GRADIENT] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
     [GOSSIP_MSG_STATE_REQ] = {0, 0, 0, 0},
@@ -381,11 +386,47 @@ static int has_settings(const struct gossip_msg *m)
                m->settings;
 }
 
+/* JOIN and SYNC's key 20 (the sender's certificate) and SYNC's key 21
+ * (its members' certificates, an array of bin), each when there is one. */
+static int pack_certs(msgpack_packer *pk, const struct gossip_msg *m)
+{
+        int r = 0;
+
+        if (m->cert_len)
+                r = pack_kv_bin(pk, K_CERT, m->cert, m->cert_len);
+        if (r || !m->n_certs)
+                return r;
+        r = msgpack_pack_uint8(pk, K_CERTS);
+        r = r ? r : msgpack_pack_array(pk, m->n_certs);
+        for (uint32_t i = 0; !r && i < m->n_certs; i++)
+                r = msgpack_pack_bin_with_body(pk, m->certs[i].p,
+                                               m->certs[i].len);
+        return r;
+}
+
+/* The certificates m carries are within the wire's bounds (their content
+ * is judged by the receiver, gossip_cert_verify). */
+static int certs_valid(const struct gossip_msg *m)
+{
+        if (m->cert_len && (!m->cert || m->cert_len < GOSSIP_CERT_MIN_BYTES ||
+                            m->cert_len > GOSSIP_CERT_MAX_BYTES))
+                return 0;
+        if (m->n_certs && (m->kind != GOSSIP_MSG_SYNC || !m->certs ||
+                           m->n_certs > GOSSIP_WIRE_MAX_UPDATES))
+                return 0;
+        for (uint32_t i = 0; i < m->n_certs; i++)
+                if (!m->certs[i].p || m->certs[i].len < GOSSIP_CERT_MIN_BYTES ||
+                    m->certs[i].len > GOSSIP_CERT_MAX_BYTES)
+                        return 0;
+        return 1;
+}
+
 /* Keys the encoder writes for m, updates aside. */
 static uint32_t fields_count(const struct gossip_msg *m)
 {
-        if (has_settings(m))
-                return kinds[m->kind].n_fields + 1;
+        if (m->kind == GOSSIP_MSG_JOIN || m->kind == GOSSIP_MSG_SYNC)
+                return kinds[m->kind].n_fields + has_settings(m) +
+                       (m->cert_len != 0) + (m->n_certs != 0);
         if (m->kind == GOSSIP_MSG_LEAVE)
                 return m->u.leave.reason != 0;
         if (m->kind == GOSSIP_MSG_PARAMS)
@@ -413,9 +454,11 @@ static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
                 return r ? r : pack_kv_bool(pk, K_NACK, m->u.ack.nack);
         case GOSSIP_MSG_SYNC:
                 r = pack_kv_bool(pk, K_REPLY, m->u.sync.reply);
-                return r || !m->settings ? r : pack_settings(pk, m->settings);
+                r = r || !m->settings ? r : pack_settings(pk, m->settings);
+                return r ? r : pack_certs(pk, m);
         case GOSSIP_MSG_JOIN:
-                return m->settings ? pack_settings(pk, m->settings) : 0;
+                r = m->settings ? pack_settings(pk, m->settings) : 0;
+                return r ? r : pack_certs(pk, m);
         case GOSSIP_MSG_PARAMS:
                 r = pack_tensor(pk, &m->u.tensor);
                 if (!r && m->u.tensor.period)
@@ -475,9 +518,11 @@ static int msg_valid(const struct gossip_msg *m)
                 return m->u.ack.nack <= 1;
         case GOSSIP_MSG_SYNC:
                 return m->u.sync.reply <= 1 &&
-                       (!m->settings || settings_valid(m->settings));
+                       (!m->settings || settings_valid(m->settings)) &&
+                       certs_valid(m);
         case GOSSIP_MSG_JOIN:
-                return !m->settings || settings_valid(m->settings);
+                return (!m->settings || settings_valid(m->settings)) &&
+                       certs_valid(m);
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
         case GOSSIP_MSG_SAMPLES:
@@ -613,6 +658,9 @@ size_t gossip_wire_frame_bound(const struct gossip_msg *m)
                 n += 1 + 3 +
                      m->settings->n * (1 + 2 + GOSSIP_SETTING_NAME_MAX + 2 +
                                        GOSSIP_SETTING_VALUE_MAX);
+        /* key 20: key, bin8; key 21: key, array32, each a bin8 */
+        n += 1 + 2 + GOSSIP_CERT_MAX_BYTES + 1 + 5 +
+             (size_t)m->n_certs * (2 + GOSSIP_CERT_MAX_BYTES);
         return n + (size_t)m->n_updates * UPDATE_MAX_BYTES;
 }
 
@@ -899,6 +947,37 @@ static int get_settings(const msgpack_object *o, struct gossip_msg *m)
         return 0;
 }
 
+/* A certificate's bytes: a bin of a certificate's possible lengths (what
+ * it says is judged by the receiver, gossip_cert_verify). */
+static int get_cert(const msgpack_object *o, struct gossip_blob *b)
+{
+        if (get_bin(o, &b->p, &b->len) || b->len < GOSSIP_CERT_MIN_BYTES ||
+            b->len > GOSSIP_CERT_MAX_BYTES)
+                return -1;
+        return 0;
+}
+
+/* Key 21: an array of certificates, kept when m has room for them. */
+static int get_certs(const msgpack_object *o, struct gossip_msg *m)
+{
+        struct gossip_blob b;
+        uint32_t n;
+
+        if (o->type != MSGPACK_OBJECT_ARRAY)
+                return -1;
+        n = o->via.array.size;
+        if (n > GOSSIP_WIRE_MAX_UPDATES)
+                return -1;
+        for (uint32_t i = 0; i < n; i++) {
+                if (get_cert(&o->via.array.ptr[i], &b))
+                        return -1;
+                if (i < m->certs_cap)
+                        m->certs[i] = b;
+        }
+        m->n_certs = n < m->certs_cap ? n : m->certs_cap;
+        return 0;
+}
+
 /* One known key of the body into m. */
 static int get_field(int key, const msgpack_object *v, struct gossip_msg *m)
 {
@@ -949,6 +1028,17 @@ static int get_field(int key, const msgpack_object *v, struct gossip_msg *m)
                 return get_u32(v, &t->rx_span) || t->rx_span == 0 ? -1 : 0;
         case K_SETTINGS:
                 return get_settings(v, m);
+        case K_CERT: {
+                struct gossip_blob b;
+
+                if (get_cert(v, &b))
+                        return -1;
+                m->cert = b.p;
+                m->cert_len = b.len;
+                return 0;
+        }
+        case K_CERTS:
+                return get_certs(v, m);
         }
         return -1;
 }
@@ -1115,7 +1205,8 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
 {
         struct gossip_update *upd = m->updates;
         struct gossip_settings *settings = m->settings;
-        uint32_t upd_cap = m->updates_cap;
+        struct gossip_blob *certs = m->certs;
+        uint32_t upd_cap = m->updates_cap, certs_cap = m->certs_cap;
         uint64_t body_len;
         int err;
 
@@ -1126,6 +1217,8 @@ static int decode_frame(const uint8_t *b, size_t len, int channel,
         m->updates = upd;
         m->updates_cap = upd_cap;
         m->settings = settings;
+        m->certs = certs;
+        m->certs_cap = certs_cap;
         m->kind = b[OFF_KIND];
         m->channel = (uint8_t)channel;
         m->key_id = gn_be_get(b + OFF_KEY_ID, 8);
@@ -1178,6 +1271,99 @@ int gossip_wire_decode(const void *buf, size_t len, int channel,
                 st->rx_bytes += len;
         }
         return 0;
+}
+
+int gossip_wire_authenticate_pk(const void *buf, size_t len, int channel,
+                                const struct gossip_wire_limits *lim,
+                                const uint8_t pk[GOSSIP_KEY_BYTES])
+{
+        const uint8_t *b = buf;
+        uint64_t body_len;
+        int err;
+
+        if (!buf || !pk ||
+            (channel != GOSSIP_CH_DGRAM && channel != GOSSIP_CH_STREAM))
+                return GOSSIP_EINVAL;
+        err = check_prefix(b, len, channel_max(lim, channel), &body_len);
+        if (err)
+                return err;
+        if (gn_be_get(b + OFF_KEY_ID, 8) != gossip_key_id(pk))
+                return GOSSIP_EUNKNOWNKEY;
+        if ((b[OFF_FLAGS] & FLAG_MAC) ||
+            verify(b, OFF_BODY + body_len, b[OFF_FLAGS] & FLAG_DIGEST, pk))
+                return GOSSIP_EBADSIG;
+        if (!(b[OFF_FLAGS] & FLAG_STREAM) != (channel == GOSSIP_CH_DGRAM))
+                return GOSSIP_EREPLAY;
+        return 0;
+}
+
+/* Key 20 of a JOIN or SYNC body, found without msgpack-c's objects: the
+ * walk that bounds the body, stopping at the top map's key 20. */
+static int find_cert(const uint8_t *b, size_t n, const uint8_t **cert,
+                     size_t *cert_len)
+{
+        struct walk w = {b, b + n, 0};
+        uint64_t pairs;
+        uint8_t t;
+
+        if (body_bounded(b, n) || w.p == w.end)
+                return GOSSIP_EDECODE;
+        t = *w.p++;
+        if (t >= 0x80 && t <= 0x8f) {
+                pairs = t & 0x0f;
+        } else if ((t == 0xde || t == 0xdf) &&
+                   (size_t)(w.end - w.p) >= (t == 0xde ? 2u : 4u)) {
+                pairs = gn_be_get(w.p, t == 0xde ? 2 : 4);
+                w.p += t == 0xde ? 2 : 4;
+        } else {
+                return GOSSIP_EDECODE;
+        }
+        for (uint64_t i = 0; i < pairs; i++) {
+                /* the key as a fixint or uint 8 (any longer form is
+                 * not 20) */
+                int key = w.p[0] <= 0x7f                       ? w.p[0]
+                          : w.p[0] == 0xcc && w.end - w.p >= 2 ? w.p[1]
+                                                               : -1;
+                uint64_t l;
+
+                if (walk_obj(&w, 1))
+                        return GOSSIP_EDECODE;
+                if (key != K_CERT) {
+                        if (walk_obj(&w, 1))
+                                return GOSSIP_EDECODE;
+                        continue;
+                }
+                /* bin 8: a certificate is at most 185 bytes */
+                if (w.end - w.p < 2 || w.p[0] != 0xc4)
+                        return GOSSIP_EDECODE;
+                l = w.p[1];
+                if (l < GOSSIP_CERT_MIN_BYTES || l > GOSSIP_CERT_MAX_BYTES ||
+                    l > (uint64_t)(w.end - w.p - 2))
+                        return GOSSIP_EDECODE;
+                *cert = w.p + 2;
+                *cert_len = (size_t)l;
+                return 0;
+        }
+        return GOSSIP_ENOPEER;
+}
+
+int gossip_wire_peek_cert(const void *buf, size_t len, int channel,
+                          const struct gossip_wire_limits *lim,
+                          const uint8_t **cert, size_t *cert_len)
+{
+        const uint8_t *b = buf;
+        uint64_t body_len;
+        int err;
+
+        if (!buf || !cert || !cert_len ||
+            (channel != GOSSIP_CH_DGRAM && channel != GOSSIP_CH_STREAM))
+                return GOSSIP_EINVAL;
+        err = check_prefix(b, len, channel_max(lim, channel), &body_len);
+        if (err)
+                return err;
+        if (b[OFF_KIND] != GOSSIP_MSG_JOIN && b[OFF_KIND] != GOSSIP_MSG_SYNC)
+                return GOSSIP_ENOPEER;
+        return find_cert(b + OFF_BODY, body_len, cert, cert_len);
 }
 
 int gossip_wire_peek_sender(const void *buf, size_t len, uint64_t *key_id,

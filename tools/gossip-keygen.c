@@ -50,6 +50,7 @@
 
 #include "gossip/cert.h"
 #include "base/gn_endian.h"
+#include "ident/authority.h"
 #include "ident/keys.h"
 #include "ident/peers.h"
 #include "gossip/wire.h"
@@ -229,26 +230,6 @@ static int beside(const char *path, const char *ext, char *out, size_t len)
         return 0;
 }
 
-/* Reads the whole of path (at most cap bytes) into buf. Returns the length
- * or a negative errno (-EFBIG if longer than cap). */
-static long read_all(const char *path, uint8_t *buf, size_t cap)
-{
-        FILE *f = fopen(path, "rb");
-        size_t n;
-        int big;
-
-        if (f == NULL)
-                return -errno;
-        n = fread(buf, 1, cap, f);
-        big = n == cap && fgetc(f) != EOF;
-        if (ferror(f)) {
-                fclose(f);
-                return -EIO;
-        }
-        fclose(f);
-        return big ? -EFBIG : (long)n;
-}
-
 /* Writes buf to path with mode through a temp file beside it: rename()
  * when replace, else link() so that an existing path is never clobbered
  * (-EEXIST). 0 or negative errno; on error path is as it was. */
@@ -276,35 +257,6 @@ static int write_atomic(const char *path, const void *buf, size_t len,
         if (rc < 0 || !replace)
                 unlink(tmp);
         return rc;
-}
-
-/* A public key given as base64, or in a file: its first 44-character word
- * that is a key (a .pub file's peers line, a CA.pub file). */
-static int load_pub(const char *arg, uint8_t pk[GOSSIP_KEY_BYTES])
-{
-        uint8_t text[4096];
-        long n;
-        char *p, *save = NULL;
-
-        if (strlen(arg) == NODE_KEY_PK_B64_LEN &&
-            node_key_pk_from_base64(arg, NODE_KEY_PK_B64_LEN, pk) == 0)
-                return 0;
-        n = read_all(arg, text, sizeof(text) - 1);
-        if (n < 0)
-                return (int)n;
-        text[n] = 0;
-        for (p = strtok_r((char *)text, " \t\r\n", &save); p;
-             p = strtok_r(NULL, " \t\r\n", &save)) {
-                if (p[0] == '#') { /* skip the rest of a comment line */
-                        if (!strtok_r(NULL, "\n", &save))
-                                break;
-                        continue;
-                }
-                if (strlen(p) == NODE_KEY_PK_B64_LEN &&
-                    node_key_pk_from_base64(p, NODE_KEY_PK_B64_LEN, pk) == 0)
-                        return 0;
-        }
-        return -ENOKEY;
 }
 
 /* 1..16 hex digits, optionally after 0x, not all zero. */
@@ -388,7 +340,7 @@ static int cert_from_opts(const struct opts *o, struct gossip_cert *c)
         char *end;
 
         memset(c, 0, sizeof(*c));
-        if (load_pub(o->pub, c->pk) < 0)
+        if (node_authority_pub_load(o->pub, c->pk) < 0)
                 return usage("bad --pub (a 44-character base64 key, or a "
                              "readable file holding one)");
         if (strlen(o->name) >= sizeof(c->name) || !name_ok(o->name))
@@ -477,7 +429,7 @@ static int insert_serial(uint64_t *v, uint32_t *n, uint64_t serial)
 static int read_crl(const char *path, const uint8_t pk[GOSSIP_KEY_BYTES],
                     uint8_t *buf, struct gossip_crl *l, uint64_t *v)
 {
-        long n = read_all(path, buf, GOSSIP_CRL_MAX_BYTES);
+        long n = node_file_read(path, buf, GOSSIP_CRL_MAX_BYTES);
         int verdict;
 
         memset(l, 0, sizeof(*l));
@@ -550,12 +502,12 @@ static int revoke(const struct opts *o)
         return 0;
 }
 
-/* read_all() into buf, *n its result; 1 (message printed) if the file
+/* node_file_read() into buf, *n its result; 1 (message printed) if the file
  * cannot be read at all. A file longer than cap is *n = -EFBIG, 0: the
  * caller says what it is not. */
 static int read_or_say(const char *path, uint8_t *buf, size_t cap, long *n)
 {
-        *n = read_all(path, buf, cap);
+        *n = node_file_read(path, buf, cap);
         if (*n < 0 && *n != -EFBIG) {
                 fprintf(stderr, "gossip-keygen: %s: %s\n", path,
                         strerror((int)-*n));
@@ -607,11 +559,11 @@ static int show_cert(const struct opts *o)
         print_cert(o->show_cert, &c);
         if (!o->ca_pub)
                 return 0;
-        if (load_pub(o->ca_pub, pk) < 0)
+        if (node_authority_pub_load(o->ca_pub, pk) < 0)
                 return usage("bad --ca-pub (a 44-character base64 key, or a "
                              "readable file holding one)");
         if (o->crl) {
-                long ln = read_all(o->crl, lb, sizeof(lb));
+                long ln = node_file_read(o->crl, lb, sizeof(lb));
 
                 if (ln < 0 || gossip_crl_verify(lb, (size_t)ln, pk, &l) !=
                                   GOSSIP_CRL_OK) {
@@ -661,7 +613,7 @@ static int show_crl(const struct opts *o)
                        (unsigned long long)gn_be_get(l.serials + 8 * i, 8));
         if (!o->ca_pub)
                 return 0;
-        if (load_pub(o->ca_pub, pk) < 0)
+        if (node_authority_pub_load(o->ca_pub, pk) < 0)
                 return usage("bad --ca-pub (a 44-character base64 key, or a "
                              "readable file holding one)");
         v = gossip_crl_verify(buf, (size_t)n, pk, NULL);

@@ -66,6 +66,8 @@ static const char usage_text[] =
     "  members [--status REGEX] [--json]  cluster members (REGEX is a\n"
     "                          POSIX extended regex matched against the\n"
     "                          whole state: alive|suspect|dead|left)\n"
+    "  certs [--json]          members trusted by certificate: serial and\n"
+    "                          expiry (docs/control.md)\n"
     "  stats [--json]          traffic, gradient and rejection counters\n"
     "  train [--json]          training progress\n"
     "  version [--json]        client and daemon versions\n"
@@ -511,6 +513,7 @@ static void print_node_stats(FILE *f, const msgpack_object *n)
                 fmt_num(ctlc_get(n, "grads_late"), b, sizeof(b)),
                 fmt_num(ctlc_get(n, "grads_dropped"), c, sizeof(c)));
         print_counters(f, "rejects", ctlc_get(n, "rejects"));
+        print_counters(f, "certs", ctlc_get(n, "certs"));
         print_counters(f, "robust", ctlc_get(n, "robust"));
         print_counters(f, "net", ctlc_get(n, "net"));
 }
@@ -632,6 +635,39 @@ static void print_stats(FILE *f, const msgpack_object *d)
 {
         print_node_stats(f, ctlc_get(d, "node"));
         print_peer_stats(f, ctlc_get(d, "peers"));
+}
+
+/* `certs`: the members reply, those with a certificate. */
+static void print_certs(FILE *f, const msgpack_object *d)
+{
+        char name[64], serial[24], when[32];
+        size_t shown = 0;
+
+        if (!d || d->type != MSGPACK_OBJECT_ARRAY)
+                return;
+        for (uint32_t i = 0; i < d->via.array.size; i++) {
+                const msgpack_object *m = &d->via.array.ptr[i];
+                const msgpack_object *c = ctlc_get(m, "cert");
+                time_t t;
+                struct tm tm;
+                int ok;
+
+                if (!c || c->type != MSGPACK_OBJECT_MAP)
+                        continue;
+                if (!shown++)
+                        fprintf(f, "%-24s %-16s %s\n", "NAME", "SERIAL",
+                                "NOT AFTER (UTC)");
+                t = (time_t)ctlc_num(ctlc_get(c, "not_after"), &ok);
+                if (!ok || !gmtime_r(&t, &tm) ||
+                    !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+                        snprintf(when, sizeof(when), "-");
+                fprintf(f, "%-24s %-16s %s\n",
+                        ctlc_str(ctlc_get(m, "name"), name, sizeof(name)),
+                        ctlc_str(ctlc_get(c, "serial"), serial, sizeof(serial)),
+                        when);
+        }
+        if (!shown)
+                fprintf(f, "no member holds a certificate\n");
 }
 
 static void print_version(FILE *f, const msgpack_object *d)
@@ -900,6 +936,8 @@ int main(int argc, char **argv)
                 return cmd_members(&o);
         if (strcmp(o.cmd, "stats") == 0)
                 return cmd_simple(&o, "stats", NULL, NULL, print_stats);
+        if (strcmp(o.cmd, "certs") == 0)
+                return cmd_simple(&o, "members", NULL, NULL, print_certs);
         if (strcmp(o.cmd, "train") == 0)
                 return cmd_simple(&o, "train", NULL, NULL, print_train);
         if (strcmp(o.cmd, "version") == 0)

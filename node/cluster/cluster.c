@@ -25,6 +25,7 @@
 
 #include <sodium.h>
 
+#include "base/gn_errbuf.h"
 #include "service/evlog.h"
 #include "config/settings.h"
 #include "ident/keys.h"
@@ -153,6 +154,10 @@ static void on_member(void *ctx, const struct gossip_member_info *m,
                  old_state < 0 ? "new" : gossip_state_name(old_state), st,
                  gossip_alive_count(c->g));
         node_evlog_member(c->ev, node_view_member_name(m), st);
+        /* members trusted by certificate are not in the peers file the
+         * view was sized by: room for all we know (no memory: cut) */
+        if (gossip_members(c->g, NULL, 0) > c->view.npeers + 1)
+                node_view_reserve(&c->view, gossip_members(c->g, NULL, 0) - 1);
         node_exchange_on_members(c->ex);
         if (m->state == GOSSIP_LEFT)
                 cluster_stop_heard(c, m);
@@ -190,6 +195,8 @@ static void join_all(struct node_cluster *c)
         for (size_t i = 0; i < c->npeers; i++)
                 if (memcmp(c->peers[i].pk, c->pk, GOSSIP_KEY_BYTES) != 0)
                         gossip_join(c->g, &c->peers[i].addr);
+        if (c->has_seed) /* last: the address the core keeps re-trying */
+                gossip_join(c->g, &c->seed_addr);
         node_cluster__arm(c);
 }
 
@@ -248,6 +255,31 @@ static int choose_advertised(struct node_cluster *c,
         return rc < 0 ? rc : 0;
 }
 
+/* --authority, --cert (which must be ours, and valid now), --crl and
+ * --seed-addr. */
+static int load_authority(struct node_cluster *c, char *err, size_t errlen)
+{
+        const struct node_options *o = c->o;
+        int rc;
+
+        if (o->seed_addr) {
+                rc = node_addr_parse(o->seed_addr, &c->seed_addr, 1);
+                if (rc)
+                        return gn_fail(err, errlen, rc, "--seed-addr: '%s': %s",
+                                       o->seed_addr,
+                                       rc == -EHOSTUNREACH ? "does not resolve"
+                                                           : "not ADDR:PORT");
+                c->has_seed = 1;
+        }
+        if (!o->authority_path)
+                return 0;
+        rc = node_authority_load(&c->auth, o->authority_path, o->cert_path,
+                                 o->crl_path, c->pk,
+                                 node_cluster__unix_ms() / 1000, err, errlen);
+        c->has_authority = rc == 0;
+        return rc;
+}
+
 static int load_identity(struct node_cluster *c, uint8_t *sk, char *err,
                          size_t errlen)
 {
@@ -258,15 +290,20 @@ static int load_identity(struct node_cluster *c, uint8_t *sk, char *err,
         rc = node_key_load(o->key_path, c->pk, sk, err, errlen);
         if (rc)
                 return rc;
-        rc = node_peers_load(o->peers_path, &c->peers, &c->npeers, err, errlen);
+        if (o->peers_path)
+                rc = node_peers_load(o->peers_path, &c->peers, &c->npeers, err,
+                                     errlen);
+        if (rc == 0)
+                rc = load_authority(c, err, errlen);
         if (rc)
                 return rc;
         self = node_peers_find_pk(c->peers, c->npeers, c->pk);
         c->listed = self >= 0;
         copy_name(c->name, sizeof(c->name),
-                  o->name     ? o->name
-                  : self >= 0 ? c->peers[self].name
-                              : "node");
+                  o->name                 ? o->name
+                  : self >= 0             ? c->peers[self].name
+                  : c->auth.cert_len != 0 ? c->auth.c.name
+                                          : "node");
         if (o->listen) {
                 rc = node_addr_parse(o->listen, &c->listen, 1);
                 if (rc) {
@@ -281,7 +318,7 @@ static int load_identity(struct node_cluster *c, uint8_t *sk, char *err,
                 snprintf(err, errlen,
                          "--listen: not given, and %s has no line for this "
                          "node's key",
-                         o->peers_path);
+                         o->peers_path ? o->peers_path : "there is no --peers");
                 return -EINVAL;
         }
         return choose_advertised(c, self >= 0 ? &c->peers[self].addr : NULL,
@@ -293,10 +330,23 @@ static int load_identity(struct node_cluster *c, uint8_t *sk, char *err,
 static int verify_first(void *ctx, const void *buf, size_t len)
 {
         struct node_cluster *c = ctx;
+        int rc;
 
-        return c->g
-                   ? gossip_frame_authenticate(c->g, buf, len, GOSSIP_CH_STREAM)
-                   : -1;
+        if (!c->g)
+                return -1;
+        rc = gossip_frame_authenticate(c->g, buf, len, GOSSIP_CH_STREAM);
+        /* refused here, it never reaches the core: fed to it all the
+         * same so that it is counted (its reason, a certificate's
+         * verdict) like any refused frame; it is refused there too */
+        if (rc)
+                gossip_on_message(c->g, &c->listen, buf, len, GOSSIP_CH_STREAM);
+        return rc;
+}
+
+static uint64_t unix_now(void *ctx)
+{
+        (void)ctx;
+        return node_cluster__unix_ms() / 1000;
 }
 
 static int open_net(struct node_cluster *c, char *err, size_t errlen)
@@ -350,7 +400,15 @@ static int open_gossip(struct node_cluster *c, const uint8_t *sk, char *err,
         rc = node_settings_build(c->o, c->nparams, &c->settings);
         gc.settings = rc ? NULL : &c->settings;
         gc.on_refused = node_cluster__refused;
+        if (c->has_authority) {
+                gc.authority_pk = c->auth.pk;
+                gc.cert = c->auth.cert_len ? c->auth.cert : NULL;
+                gc.cert_len = c->auth.cert_len;
+                gc.crl = c->auth.crl;
+                gc.crl_len = c->auth.crl_len;
+        }
         node_net_env(c->net, &env);
+        env.unix_now = unix_now;
         /* every node's own stream: the seed mixed with its key */
         env.seed = c->o->seed;
         for (int i = 0; i < 8; i++)
@@ -391,6 +449,7 @@ static void free_cluster(struct node_cluster *c)
         node_exchange_free(c->ex);
         node_view_free(&c->view);
         node_peers_free(c->peers);
+        node_authority_free(&c->auth);
         free(c);
 }
 
@@ -477,7 +536,7 @@ int node_cluster_open(struct node_cluster **out, uv_loop_t *loop,
         c->async.data = c;
         handles = 1;
         log_addresses(c);
-        if (!c->listed)
+        if (!c->listed && o->peers_path && !c->auth.cert_len)
                 node_log(NODE_LOG_WARN,
                          "%s has no line for this node's key: peers that "
                          "use the same file will refuse it",
@@ -548,6 +607,10 @@ int node_cluster_reload(struct node_cluster *c, char *err, size_t errlen)
         size_t nn = 0, added = 0, removed = 0;
         int rc;
 
+        if (!c->o->peers_path) {
+                node_log(NODE_LOG_INFO, "no --peers file to reload");
+                return 0;
+        }
         rc = node_peers_load(c->o->peers_path, &np, &nn, err, errlen);
         if (rc)
                 return rc;

@@ -43,6 +43,7 @@
 #include "train/handoff.h"
 #include "cluster/join.h"
 #include "net/net.h"
+#include "ident/authority.h"
 #include "ident/peers.h"
 #include "cluster/view.h"
 #include "gossip/settings.h"
@@ -83,6 +84,10 @@ struct node_cluster {
         struct gossip *g;
         struct node_peer *peers;
         size_t npeers;
+        /* --authority, --cert, --crl (has_authority), --seed-addr */
+        struct node_authority auth;
+        int has_authority, has_seed;
+        struct gossip_addr seed_addr;
         struct node_view view; /* members and partner choice */
         struct node_join join; /* state transfer for a live join */
         int leaving, closing;

@@ -36,6 +36,36 @@ static void pack_rejects(msgpack_packer *pk, const uint64_t *r)
                         node_ctl_pack_ku64(pk, gossip_reject_name(-i), r[i]);
 }
 
+/* A member trusted by certificate: "cert": {serial (16 hex digits, as
+ * gossip-keygen prints it), not_after (unix seconds)}. */
+static void pack_cert(msgpack_packer *pk, const struct gossip_member_info *m)
+{
+        char serial[17];
+
+        snprintf(serial, sizeof(serial), "%016llx",
+                 (unsigned long long)m->cert_serial);
+        node_ctl_pack_str(pk, "cert");
+        msgpack_pack_map(pk, 2);
+        node_ctl_pack_kstr(pk, "serial", serial);
+        node_ctl_pack_ku64(pk, "not_after", m->cert_not_after);
+}
+
+/* The certificates judged, by verdict (gossip/cert.h), those counted. */
+static void pack_cert_verdicts(msgpack_packer *pk,
+                               const struct gossip_cert_stats *st)
+{
+        size_t n = 0;
+
+        for (int i = 0; i < GOSSIP_CERT_VERDICT_COUNT; i++)
+                n += st->n[i] != 0;
+        node_ctl_pack_str(pk, "certs");
+        msgpack_pack_map(pk, n);
+        for (int i = 0; i < GOSSIP_CERT_VERDICT_COUNT; i++)
+                if (st->n[i])
+                        node_ctl_pack_ku64(pk, gossip_cert_verdict_name(i),
+                                           st->n[i]);
+}
+
 /* Robust merge marked this peer: more than half of its last verdicts
  * clipped or refused (gossip/robust.h). */
 static int suspect_model(struct node_cluster *c, const uint8_t *key)
@@ -106,7 +136,7 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
 
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 14);
+        msgpack_pack_map(pk, 14 + (m->cert_serial != 0));
         node_ctl_pack_kstr(pk, "name", m->name);
         node_ctl_pack_kstr(pk, "version", m->version); /* "": not told */
         node_ctl_pack_kstr(pk, "addr", a);
@@ -129,6 +159,8 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
                                  : msgpack_pack_false(pk);
         pack_refused(c, pk, m);
         pack_link(c, pk, &m->addr, 0);
+        if (m->cert_serial)
+                pack_cert(pk, m);
 }
 
 /* A refused member gossip does not list (refused at its first contact,
@@ -265,7 +297,7 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         if (node_handoff_shuffle(c->h)) /* --shuffle-samples */
                 node_shuffle_pack_stats(node_handoff_shuffle(c->h), pk);
         node_ctl_pack_str(pk, "node");
-        msgpack_pack_map(pk, 24);
+        msgpack_pack_map(pk, 25);
         node_ctl_pack_kstr(pk, "name", c->name);
         node_ctl_pack_kstr(
             pk, "sending",
@@ -295,6 +327,7 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         node_ctl_pack_ku64(pk, "grads_dropped",
                            ms.offers - ms.accepted + (ms.accepted - ms.merged));
         pack_rejects(pk, gs.rejects);
+        pack_cert_verdicts(pk, &gs.certs);
         pack_robust(pk, "robust", hs.robust);
         pack_net(pk, &ns);
         node_ctl_pack_str(pk, "peers");

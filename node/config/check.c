@@ -14,10 +14,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "nn/data.h"
 #include "base/gn_errbuf.h"
 #include "gossip/gossip.h"
+#include "ident/authority.h"
 #include "ident/keys.h"
 #include "nn/nn.h"
 #include "nn/nn_err.h"
@@ -300,6 +302,52 @@ static int check_service(const struct node_options *o, struct report *r,
         return 0;
 }
 
+/* --authority, --cert (ours, valid now), --crl, --seed-addr: what the
+ * node would refuse at start. */
+static int check_authority(const struct node_options *o, struct report *r,
+                           char *err, size_t errlen)
+{
+        struct node_authority a;
+        struct gossip_addr seed;
+        uint8_t pk[GOSSIP_KEY_BYTES], sk[GOSSIP_SECRET_BYTES];
+        char id[NODE_KEY_ID_SIZE];
+        int rc, have_pk = 0;
+
+        if (o->seed_addr) {
+                rc = check_addr("seed-addr", o->seed_addr, &seed, err, errlen);
+                if (rc)
+                        return rc;
+                say(r, "seed-addr", "%s", o->seed_addr);
+        }
+        if (!o->authority_path)
+                return 0;
+        if (o->key_path) {
+                rc = node_key_load(o->key_path, pk, sk, err, errlen);
+                memset(sk, 0, sizeof(sk));
+                if (rc)
+                        return rc;
+                have_pk = 1;
+        }
+        rc = node_authority_load(&a, o->authority_path, o->cert_path,
+                                 o->crl_path, have_pk ? pk : NULL,
+                                 (uint64_t)time(NULL), err, errlen);
+        if (rc)
+                return rc;
+        node_key_id(a.pk, id);
+        say(r, "authority", "%s: key id %s", o->authority_path, id);
+        if (a.cert_len)
+                say(r, "cert", "%s: %s, serial %016llx, until %llu (unix)%s",
+                    o->cert_path, a.c.name, (unsigned long long)a.c.serial,
+                    (unsigned long long)a.c.not_after,
+                    have_pk ? "" : " (not matched to a key: no --key)");
+        if (o->crl_path)
+                say(r, "crl", "%s: %s", o->crl_path,
+                    a.crl_len ? "a list of this authority"
+                              : "none yet (the node keeps it there)");
+        node_authority_free(&a);
+        return 0;
+}
+
 int node_check_config(const struct node_options *o, char *out, size_t outlen,
                       char *err, size_t errlen)
 {
@@ -310,8 +358,12 @@ int node_check_config(const struct node_options *o, char *out, size_t outlen,
                 out[0] = '\0';
         if (o->peers_path)
                 rc = check_cluster(o, &r, err, errlen);
-        else
+        else if (!o->cert_path)
                 say(&r, "peers", "none: this node trains alone");
+        else
+                say(&r, "peers", "none: trusted by its certificate");
+        if (rc == 0)
+                rc = check_authority(o, &r, err, errlen);
         if (rc == 0)
                 rc = check_training(o, &r, err, errlen);
         if (rc == 0)

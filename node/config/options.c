@@ -23,6 +23,10 @@ enum {
         OPT_KEY,
         OPT_LISTEN,
         OPT_ADVERTISE,
+        OPT_AUTHORITY,
+        OPT_CERT,
+        OPT_CRL,
+        OPT_SEED_ADDR,
         OPT_DATA,
         OPT_MODEL,
         OPT_BATCH,
@@ -79,6 +83,10 @@ static const struct option long_opts[] = {
     {"key", required_argument, NULL, OPT_KEY},
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
+    {"authority", required_argument, NULL, OPT_AUTHORITY},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"crl", required_argument, NULL, OPT_CRL},
+    {"seed-addr", required_argument, NULL, OPT_SEED_ADDR},
     {"data", required_argument, NULL, OPT_DATA},
     {"model", required_argument, NULL, OPT_MODEL},
     {"batch", required_argument, NULL, OPT_BATCH},
@@ -143,7 +151,14 @@ static const char help_text[] =
     "  --advertise ADDR:PORT address peers reach this node at, told in\n"
     "                        membership (default: its peers-file line, else\n"
     "                        --listen unless that is 0.0.0.0 or [::])\n"
-    "  --name NAME           name in logs (default: from the peers file)\n"
+    "  --authority FILE      the cluster authority's public key (ca.pub):\n"
+    "                        trust members whose certificate it signed\n"
+    "  --cert FILE           this node's certificate (gossip-keygen --sign);\n"
+    "                        with --authority, joins without a peers file\n"
+    "  --crl FILE            the authority's revocation list (optional)\n"
+    "  --seed-addr ADDR:PORT a member to join through (with --cert)\n"
+    "  --name NAME           name in logs (default: from the peers file,\n"
+    "                        else the certificate)\n"
     "  --control PATH        control socket for gossipctl (Unix, 0600)\n"
     "  --metrics ADDR:PORT   Prometheus /metrics endpoint\n"
     "\n"
@@ -256,6 +271,11 @@ static const char help_text[] =
     "Signals: SIGTERM/SIGINT leave the cluster, checkpoint and exit 0;\n"
     "SIGHUP reloads the peers file. Exit status: 0 done, 1 runtime error,\n"
     "2 bad command line.\n";
+
+int node_options_clustered(const struct node_options *o)
+{
+        return o->peers_path || o->cert_path;
+}
 
 const char *node_options_help(void)
 {
@@ -474,6 +494,20 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 if (!valid_hostport(v))
                         return BAD("ADDR:PORT with a port 1..65535");
                 o->advertise = v;
+                break;
+        case OPT_AUTHORITY:
+                o->authority_path = v;
+                break;
+        case OPT_CERT:
+                o->cert_path = v;
+                break;
+        case OPT_CRL:
+                o->crl_path = v;
+                break;
+        case OPT_SEED_ADDR:
+                if (!valid_hostport(v))
+                        return BAD("ADDR:PORT with a port 1..65535");
+                o->seed_addr = v;
                 break;
         case OPT_DATA:
                 if (!*v)
@@ -713,6 +747,15 @@ static int check_combination(struct node_options *o, char *err, size_t errlen)
         if (o->peers_path && !o->key_path && !o->check_config)
                 return gn_fail(err, errlen, -EINVAL,
                                "--peers needs --key FILE");
+        if ((o->cert_path || o->crl_path) && !o->authority_path)
+                return gn_fail(err, errlen, -EINVAL,
+                               "--%s needs --authority FILE",
+                               o->cert_path ? "cert" : "crl");
+        if (o->cert_path && !o->key_path && !o->check_config)
+                return gn_fail(err, errlen, -EINVAL, "--cert needs --key FILE");
+        if (o->seed_addr && !node_options_clustered(o))
+                return gn_fail(err, errlen, -EINVAL,
+                               "--seed-addr needs --cert FILE or --peers FILE");
         if (o->checkpoint_every && !o->checkpoint_dir && !o->check_config)
                 return gn_fail(err, errlen, -EINVAL,
                                "--checkpoint-every needs --checkpoint-dir DIR");
@@ -723,8 +766,9 @@ static int check_combination(struct node_options *o, char *err, size_t errlen)
         if (!o->partition_seed_set)
                 o->partition.seed = o->seed;
         if (o->momentum_kind == NODE_MOMENTUM_AUTO)
-                o->momentum_kind = o->peers_path ? NODE_MOMENTUM_QUASI_GLOBAL
-                                                 : NODE_MOMENTUM_LOCAL;
+                o->momentum_kind = node_options_clustered(o)
+                                       ? NODE_MOMENTUM_QUASI_GLOBAL
+                                       : NODE_MOMENTUM_LOCAL;
         if (isnan(o->lr))
                 o->lr = o->optimizer == NODE_OPTIM_ADAM ? NODE_OPT_LR_ADAM
                                                         : NODE_OPT_LR_SGD;

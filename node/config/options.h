@@ -111,7 +111,13 @@ struct node_options {
         const char *key_path;
         const char *listen;    /* "ADDR:PORT"; NULL: our peers-file line */
         const char *advertise; /* told to peers; NULL: node_addr_advertised */
-        const char *name;      /* NULL: the peers-file name, else "node" */
+        /* the cluster authority (docs/operations.md "Adding a device with
+         * the authority"): its public key, our certificate, its list; a
+         * member to join through (with a certificate no peers file is
+         * needed); each NULL: not given */
+        const char *authority_path, *cert_path, *crl_path, *seed_addr;
+        const char *name; /* NULL: the peers-file name, the certificate's,
+                             else "node" */
         const char *control_path;
         const char *metrics_addr;
         /* data and model */
@@ -181,6 +187,10 @@ int node_options_parse(int argc, char **argv, struct node_options *o, char *err,
 
 /* The complete --help text. */
 const char *node_options_help(void);
+
+/* Does this node run in a cluster (--peers, or --cert)? Else it trains
+ * alone. */
+int node_options_clustered(const struct node_options *o);
 
 /* Short names of the enum values ("sgd", "cosine", "int8", "info", ...). */
 const char *node_options_optimizer_name(int v);

@@ -494,7 +494,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
                 snprintf(err, errlen, "signals: %s", uv_strerror(rc));
                 return rc;
         }
-        if (o->peers_path) {
+        if (node_options_clustered(o)) {
                 rc = node_cluster_open(
                     &d->cluster, &d->loop, o, d->ev,
                     nn_model_nparams(node_trainer_model(d->trainer)), err,

@@ -10,3 +10,7 @@ gn_add_test(NAME test_swim_loss SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_swim.c
 # Cluster settings agreed at join (gossip/settings.h): refused both ways.
 gn_add_test(NAME test_settings SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_settings.c
             LIBS gn_sim gn::cmocka LABELS sim)
+# Joining with a certificate (issue 33 item 1): wire keys 20-21, admitted
+# on the authority's word, refused and counted by verdict.
+gn_add_test(NAME test_certjoin SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_certjoin.c
+            LIBS gn_sim gn::cmocka LABELS sim)

@@ -872,7 +872,7 @@ static void run_conf_case(const struct conf_case *c)
         struct gossip_peer peers[NK];
         struct gossip_config cv = {0};
         struct cap xv = {0};
-        struct gossip_env ev = {cap_send, cap_now, 7, &xv};
+        struct gossip_env ev = {cap_send, cap_now, 7, &xv, NULL};
         struct gossip_member_info mi;
         struct gossip *v;
         uint64_t seq = 1;
@@ -991,8 +991,8 @@ static void test_wildcard_addr_refused(void **state)
         struct gossip_peer peers[2];
         struct gossip_config ca = {0}, cb = {0};
         struct cap xa = {0}, xb = {0};
-        struct gossip_env ea = {cap_send, cap_now, 1, &xa};
-        struct gossip_env eb = {cap_send, cap_now, 2, &xb};
+        struct gossip_env ea = {cap_send, cap_now, 1, &xa, NULL};
+        struct gossip_env eb = {cap_send, cap_now, 2, &xb, NULL};
         struct gossip *a, *b;
         struct gossip_member_info mi;
         struct gossip_stats st;
@@ -1090,9 +1090,9 @@ static void test_facade_app_and_rejects(void **state)
         cc = ca;
         memcpy(cc.public_key, pk[2], 32);
         memcpy(cc.secret_key, sk[2], 64);
-        ea = (struct gossip_env){cap_send, cap_now, 1, &xa};
-        eb = (struct gossip_env){cap_send, cap_now, 2, &xb};
-        ec = (struct gossip_env){cap_send, cap_now, 3, &xc};
+        ea = (struct gossip_env){cap_send, cap_now, 1, &xa, NULL};
+        eb = (struct gossip_env){cap_send, cap_now, 2, &xb, NULL};
+        ec = (struct gossip_env){cap_send, cap_now, 3, &xc, NULL};
         assert_int_equal(gossip_create(&ca, &ea, &a), 0);
         assert_int_equal(gossip_create(&cb, &eb, &b), 0);
         assert_int_equal(gossip_create(&cc, &ec, &c), 0);

@@ -13,9 +13,10 @@ if(TARGET gossipnode AND TARGET gossip-keygen)
 endif()
 # A finished node stays a member with --after-train serve, also restarted
 # on its finished checkpoint; nodes bound to 0.0.0.0 tell their
-# peers-file address, not the wildcard (need gossipctl).
+# peers-file address, not the wildcard; a node joins with only a
+# certificate, the authority's key and a seed address (need gossipctl).
 if(TARGET gossipnode AND TARGET gossip-keygen AND TARGET gossipctl)
-  foreach(s serve wildcard finished settings)
+  foreach(s serve wildcard finished settings cert)
     add_test(NAME test_cluster_${s}
              COMMAND /usr/bin/python3
                      ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py

@@ -33,6 +33,14 @@ Fashion-MNIST shard per node). Scenarios:
   hup    n0 and n1 trust only each other; n2 (trusting all) cannot get in;
          its key is added to their peers files and SIGHUP makes them
          accept it live; removing it again and SIGHUP drops it (dead).
+  cert   joining with a certificate (issue 33 item 1): n0 and n1 trust
+         each other by peers file and hold certificates of one authority;
+         n2 has no peers file, only --authority, --cert and --seed-addr
+         (n0's address): it is alive at n0 and n1 and they at n2, it
+         trains and exchanges with them, and `gossipctl certs` at n0 shows
+         its serial; n3, whose certificate another authority signed, is
+         never a member and n0 counts it (stats: certs wrong_authority).
+         Needs GOSSIPCTL.
   serve  n0 and n1 train with --after-train serve: after their last step
          they stay up (no exit within 3 s), list each other alive in
          `gossipctl members`, report running false at the last step in
@@ -157,7 +165,10 @@ class Cluster:
         return os.path.join(self.tmp, "log%d" % i)
 
     def start(self, i, extra, peers=None):
-        args = [self.bin, "--peers", peers or self.peers, "--key",
+        """Start node i with the shared peers file, its own (peers), or
+        none (peers=False)."""
+        p = [] if peers is False else ["--peers", peers or self.peers]
+        args = [self.bin] + p + ["--key",
                 os.path.join(self.tmp, "k%d" % i), "--shard",
                 "%d/%d" % (i, self.n), "--seed", str(self.seed),
                 "--threads", "1", "--event-log", self.ev_path(i),
@@ -526,6 +537,63 @@ def scenario_hup(c):
         assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
 
 
+def scenario_cert(c):
+    run = ["--steps", "1000000", "--eval-every", "100"]
+    kg = lambda *a: subprocess.run([c.keygen] + list(a), check=True,
+                                   capture_output=True, text=True)
+    ca, other = os.path.join(c.tmp, "ca.key"), os.path.join(c.tmp, "x.key")
+    kg("--ca", "--out", ca)
+    kg("--ca", "--out", other)
+    certs = []
+    for i in range(4):
+        cert = os.path.join(c.tmp, "n%d.cert" % i)
+        kg("--sign", "--ca-key", other if i == 3 else ca, "--pub",
+           os.path.join(c.tmp, "k%d.pub" % i), "--name", "n%d" % i,
+           "--serial", "%x" % (0xc0 + i), "--out", cert)
+        certs.append(cert)
+    pub = {ca: os.path.join(c.tmp, "ca.pub"),
+           other: os.path.join(c.tmp, "x.pub")}
+    p01 = c.write_peers(0, [0, 1])
+    for i in (0, 1):
+        c.start(i, run + ["--authority", pub[ca], "--cert", certs[i],
+                          "--control", c.sock(i)], p01)
+    c.wait_for("n0 and n1 see each other",
+               lambda: c.member_state(0, "n1", "alive")
+               and c.member_state(1, "n0", "alive"), 60)
+    seed = ["--seed-addr", "127.0.0.1:%d" % c.ports[0]]
+    for i in (2, 3):
+        c.start(i, run + seed + [
+            "--authority", pub[other if i == 3 else ca], "--cert", certs[i],
+            "--listen", "127.0.0.1:%d" % c.ports[i],
+            "--control", c.sock(i)], peers=False)
+    t0 = time.time()
+    c.wait_for("n2 alive at n0 and n1, and they at n2",
+               lambda: all(c.member_state(a, b, "alive") for a, b in
+                           ((0, "n2"), (1, "n2"), (2, "n0"), (2, "n1"))),
+               30)
+    print("n2 joined with its certificate in %.1f s" % (time.time() - t0))
+    s2 = c.step(2)
+    c.wait_for("n2 trains 100 more steps", lambda: c.step(2) >= s2 + 100,
+               120)
+    for i in (0, 1):
+        peers = {p["name"]: p for p in ctl_json(c, i, "stats")["peers"]}
+        assert peers.get("n2", {}).get("msgs_in", 0) > 0, peers.get("n2")
+    members = {m["name"]: m for m in ctl_json(c, 0, "members")}
+    assert members["n2"]["cert"]["serial"] == "%016x" % 0xc2, members["n2"]
+    out = subprocess.run([c.gossipctl, "--socket", c.sock(0), "certs"],
+                         capture_output=True, text=True, timeout=30).stdout
+    assert re.search(r"^n2\s+%016x\s" % 0xc2, out, re.M), out
+    print(out.rstrip())
+    assert not any(e["peer"] == "n3" for i in (0, 1, 2)
+                   for e in c.events(i, "member")), "n3 became a member"
+    node = ctl_json(c, 0, "stats")["node"]
+    assert node["certs"].get("wrong_authority", 0) >= 1, node["certs"]
+    print("n0 refused n3: certs %s, rejects %s"
+          % (node["certs"], node["rejects"]))
+    for i in range(4):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+
+
 def ctl_json(c, i, *cmd):
     """`gossipctl --json CMD` against node i's control socket."""
     r = subprocess.run([c.gossipctl, "--socket", c.sock(i), "--json"]
@@ -753,8 +821,8 @@ def main():
         return 2
     binary, keygen, scenario = sys.argv[1:4]
     gossipctl = sys.argv[4] if len(sys.argv) == 5 else None
-    if scenario in ("serve", "wildcard", "finished",
-                    "settings") and not gossipctl:
+    if scenario in ("serve", "wildcard", "finished", "settings",
+                    "cert") and not gossipctl:
         print(__doc__)
         return 2
     if not os.path.isdir(DATA):
@@ -767,7 +835,7 @@ def main():
     print("# GN_SEED=%d" % seed)
     n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
          "shuffle": 3, "serve": 3, "wildcard": 3, "finished": 2,
-         "settings": 3}[scenario]
+         "settings": 3, "cert": 4}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     c.gossipctl = gossipctl
@@ -782,7 +850,7 @@ def main():
          "serve": scenario_serve,
          "wildcard": scenario_wildcard,
          "finished": scenario_finished,
-         "settings": scenario_settings}[scenario](c)
+         "settings": scenario_settings, "cert": scenario_cert}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)

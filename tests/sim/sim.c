@@ -204,6 +204,12 @@ static uint64_t env_now(void *ctx)
         return nd->s->now;
 }
 
+static uint64_t env_unix_now(void *ctx)
+{
+        struct sim_node *nd = ctx;
+        return nd->s->o.unix_start_s + nd->s->now / 1000;
+}
+
 static int node_boot(struct sim *s, size_t i)
 {
         struct sim_node *nd = &s->nodes[i];
@@ -229,8 +235,12 @@ static int node_boot(struct sim *s, size_t i)
         if (s->o.settings)
                 cfg.settings = &s->o.settings[i];
         cfg.cb_ctx = s;
+        if (s->o.configure)
+                s->o.configure(s, i, &cfg);
         env.send = env_send;
         env.now_ms = env_now;
+        if (s->o.unix_start_s)
+                env.unix_now = env_unix_now;
         env.seed = gn_splitmix64(&x);
         env.ctx = nd;
         nd->boots++;

@@ -50,6 +50,14 @@ struct sim_opts {
         /* Optional: node i's cluster settings are settings[i] (n entries,
          * kept by the caller for the sim's life); NULL: none told. */
         const struct gossip_settings *settings;
+        /* Optional: called for node i before each of its boots with the
+         * config it is about to get (peers: every node; n_peers: n), to
+         * change it, e.g. trust fewer peers or give it an authority and a
+         * certificate (kept by the caller for the sim's life). */
+        void (*configure)(struct sim *s, size_t i, struct gossip_config *cfg);
+        /* The wall clock every node's env->unix_now reads, in unix
+         * seconds at virtual time 0 (advancing with it); 0: none told. */
+        uint64_t unix_start_s;
         void *user; /* for the callbacks: sim_user() */
 };
 

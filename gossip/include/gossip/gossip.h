@@ -15,6 +15,9 @@
  * Invariants:
  *  - a member is its public key; addresses are where it was last seen;
  *  - only keys in the trusted set are ever members or accepted senders;
+ *    with an authority configured, a key whose certificate verifies under
+ *    it (in its own JOIN or SYNC, or in a trusted member's SYNC) joins
+ *    the trusted set;
  *  - callbacks (on_app, on_member) run synchronously from inside
  *    gossip_on_message() / gossip_tick() / gossip_join() / gossip_leave();
  *    they may call gossip_send_app(), gossip_members(), gossip_view() and
@@ -28,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gossip/cert.h"
 #include "gossip/gossip_types.h"
 #include "gossip/settings.h"
 #include "gossip/stop.h"
@@ -143,6 +147,23 @@ struct gossip_config {
         void (*on_refused)(void *ctx, const struct gossip_member_info *m,
                            const char *name, const char *ours,
                            const char *theirs);
+        /* The cluster authority's public key (gossip/cert.h), copied;
+         * NULL: none, only the peers above are trusted. With it, a JOIN
+         * or SYNC from a key we do not trust whose certificate (wire key
+         * 20) verifies under the authority, judged by env->unix_now, and
+         * whose frame that key signed, is admitted: the key is trusted
+         * from then on. So is a key whose certificate a trusted member's
+         * SYNC carries (key 21). Refusals are counted by verdict. */
+        const uint8_t *authority_pk;
+        /* Our own certificate, told in our JOINs and SYNCs (copied; at
+         * most GOSSIP_CERT_MAX_BYTES); NULL: none. */
+        const void *cert;
+        size_t cert_len;
+        /* The newest revocation list of the authority we hold (copied;
+         * it must verify under authority_pk, else GOSSIP_EINVAL); NULL:
+         * none. */
+        const void *crl;
+        size_t crl_len;
         void *cb_ctx;
         void *app_ctx; /* on_app's ctx when not NULL (else cb_ctx) */
 };
@@ -164,6 +185,9 @@ struct gossip_member_info {
         struct gossip_stop stop;
         /* its cluster settings differ from ours: refused (on_refused) */
         int refused;
+        /* its certificate (gossip/cert.h), when one verified: serial (0:
+         * none held), not_after (unix seconds) */
+        uint64_t cert_serial, cert_not_after;
 };
 
 /* Node-wide counters. */
@@ -184,6 +208,9 @@ struct gossip_stats {
         uint64_t kind_out[GOSSIP_KIND_SLOTS]; /* sent frames by kind */
         uint32_t local_health; /* Lifeguard awareness, 0 = healthy */
         uint64_t incarnation;  /* our own, current */
+        /* certificates judged (a JOIN's or SYNC's sender, a SYNC's
+         * members), by verdict: "ok" counts each key trusted through one */
+        struct gossip_cert_stats certs;
 };
 
 struct gossip;

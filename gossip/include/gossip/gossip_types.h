@@ -70,6 +70,12 @@ struct gossip_env {
         /* All randomness is derived from this. */
         uint64_t seed;
         void *ctx;
+        /* Optional: the wall clock in unix seconds, for judging
+         * certificates (gossip/cert.h); NULL, or 0 returned, when the
+         * clock is not known yet (a board without an RTC before NTP):
+         * then expiry is judged against the revocation list's date only
+         * (docs/protocol.md 12.4). */
+        uint64_t (*unix_now)(void *ctx);
 };
 
 #endif

@@ -140,6 +140,12 @@ struct gossip_update {
         uint64_t settings;
 };
 
+/* Bytes somewhere else: a decoded certificate points into the frame. */
+struct gossip_blob {
+        const uint8_t *p;
+        size_t len;
+};
+
 /* GRADIENT, PARAMS and SAMPLES (whose payload is opaque samples, see
  * docs/protocol.md 3.8; n_elems counts payload bytes). */
 struct gossip_tensor {
@@ -207,6 +213,18 @@ struct gossip_msg {
          * settings_told says it was. */
         struct gossip_settings *settings;
         uint8_t settings_told;
+        /* JOIN and SYNC, key 20 (optional): the sender's certificate
+         * (gossip/cert.h, GOSSIP_CERT_MIN_BYTES..GOSSIP_CERT_MAX_BYTES).
+         * Encode: written when cert_len. Decode: points into the input. */
+        const uint8_t *cert;
+        size_t cert_len;
+        /* SYNC, key 21 (optional): certificates of members it lists, so
+         * that a receiver that trusts the authority learns whom to trust.
+         * Encode: certs[0..n_certs) written when n_certs. Decode: the
+         * first certs_cap go to certs[] (pointing into the input; the
+         * rest are checked and skipped), n_certs says how many. */
+        struct gossip_blob *certs;
+        uint32_t n_certs, certs_cap;
 
         union {
                 struct {
@@ -290,6 +308,25 @@ int gossip_wire_decode(const void *buf, size_t len, int channel,
 int gossip_wire_authenticate(const void *buf, size_t len, int channel,
                              const struct gossip_wire_limits *lim,
                              const struct gossip_keyring *kr);
+
+/* gossip_wire_authenticate() with the signer's key given instead of
+ * looked up: 0 when pk signed buf for channel (GOSSIP_EUNKNOWNKEY when the
+ * frame names another key id; a MAC frame is GOSSIP_EBADSIG: only a
+ * signature can show a key we have not trusted yet). For a JOIN or SYNC
+ * from a key whose certificate has just verified. */
+int gossip_wire_authenticate_pk(const void *buf, size_t len, int channel,
+                                const struct gossip_wire_limits *lim,
+                                const uint8_t pk[GOSSIP_KEY_BYTES]);
+
+/* The certificate (key 20) of a JOIN or SYNC frame, NOT authenticated:
+ * the prefix is checked and the body bounded as the decoder does, then
+ * *cert points into buf. 0, GOSSIP_ENOPEER (another kind, or no key 20),
+ * or the decoder's code for a malformed frame. Who signed the frame is
+ * for the caller to check, with the certificate's key, once the
+ * certificate has verified (gossip_wire_authenticate_pk). */
+int gossip_wire_peek_cert(const void *buf, size_t len, int channel,
+                          const struct gossip_wire_limits *lim,
+                          const uint8_t **cert, size_t *cert_len);
 
 /* The claimed (unverified!) sender key id and kind of a frame, for per-peer
  * counters on rejects. 0, or GOSSIP_ESHORT / GOSSIP_EDECODE (bad magic). */
