@@ -29,6 +29,8 @@
 #include "train/kernel.h"
 #include "nn/nn.h"
 #include "config/options.h"
+#include "config/settings.h"
+#include "ident/authority.h"
 #include "service/version.h"
 
 /* Chooses BLIS's kernels (before its first call: kernel.h) and starts
@@ -64,6 +66,19 @@ static int wants_check(int argc, char **argv)
                 if (strcmp(argv[i], "--check-config") == 0)
                         return 1;
         return 0;
+}
+
+/* With --authority and no --seed, the cluster's seed is the authority's
+ * (config/settings.h), before anything reads o->seed. A key that cannot
+ * be read is left to the loader that reports it (the daemon's start or
+ * --check-config). */
+static void cluster_seed(struct node_options *o)
+{
+        uint8_t pk[GOSSIP_KEY_BYTES];
+
+        if (o->authority_path && !o->seed_set && sodium_init() >= 0 &&
+            node_authority_pub_load(o->authority_path, pk) == 0)
+                node_settings_seed_from_authority(o, pk);
 }
 
 /* --check-config: the report on stdout and exit 0, or one line on stderr
@@ -120,6 +135,8 @@ int main(int argc, char **argv)
                 rc = wants_check(argc, argv) ? 1 : 2;
                 goto out;
         }
+        if (rc == 0)
+                cluster_seed(&o);
         if (rc == 0 && o.check_config) {
                 rc = check_config(&o);
                 goto out;

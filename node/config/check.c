@@ -335,6 +335,8 @@ static int check_authority(const struct node_options *o, struct report *r,
                 return rc;
         node_key_id(a.pk, id);
         say(r, "authority", "%s: key id %s", o->authority_path, id);
+        say(r, "seed", "%llu (%s)", (unsigned long long)o->seed,
+            o->seed_set ? "--seed" : "the authority's");
         if (a.cert_len)
                 say(r, "cert", "%s: %s, serial %016llx, until %llu (unix)%s",
                     o->cert_path, a.c.name, (unsigned long long)a.c.serial,

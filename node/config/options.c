@@ -174,7 +174,8 @@ static const char help_text[] =
     "                        per node); docs/learning.md\n"
     "  --partition-seed N    seed of the cut, same on every node (default\n"
     "                        --seed)\n"
-    "  --seed N              seed for init, shuffling, gossip (default 1)\n"
+    "  --seed N              seed for init, shuffling, gossip (default 1;\n"
+    "                        with --authority, derived from its key)\n"
     "  --threads N           split each batch across N threads (default 1;\n"
     "                        deterministic for a fixed N)\n"
     "  --blis-arch NAME      BLIS kernel set (skx, zen3, haswell, ...);\n"
@@ -560,6 +561,7 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
         case OPT_SEED:
                 if (parse_u64(v, 0, UINT64_MAX, &o->seed))
                         return BAD("a non-negative integer");
+                o->seed_set = 1;
                 break;
         case OPT_THREADS:
                 if (parse_u32(v, 1, 256, &o->threads))

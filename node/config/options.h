@@ -136,7 +136,8 @@ struct node_options {
         float weight_decay;
         int lr_schedule; /* enum node_opt_sched */
         uint32_t warmup; /* steps of linear warm-up */
-        uint64_t seed;
+        uint64_t seed;   /* --seed; else the authority's (seed_set 0) */
+        int seed_set;
         uint32_t threads; /* training threads per batch (nn_threads_set), each
                              with serial BLIS; 1 is deterministic */
         const char

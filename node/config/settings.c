@@ -3,6 +3,10 @@
  * (settings.h): one (name, value) text pair per setting, handed to
  * gossip_settings_set, which sorts them and computes the digest.
  *
+ * With an authority, the seed is the authority's unless --seed says
+ * otherwise (node_settings_seed_from_authority, called by main before
+ * anything uses the options).
+ *
  * A model spec may be longer than a setting value (63 bytes): it is then
  * cut to its first NODE_SETTINGS_SPEC_KEEP bytes and followed by '~' and
  * 16 hex digits of its BLAKE2b-64, so that two long specs that differ
@@ -63,4 +67,27 @@ int node_settings_build(const struct node_options *o, size_t nparams,
         snprintf(seed, sizeof(seed), "%" PRIu64, o->seed);
         return gossip_settings_set(out, names, values,
                                    sizeof(names) / sizeof(names[0]));
+}
+
+uint64_t node_settings_authority_seed(const uint8_t pk[GOSSIP_KEY_BYTES])
+{
+        static const char tag[] = "gossipnode cluster seed";
+        crypto_generichash_state st;
+        uint8_t h[8];
+
+        crypto_generichash_init(&st, NULL, 0, sizeof(h));
+        crypto_generichash_update(&st, (const uint8_t *)tag, sizeof(tag) - 1);
+        crypto_generichash_update(&st, pk, GOSSIP_KEY_BYTES);
+        crypto_generichash_final(&st, h, sizeof(h));
+        return gn_le64_get(h);
+}
+
+void node_settings_seed_from_authority(struct node_options *o,
+                                       const uint8_t pk[GOSSIP_KEY_BYTES])
+{
+        if (o->seed_set)
+                return;
+        o->seed = node_settings_authority_seed(pk);
+        if (!o->partition_seed_set)
+                o->partition.seed = o->seed;
 }

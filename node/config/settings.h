@@ -15,9 +15,11 @@
  *   params        the parameter count (the layout slices index into;
  *                 also tells input shapes apart when the spec does not)
  *   params_parts  P, the slices a model is cut into (slice layout)
- *   seed          the partner schedule's seed (--seed): a different
- *                 seed means a different schedule, and every slice is
- *                 refused as `not_partner`
+ *   seed          the partner schedule's seed (--seed; with an
+ *                 authority and no --seed, derived from the authority's
+ *                 key, so that no device has to repeat a flag): a
+ *                 different seed means a different schedule, and every
+ *                 slice is refused as `not_partner`
  *
  * Pure: no clocks, sockets or threads; the caller owns everything.
  */
@@ -27,6 +29,7 @@
 #include <stddef.h>
 
 #include "config/options.h"
+#include "gossip/gossip_types.h"
 #include "gossip/settings.h"
 
 /* Fill *out from the options and the model's parameter count. 0, or a
@@ -34,5 +37,17 @@
  * never for options node_options_parse accepted). */
 int node_settings_build(const struct node_options *o, size_t nparams,
                         struct gossip_settings *out);
+
+/* The cluster seed of the authority whose public key is pk: the first 8
+ * bytes of BLAKE2b-64("gossipnode cluster seed" || pk), little-endian
+ * (docs/protocol.md 11.1, with a vector). */
+uint64_t node_settings_authority_seed(const uint8_t pk[GOSSIP_KEY_BYTES]);
+
+/* A node with an authority and no --seed takes the authority's seed as
+ * its --seed (and, without --partition-seed, as the cut's): every device
+ * of a cluster agrees on it without being told. Nothing changes when
+ * --seed was given. */
+void node_settings_seed_from_authority(struct node_options *o,
+                                       const uint8_t pk[GOSSIP_KEY_BYTES]);
 
 #endif

@@ -174,6 +174,13 @@ EOF
         check 1 "--advertise ADDR:PORT" --config "$tmp/g.conf" --key "$tmp/k0"
         check 1 "--metrics: 'nohost.invalid:1'" --config "$tmp/g.conf" \
                 --metrics nohost.invalid:1
+        # with an authority and no --seed the seed is the authority's
+        # (protocol.md 11.1); --seed still wins
+        "$keygen" --ca --out "$tmp/ca.key" >/dev/null 2>&1
+        check 0 '^seed +[0-9]+ \(the authority.s\)$' --config "$tmp/g.conf" \
+                --authority "$tmp/ca.pub"
+        check 0 '^seed +5 \(--seed\)$' --config "$tmp/g.conf" \
+                --authority "$tmp/ca.pub" --seed 5
 fi
 
 # corrupt checkpoint: refused with the loader's message, never ignored

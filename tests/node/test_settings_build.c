@@ -4,7 +4,9 @@
  * changed names exactly that setting with both values, options that are
  * deliberately not settings change nothing, and a long model spec is cut
  * to fit yet still told apart from another that differs past the cut;
- * the digest of the default list is docs/protocol.md's vector.
+ * the digest of the default list is docs/protocol.md's vector; with an
+ * authority and no --seed the seed is the authority's (protocol.md 11.1's
+ * vector), and --seed still wins.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -142,6 +144,41 @@ static void test_doc_vector(void **state)
         assert_true(s.digest == gn_le64_get(want));
 }
 
+/* protocol.md 11.1: the seed of 12.5's authority; a node with that
+ * authority and no --seed takes it (and its cut follows), one with --seed
+ * keeps its own, and so does --partition-seed. */
+static void test_authority_seed(void **state)
+{
+        char *doc = gn_test_read_file(GN_SOURCE_DIR "/docs/protocol.md");
+        uint8_t pk[32], want[8];
+        struct node_options o;
+        char *a1[] = {"gossipnode", NULL};
+        char *a2[] = {"gossipnode", "--seed", "7", NULL};
+        char *a3[] = {"gossipnode", "--partition-seed", "9", NULL};
+        char err[256];
+        uint64_t seed;
+
+        (void)state;
+        assert_non_null(doc);
+        assert_int_equal(gn_test_doc_vector(doc, "authority_pk", pk, 32), 32);
+        assert_int_equal(gn_test_doc_vector(doc, "authority_seed", want, 8), 8);
+        free(doc);
+        seed = node_settings_authority_seed(pk);
+        assert_true(seed == gn_le64_get(want));
+
+        assert_int_equal(node_options_parse(1, a1, &o, err, sizeof(err)), 0);
+        node_settings_seed_from_authority(&o, pk);
+        assert_true(o.seed == seed && o.partition.seed == seed);
+
+        assert_int_equal(node_options_parse(3, a2, &o, err, sizeof(err)), 0);
+        node_settings_seed_from_authority(&o, pk);
+        assert_true(o.seed == 7 && o.partition.seed == 7);
+
+        assert_int_equal(node_options_parse(3, a3, &o, err, sizeof(err)), 0);
+        node_settings_seed_from_authority(&o, pk);
+        assert_true(o.seed == seed && o.partition.seed == 9);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -150,6 +187,7 @@ int main(void)
             cmocka_unit_test(test_not_settings),
             cmocka_unit_test(test_long_spec),
             cmocka_unit_test(test_doc_vector),
+            cmocka_unit_test(test_authority_seed),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
