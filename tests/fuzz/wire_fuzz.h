@@ -14,7 +14,12 @@
  * compromised peer can.
  *
  * Oracles, for every frame: the result is 0 or a known GOSSIP_E* code; an
- * accepted frame's borrowed pointers lie inside the input; the same bytes
+ * accepted frame's borrowed pointers lie inside the input;
+ * gossip_wire_peek_cert, which reads JOINs and SYNCs from keys nobody
+ * trusts yet (before any signature: the part of the decoder an attacker
+ * with no key reaches), returns 0, GOSSIP_ENOPEER or a known code, a
+ * certificate inside the input within the certificate bounds, and agrees
+ * with the decoder on every frame the decoder accepts; the same bytes
  * again are a replay; re-encoding the decoded message (as a MAC frame if
  * it came as one) succeeds, fits its frame bound, carries every update,
  * and decodes to the same message.
@@ -27,6 +32,7 @@
 #include <sodium.h>
 
 #include "fuzz.h"
+#include "gossip/cert.h"
 #include "gossip/wire.h"
 
 static uint8_t wf_pk[GOSSIP_KEY_BYTES], wf_sk[GOSSIP_SECRET_BYTES];
@@ -38,6 +44,8 @@ static struct gossip_update wf_upd[2][GOSSIP_WIRE_MAX_UPDATES];
 /* Outcomes by -error code (slot 0: accepted), printed at exit when
  * GN_FUZZ_VERBOSE is set: shows how deep the inputs got. */
 static uint64_t wf_outcomes[GOSSIP_WIRE_REJECT_SLOTS];
+/* A seed JOIN's and SYNC's key 20 (a certificate's size, any bytes). */
+static const uint8_t wf_certish[GOSSIP_CERT_MIN_BYTES + 9] = {'G', 'N', 'C'};
 
 static void wf_report(void)
 {
@@ -212,8 +220,22 @@ static void wf_check_frame(const uint8_t *b, size_t len, int channel,
 {
         struct gossip_wire_stats st;
         struct gossip_msg m;
-        int err;
+        const uint8_t *cert = NULL;
+        size_t cert_len = 0;
+        int err, peek;
 
+        peek = gossip_wire_peek_cert(b, len, channel, lim, &cert, &cert_len);
+        GN_FUZZ_CHECK(peek <= 0 && peek > -GOSSIP_WIRE_REJECT_SLOTS);
+        if (peek == 0) {
+                uint8_t kind = 0;
+
+                GN_FUZZ_CHECK(
+                    gossip_wire_peek_sender(b, len, NULL, &kind) == 0 &&
+                    (kind == GOSSIP_MSG_JOIN || kind == GOSSIP_MSG_SYNC));
+                GN_FUZZ_CHECK(wf_inside(cert, cert_len, b, len) &&
+                              cert_len >= GOSSIP_CERT_MIN_BYTES &&
+                              cert_len <= GOSSIP_CERT_MAX_BYTES);
+        }
         memset(&st, 0, sizeof(st));
         memset(&m, 0, sizeof(m));
         m.updates = wf_upd[0];
@@ -227,6 +249,13 @@ static void wf_check_frame(const uint8_t *b, size_t len, int channel,
         }
         GN_FUZZ_CHECK(st.accepted[m.kind] == 1);
         GN_FUZZ_CHECK(m.key_id == wf_id && m.n_updates <= m.updates_cap);
+        /* what the decoder accepts, the peek reads alike */
+        if (m.kind == GOSSIP_MSG_JOIN || m.kind == GOSSIP_MSG_SYNC)
+                GN_FUZZ_CHECK(m.cert_len ? peek == 0 && cert == m.cert &&
+                                               cert_len == m.cert_len
+                                         : peek == GOSSIP_ENOPEER);
+        else
+                GN_FUZZ_CHECK(peek == GOSSIP_ENOPEER);
         if (GOSSIP_WIRE_IS_TENSOR(m.kind))
                 GN_FUZZ_CHECK(wf_inside(m.u.tensor.payload,
                                         m.u.tensor.payload_len, b, len));
@@ -289,6 +318,12 @@ static void wf_seed_frames(int channel,
                         memset(&m.u, 0, sizeof(m.u));
                         m.u.state.data = payload;
                         m.u.state.len = sizeof(payload);
+                }
+                /* key 20: bytes of a certificate's size (the wire does
+                 * not judge them; gossip/cert.c and fuzz_cert do) */
+                if (kind == GOSSIP_MSG_JOIN || kind == GOSSIP_MSG_SYNC) {
+                        m.cert = wf_certish;
+                        m.cert_len = sizeof(wf_certish);
                 }
                 /* Bulk kinds on the stream: once signed, once MAC'd. */
                 for (int mac = 0; mac < 2; mac++) {
