@@ -592,7 +592,7 @@ def leftovers(name):
     out += [f"netns {n}" for n in ns if n.startswith(f"gnl-f{name}-")]
     with open("/proc/self/mounts") as f:
         out += [f"mount {ln.split()[1]}" for ln in f
-                if "/gnfleet/" in ln.split()[1]]
+                if f"/gnfleet/{name}/" in ln.split()[1] + "/"]
     for h in fleet.CG_HIER:
         if os.path.exists(fleet.cg_path(h, name)):
             out.append(f"cgroup {fleet.cg_path(h, name)}")
