@@ -476,25 +476,19 @@ static int refuse_barred(struct gossip *g, const void *buf, size_t len,
 }
 
 /* A JOIN or SYNC's list (key 22), offered to the merge rule. A sender
- * whose SYNC answer shows an older list is sent ours at once (a JOIN or a
- * SYNC asking for a reply gets it in our answer). The sender again, or
- * NULL when the list revoked it (it is barred now). */
+ * that shows an older list needs nothing more: a JOIN or a SYNC asking
+ * for a reply gets ours in the answer, and a SYNC answer came after ours.
+ * The sender again, or NULL when the list revoked it (barred now). */
 static struct swim_member *take_crl_of(struct gossip *g,
                                        struct swim_member *sender,
                                        const struct gossip_msg *m)
 {
-        int v = gossip__crl_offer(g, m->crl, m->crl_len, sender);
         struct swim_barred *b;
 
+        gossip__crl_offer(g, m->crl, m->crl_len, sender);
         sender = gossip__member_find(g, m->key_id);
-        if (!sender) {
-                if ((b = gossip__barred_find(g, m->key_id)) != NULL)
-                        b->rejects++;
-                return NULL;
-        }
-        if (v == GOSSIP_CRL_OLDER && m->kind == GOSSIP_MSG_SYNC &&
-            !m->u.sync.reply && gossip__send_crl(g, sender) == 0)
-                g->st.crl_pushes++;
+        if (!sender && (b = gossip__barred_find(g, m->key_id)) != NULL)
+                b->rejects++;
         return sender;
 }
 

@@ -533,8 +533,8 @@ static void test_older_and_conflicting(void **state)
 
         /* missed the flood: cut off while a fourth list went round, then
          * back; it takes the list at its first anti-entropy exchange in
-         * either direction (a SYNC answer showing an older list is sent
-         * ours at once): within one sync round, 5/4 x 5 s */
+         * either direction (both SYNCs carry their sender's list): at
+         * the latest its own next round, within 5/4 x 5 s */
         {
                 static uint8_t d4[GOSSIP_CRL_MAX_BYTES];
                 uint64_t four[3] = {2, 3, 4};
