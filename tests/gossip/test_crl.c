@@ -375,6 +375,7 @@ static void test_revocation_spreads(void **state)
         uint64_t serial = 100 + REVOKED;
         struct dropped_arg arg = {REVOKED, 1};
         struct gossip_barred_info bi[4];
+        struct sim_counters c0, c1;
         struct gossip_stats st;
         uint8_t buf[256];
         struct gossip_addr a;
@@ -390,6 +391,7 @@ static void test_revocation_spreads(void **state)
                         assert_int_equal(send_frame(s, REVOKED, i, 1, 1), 0);
 
         t = sim_now(s);
+        sim_counters(s, &c0);
         assert_int_equal(set_crl(s, GIVEN, crl, cl), GOSSIP_CRL_OK);
         /* at once where it was given; not yet anywhere else */
         assert_int_equal(sim_state(s, GIVEN, REVOKED), -1);
@@ -401,8 +403,14 @@ static void test_revocation_spreads(void **state)
          * for the pred's step. */
         assert_true(
             sim_run_until_pred(s, t + DELAY_MS + 1, 1, all_dropped, &arg));
-        printf("# every member dropped the revoked one in %llu ms\n",
-               (unsigned long long)(sim_now(s) - t));
+        sim_counters(s, &c1);
+        printf("# every member dropped the revoked one in %llu ms; %llu "
+               "stream frames, %llu bytes sent meanwhile\n",
+               (unsigned long long)(sim_now(s) - t),
+               (unsigned long long)(c1.sent[GOSSIP_CH_STREAM] -
+                                    c0.sent[GOSSIP_CH_STREAM]),
+               (unsigned long long)(c1.bytes[GOSSIP_CH_STREAM] -
+                                    c0.bytes[GOSSIP_CH_STREAM]));
         /* each node forwarded once, to every live member but the one it
          * had the list from (and the revoked one): n-2 and n-3 SYNCs */
         for (size_t i = 0; i < N; i++) {
