@@ -517,7 +517,7 @@ static void print_node_stats(FILE *f, const msgpack_object *n)
         print_counters(f, "rejects", ctlc_get(n, "rejects"));
         print_counters(f, "certs", ctlc_get(n, "certs"));
         if (crl && crl->type == MSGPACK_OBJECT_MAP)
-                fprintf(f, "%-10s sequence %s, %s serials\n", "crl",
+                fprintf(f, "%-10s sequence %s (%s revoked)\n", "crl",
                         fmt_num(ctlc_get(crl, "seq"), a, sizeof(a)),
                         fmt_num(ctlc_get(crl, "serials"), b, sizeof(b)));
         else
