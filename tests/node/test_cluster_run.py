@@ -49,7 +49,8 @@ Fashion-MNIST shard per node). Scenarios:
          list it was told in its --checkpoint-dir byte for byte, both
          list n2 as revoked and not a member in `gossipctl certs` and
          refuse its frames as `revoked`, and n2, told nothing, sees them
-         dead: it no longer trains with them. Needs GOSSIPCTL.
+         dead: it no longer trains with them; n1 restarted alone holds
+         the list it saved. Needs GOSSIPCTL.
   serve  n0 and n1 train with --after-train serve: after their last step
          they stay up (no exit within 3 s), list each other alive in
          `gossipctl members`, report running false at the last step in
@@ -623,8 +624,9 @@ def scenario_revoke(c):
     p01 = c.write_peers(0, [0, 1])
     c.start(0, run + ["--authority", pub, "--cert", certs[0], "--crl", crl0,
                       "--control", c.sock(0)], p01)
-    c.start(1, run + ["--authority", pub, "--cert", certs[1],
-                      "--checkpoint-dir", ck1, "--control", c.sock(1)], p01)
+    run1 = run + ["--authority", pub, "--cert", certs[1], "--checkpoint-dir",
+                  ck1, "--control", c.sock(1), "--peers", p01]
+    c.start(1, run1, peers=False)
     c.wait_for("n0 and n1 see each other",
                lambda: c.member_state(0, "n1", "alive")
                and c.member_state(1, "n0", "alive"), 60)
@@ -693,6 +695,19 @@ def scenario_revoke(c):
     assert not os.path.exists(os.path.join(c.tmp, "n2.crl"))
     for i in range(3):
         assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+    # n1 again, alone: the list it saved is read at start (not told)
+    c.start(1, run1)
+    def up():
+        try:
+            return ctl_json(c, 1, "certs") is not None
+        except AssertionError:
+            return c.procs[1].poll() is not None
+    c.wait_for("n1 up again", up, 60)
+    crl = ctl_json(c, 1, "certs")["crl"]
+    assert crl and crl["seq"] == 1, "n1 restarted without its list: %s" % crl
+    assert ctl_json(c, 1, "stats")["node"]["crls"] == {}, "told, not read"
+    print("n1 restarted alone holds sequence %d from its disk" % crl["seq"])
+    assert c.stop(1) == 0, "n1 did not exit 0 on SIGTERM"
 
 
 def ctl_json(c, i, *cmd):
