@@ -266,11 +266,18 @@ gossip_cert_verify(const void *buf, size_t len,
         if (crypto_sign_verify_detached((const uint8_t *)buf + signed_len, buf,
                                         signed_len, authority_pk) != 0)
                 return GOSSIP_CERT_BAD_SIGNATURE;
-        if (crl && crl->authority_id != id)
+        return gossip_cert_judge(&c, now, clock_known, crl);
+}
+
+enum gossip_cert_verdict gossip_cert_judge(const struct gossip_cert *c,
+                                           uint64_t now, int clock_known,
+                                           const struct gossip_crl *crl)
+{
+        if (crl && crl->authority_id != c->authority_id)
                 crl = NULL;
-        if (crl && gossip_crl_has(crl, c.serial))
+        if (crl && gossip_crl_has(crl, c->serial))
                 return GOSSIP_CERT_REVOKED;
-        return cert_time(&c, now, clock_known, crl);
+        return cert_time(c, now, clock_known, crl);
 }
 
 int gossip_crl_sign(uint64_t seq, uint64_t issued_at, const uint64_t *serials,
@@ -400,9 +407,11 @@ gossip_crl_merge(const struct gossip_crl *cur, const void *buf, size_t len,
                  struct gossip_crl *out)
 {
         struct gossip_crl l;
-        enum gossip_crl_verdict v =
-            gossip_crl_verify(buf, len, authority_pk, &l);
+        enum gossip_crl_verdict v;
 
+        if (cur && cur->len == len && !memcmp(cur->bytes, buf, len))
+                return GOSSIP_CRL_SAME;
+        v = gossip_crl_verify(buf, len, authority_pk, &l);
         if (v != GOSSIP_CRL_OK)
                 return v;
         if (cur && l.seq < cur->seq)

@@ -7,10 +7,13 @@
  * frame is counted (per node, and per claimed sender) and otherwise
  * ignored. With a cluster authority, the one exception to "unknown key,
  * refused" is a JOIN or SYNC whose certificate verifies and whose key
- * signed it (admit_by_cert): the key is trusted first, then the frame
- * goes through the same decode as any other. Every frame out goes through
- * gossip__send(), which stamps our incarnation, sequence number and step, packs
- * what fits of the piggyback queue, signs and hands the bytes to env->send.
+ * signed it (trust.c, gossip__admit_by_cert): the key is trusted first,
+ * then the frame goes through the same decode as any other; a frame of a
+ * barred key (its certificate revoked) is refused as `revoked`. Every
+ * frame out goes through gossip__send(), which stamps our incarnation,
+ * sequence number and step, packs what fits of the piggyback queue (or,
+ * for JOIN and SYNC, the view, our certificate and the revocation list
+ * held), signs and hands the bytes to env->send.
  *
  * Invariants: the secret key lives only in g->sk and is wiped on destroy;
  * sequence numbers are strictly increasing per node life (one counter for
@@ -122,6 +125,7 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         g->on_app = cfg->on_app;
         g->on_member = cfg->on_member;
         g->on_refused = cfg->on_refused;
+        g->on_crl = cfg->on_crl;
         g->cb_ctx = cfg->cb_ctx;
         g->app_ctx = cfg->app_ctx ? cfg->app_ctx : cfg->cb_ctx;
         if (cfg->settings) {
@@ -142,12 +146,14 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
                         goto out;
                 memcpy(g->own_cert, cfg->cert, cfg->cert_len);
                 g->self.cert_serial = c.serial; /* gossip_members: ours */
+                g->self.cert_not_before = c.not_before;
                 g->self.cert_not_after = c.not_after;
                 g->self.cert_len = (uint16_t)cfg->cert_len;
         }
         g->own_cert_len = cfg->cert_len;
         if (cfg->authority_pk) {
                 memcpy(g->authority, cfg->authority_pk, GOSSIP_KEY_BYTES);
+                g->authority_id = gossip_key_id(cfg->authority_pk);
                 g->has_authority = true;
         }
         if (cfg->crl_len) {
@@ -168,10 +174,14 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         rc = GOSSIP_ENOMEM;
         g->kr = gossip_keyring_new();
         g->rp = gossip_replay_new();
-        if (!g->kr || !g->rp)
+        g->barred_kr = gossip_keyring_new();
+        if (!g->kr || !g->rp || !g->barred_kr)
                 goto out;
-        /* Pairwise MAC keys for bulk stream frames (wire.h). */
+        /* Pairwise MAC keys for bulk stream frames (wire.h): a barred
+         * key's MAC frames must authenticate too (trust.c). */
         rc = gossip_keyring_set_self(g->kr, g->sk);
+        if (rc == 0)
+                rc = gossip_keyring_set_self(g->barred_kr, g->sk);
         if (rc < 0)
                 goto out;
         rc = GOSSIP_ENOMEM;
@@ -190,6 +200,7 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         g->next_sync_at = now + g->tun.sync_period_ms / 2 +
                           gossip__rand(g) % g->tun.sync_period_ms;
         g->next_gossip_at = now;
+        g->next_judge_at = now + SWIM_JUDGE_MS;
         *out = g;
         return 0;
 out:
@@ -211,6 +222,8 @@ void gossip_destroy(struct gossip *g)
         free(g->bq);
         gossip_keyring_free(g->kr);
         gossip_replay_free(g->rp);
+        gossip_keyring_free(g->barred_kr);
+        free(g->barred);
         free(g->crl_buf);
         sodium_memzero(g->sk, sizeof(g->sk));
         free(g);
@@ -286,8 +299,11 @@ static int members_certs(const struct gossip *g, struct gossip_blob **out,
         return 0;
 }
 
-int gossip__send(struct gossip *g, struct swim_member *to,
-                 const struct gossip_addr *addr, struct gossip_msg *m)
+/* gossip__send(); lean: a SYNC or JOIN with our own entry only and no
+ * key 21 (gossip__send_crl). */
+static int send_msg(struct gossip *g, struct swim_member *to,
+                    const struct gossip_addr *addr, struct gossip_msg *m,
+                    bool lean)
 {
         struct swim_member *who[SWIM_DGRAM_UPDATES];
         struct gossip_update *full = NULL;
@@ -310,12 +326,16 @@ int gossip__send(struct gossip *g, struct swim_member *to,
                 if (!full)
                         return GOSSIP_ENOMEM;
                 n = gossip__swim_full_view(g, full);
+                if (lean)
+                        n = 1; /* ourselves come first */
                 m->updates = full;
                 if (g->settings.digest)
                         m->settings = &g->settings;
                 m->cert = g->own_cert_len ? g->own_cert : NULL;
                 m->cert_len = g->own_cert_len;
-                if (m->kind == GOSSIP_MSG_SYNC &&
+                m->crl = g->has_crl ? g->crl_buf : NULL;
+                m->crl_len = g->has_crl ? g->crl.len : 0;
+                if (m->kind == GOSSIP_MSG_SYNC && !lean &&
                     (rc = members_certs(g, &certs, &m->n_certs)) < 0) {
                         free(full);
                         return rc;
@@ -329,6 +349,21 @@ int gossip__send(struct gossip *g, struct swim_member *to,
         free(full);
         free(certs);
         return rc;
+}
+
+int gossip__send(struct gossip *g, struct swim_member *to,
+                 const struct gossip_addr *addr, struct gossip_msg *m)
+{
+        return send_msg(g, to, addr, m, false);
+}
+
+int gossip__send_crl(struct gossip *g, struct swim_member *m)
+{
+        struct gossip_msg out = {0};
+
+        out.kind = GOSSIP_MSG_SYNC;
+        out.channel = GOSSIP_CH_STREAM;
+        return send_msg(g, m, &m->addr, &out, true);
 }
 
 /* ---- receiving ---- */
@@ -399,147 +434,6 @@ static void count_reject(struct gossip *g, const struct gossip_msg *m, int rc)
                 sender->rejects[-rc]++;
 }
 
-/* ---- certificates ---- */
-
-/* A certificate judged under our authority, our list and our clock. */
-static enum gossip_cert_verdict judge_cert(const struct gossip *g,
-                                           const uint8_t *p, size_t n,
-                                           struct gossip_cert *c)
-{
-        uint64_t now = g->env.unix_now ? g->env.unix_now(g->env.ctx) : 0;
-
-        return gossip_cert_verify(p, n, g->authority, now, now != 0,
-                                  g->has_crl ? &g->crl : NULL, c);
-}
-
-static void keep_cert(struct swim_member *m, const uint8_t *p, size_t n,
-                      const struct gossip_cert *c)
-{
-        memcpy(m->cert, p, n);
-        m->cert_len = (uint16_t)n;
-        m->cert_serial = c->serial;
-        m->cert_not_after = c->not_after;
-}
-
-/* Trusts the key of a certificate that verified, named and placed as it
- * says, and keeps the certificate with the member. 0 or negative. */
-static int trust_cert(struct gossip *g, const struct gossip_cert *c,
-                      const uint8_t *p, size_t n)
-{
-        struct gossip_peer peer;
-        struct swim_member *m;
-        int rc;
-
-        memset(&peer, 0, sizeof(peer));
-        memcpy(peer.key, c->pk, GOSSIP_KEY_BYTES);
-        peer.addr = c->addr;
-        copy_name(peer.name, c->name);
-        rc = gossip_trust_add(g, &peer);
-        if (rc < 0)
-                return rc;
-        m = gossip__member_find(g, gossip_key_id(c->pk));
-        if (m)
-                keep_cert(m, p, n, c);
-        return 0;
-}
-
-/* Is buf a JOIN or SYNC whose certificate (key 20) verifies and whose
- * frame that certificate's key signed? 0 and *c, *cp, *cn; else the code
- * the frame is refused with. *verdict is the certificate's verdict, -1
- * when there was none to judge. Changes nothing. */
-static int cert_admissible(const struct gossip *g, const void *buf, size_t len,
-                           int channel, struct gossip_cert *c,
-                           const uint8_t **cp, size_t *cn, int *verdict)
-{
-        *verdict = -1;
-        if (!g->has_authority ||
-            gossip_wire_peek_cert(buf, len, channel, NULL, cp, cn) != 0)
-                return GOSSIP_EUNKNOWNKEY;
-        *verdict = judge_cert(g, *cp, *cn, c);
-        if (*verdict != GOSSIP_CERT_OK)
-                return GOSSIP_EUNKNOWNKEY;
-        return gossip_wire_authenticate_pk(buf, len, channel, NULL, c->pk);
-}
-
-/* A JOIN or SYNC from a key we do not trust: trusted when its certificate
- * is admissible; the certificate's verdict is counted either way. */
-static void admit_by_cert(struct gossip *g, const void *buf, size_t len,
-                          int channel)
-{
-        struct gossip_cert c;
-        const uint8_t *p;
-        size_t n;
-        int verdict;
-
-        if (cert_admissible(g, buf, len, channel, &c, &p, &n, &verdict) == 0)
-                trust_cert(g, &c, p, n);
-        if (verdict >= 0)
-                gossip_cert_stats_count(&g->st.certs, verdict);
-}
-
-/* A trusted sender's own certificate (kept the first time it verifies)
- * and the certificates its SYNC carries for its members: each key we do
- * not trust yet whose certificate verifies is trusted. */
-static void learn_certs(struct gossip *g, struct swim_member *sender,
-                        const struct gossip_msg *m)
-{
-        struct gossip_cert c;
-
-        if (m->cert_len && !sender->cert_len) {
-                int v = judge_cert(g, m->cert, m->cert_len, &c);
-
-                gossip_cert_stats_count(&g->st.certs, v);
-                if (v == GOSSIP_CERT_OK &&
-                    memcmp(c.pk, sender->key, GOSSIP_KEY_BYTES) == 0)
-                        keep_cert(sender, m->cert, m->cert_len, &c);
-        }
-        for (uint32_t i = 0; i < m->n_certs; i++) {
-                const struct gossip_blob *b = &m->certs[i];
-                struct swim_member *mem;
-                int v;
-
-                if (gossip_cert_decode(b->p, b->len, &c, NULL) !=
-                    GOSSIP_CERT_OK) {
-                        gossip_cert_stats_count(&g->st.certs,
-                                                GOSSIP_CERT_MALFORMED);
-                        continue;
-                }
-                mem = gossip__member_find(g, gossip_key_id(c.pk));
-                if (memcmp(c.pk, g->self.key, GOSSIP_KEY_BYTES) == 0 ||
-                    (mem && mem->cert_len))
-                        continue; /* ourselves, or one we hold */
-                v = judge_cert(g, b->p, b->len, &c);
-                gossip_cert_stats_count(&g->st.certs, v);
-                if (v != GOSSIP_CERT_OK)
-                        continue;
-                if (mem) {
-                        keep_cert(mem, b->p, b->len, &c);
-                } else if (trust_cert(g, &c, b->p, b->len) == 0 &&
-                           (mem = gossip__member_find(g, gossip_key_id(c.pk))))
-                        mem->greet = g->own_cert_len != 0;
-        }
-}
-
-/* Members trusted through another's SYNC do not know our key unless they
- * were told it the same way: our SYNC, with our certificate, tells them
- * at once instead of at their next anti-entropy round with someone who
- * holds it. Sent once, when the member's address is known. */
-static void greet_learned(struct gossip *g)
-{
-        for (size_t i = 0; i < g->n_tab; i++) {
-                struct swim_member *m = g->tab[i];
-                struct gossip_msg out = {0};
-
-                if (!m->greet || !gossip_addr_usable(&m->addr))
-                        continue;
-                m->greet = false;
-                out.kind = GOSSIP_MSG_SYNC;
-                out.channel = GOSSIP_CH_STREAM;
-                if (gossip__send(g, m, &m->addr, &out) == 0)
-                        g->st.syncs_sent++;
-        }
-}
-
 int gossip_frame_authenticate(const struct gossip *g, const void *buf,
                               size_t len, int channel)
 {
@@ -548,12 +442,17 @@ int gossip_frame_authenticate(const struct gossip *g, const void *buf,
         size_t n;
         int rc, verdict;
 
+        struct swim_barred *b;
+
         if (!g)
                 return GOSSIP_EINVAL;
         rc = gossip_wire_authenticate(buf, len, channel, NULL, g->kr);
         if (rc == GOSSIP_EUNKNOWNKEY && g->has_authority &&
-            cert_admissible(g, buf, len, channel, &c, &p, &n, &verdict) == 0)
+            gossip__cert_admissible(g, buf, len, channel, &c, &p, &n,
+                                    &verdict) == 0)
                 return 0;
+        if (rc == GOSSIP_EUNKNOWNKEY)
+                rc = gossip__barred_code(g, buf, len, channel, &b);
         return rc;
 }
 
@@ -561,6 +460,36 @@ int gossip_on_message(struct gossip *g, const struct gossip_addr *from,
                       const void *buf, size_t len, int channel)
 {
         return gossip_on_frame(g, from, buf, len, channel, NULL);
+}
+
+/* A frame the keyring refused as unknown: a barred key's is refused as
+ * its barring says (`revoked`) and charged to it. */
+static int refuse_barred(struct gossip *g, const void *buf, size_t len,
+                         int channel)
+{
+        struct swim_barred *b;
+        int rc = gossip__barred_code(g, buf, len, channel, &b);
+
+        if (b)
+                b->rejects++;
+        return rc;
+}
+
+/* A JOIN or SYNC's list (key 22), offered to the merge rule. A sender
+ * that shows an older list needs nothing more: a JOIN or a SYNC asking
+ * for a reply gets ours in the answer, and a SYNC answer came after ours.
+ * The sender again, or NULL when the list revoked it (barred now). */
+static struct swim_member *take_crl_of(struct gossip *g,
+                                       struct swim_member *sender,
+                                       const struct gossip_msg *m)
+{
+        struct swim_barred *b;
+
+        gossip__crl_offer(g, m->crl, m->crl_len, sender);
+        sender = gossip__member_find(g, m->key_id);
+        if (!sender && (b = gossip__barred_find(g, m->key_id)) != NULL)
+                b->rejects++;
+        return sender;
 }
 
 int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
@@ -599,12 +528,14 @@ int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
                 m.certs_cap = certs ? cap : 0;
         }
         if (full && g->has_authority && !gossip_keyring_find(g->kr, id))
-                admit_by_cert(g, buf, len, channel);
+                gossip__admit_by_cert(g, buf, len, channel);
         m.updates = upd;
         m.updates_cap = cap;
         m.settings = &g->rx_settings;
         rc = gossip_wire_decode(buf, len, channel, NULL, g->kr, g->rp, &m,
                                 &g->wst);
+        if (rc == GOSSIP_EUNKNOWNKEY)
+                rc = refuse_barred(g, buf, len, channel);
         if (rc < 0) {
                 count_reject(g, &m, rc);
                 goto out;
@@ -622,11 +553,17 @@ int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
         sender->bytes_in += len;
         sender->last_heard_ms = gossip__now(g);
         sender->step = m.step;
+        if (g->has_authority && m.crl_len &&
+            (sender = take_crl_of(g, sender, &m)) == NULL) {
+                rc = GOSSIP_EREVOKED; /* by the list it carried */
+                count_reject(g, &m, rc);
+                goto out;
+        }
         if (g->has_authority && (m.cert_len || m.n_certs))
-                learn_certs(g, sender, &m);
+                gossip__learn_certs(g, sender, &m);
         rc = gossip__swim_on_msg(g, sender, from, &m);
         if (g->has_authority && m.n_certs)
-                greet_learned(g);
+                gossip__greet_learned(g);
         if (rc < 0) {
                 count_reject(g, &m, rc);
                 goto out;
@@ -644,12 +581,20 @@ out:
 
 void gossip_tick(struct gossip *g)
 {
+        uint64_t now = gossip__now(g);
+
         gossip__swim_tick(g);
+        if (g->has_authority && now >= g->next_judge_at) {
+                gossip__judge_members(g);
+                g->next_judge_at = now + SWIM_JUDGE_MS;
+        }
 }
 
 uint64_t gossip_next_deadline(const struct gossip *g)
 {
-        return gossip__swim_deadline(g);
+        uint64_t d = gossip__swim_deadline(g);
+
+        return g->has_authority && g->next_judge_at < d ? g->next_judge_at : d;
 }
 
 int gossip_join(struct gossip *g, const struct gossip_addr *addr)
@@ -685,29 +630,41 @@ int gossip_force_leave(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES])
 
 int gossip_trust_add(struct gossip *g, const struct gossip_peer *p)
 {
+        if (!g || !p)
+                return GOSSIP_EINVAL;
+        return gossip__trust_add(g, p, false);
+}
+
+int gossip__trust_add(struct gossip *g, const struct gossip_peer *p,
+                      bool by_cert)
+{
         struct swim_member *m;
         uint64_t id;
         int rc;
 
-        if (!g || !p)
-                return GOSSIP_EINVAL;
         if (memcmp(p->key, g->self.key, GOSSIP_KEY_BYTES) == 0)
                 return 0; /* ourselves: the peers file lists every node */
         rc = gossip_keyring_add(g->kr, p->key, &id);
         if (rc < 0)
                 return rc;
+        gossip__unbar(g, id);
         m = gossip__member_find(g, id);
         if (m) {
                 if (p->addr.family)
                         m->addr = p->addr;
                 if (p->name[0])
                         copy_name(m->name, p->name);
+                if (!by_cert)
+                        m->by_cert = false; /* the peers file wins */
                 return 0;
         }
         rc = gossip__member_add(g, p, id);
-        if (rc < 0)
+        if (rc < 0) {
                 gossip_keyring_remove(g->kr, id);
-        return rc;
+                return rc;
+        }
+        gossip__member_find(g, id)->by_cert = by_cert;
+        return 0;
 }
 
 int gossip_trust_remove(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES])

@@ -39,6 +39,8 @@ const char *gossip_strerror(int err)
                 return "payload does not match the model";
         case GOSSIP_ESETTINGS:
                 return "sender runs other cluster settings";
+        case GOSSIP_EREVOKED:
+                return "sender's certificate is revoked";
         }
         return "unknown error";
 }
@@ -78,6 +80,8 @@ const char *gossip_reject_name(int err)
                 return "mismatch";
         case GOSSIP_ESETTINGS:
                 return "settings";
+        case GOSSIP_EREVOKED:
+                return "revoked";
         }
         return NULL;
 }

@@ -207,7 +207,6 @@ void gossip__member_remove(struct gossip *g, struct swim_member *m)
 void gossip__member_info(const struct gossip *g, const struct swim_member *m,
                          struct gossip_member_info *o)
 {
-        (void)g;
         memset(o, 0, sizeof(*o));
         memcpy(o->key, m->key, GOSSIP_KEY_BYTES);
         memcpy(o->name, m->name, GOSSIP_NAME_MAX);
@@ -227,6 +226,8 @@ void gossip__member_info(const struct gossip *g, const struct swim_member *m,
         o->refused = m->refused;
         o->cert_serial = m->cert_len ? m->cert_serial : 0;
         o->cert_not_after = m->cert_len ? m->cert_not_after : 0;
+        o->cert_status = gossip__cert_status(g, m);
+        o->by_cert = m->by_cert;
 }
 
 /* ---- timing ---- */

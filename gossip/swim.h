@@ -61,6 +61,15 @@ enum {
         SWIM_DGRAM_UPDATES = GOSSIP_WIRE_DGRAM_MAX / 8,
         /* Smallest bytes per update on the wire, to size stream decodes. */
         SWIM_MIN_UPDATE_BYTES = 8,
+        /* Held certificates are judged again at most this often (ms):
+         * validity is in whole seconds and judged with 300 s of skew, so
+         * a second late is nothing, and a judgement is a compare and a
+         * binary search per member trusted by certificate. */
+        SWIM_JUDGE_MS = 1000,
+        /* Barred keys remembered (so that their frames count as
+         * `revoked`): as many as a list can revoke; past it a dropped key
+         * is still dropped, its frames then count as `unknown_key`. */
+        SWIM_BARRED_MAX = GOSSIP_CRL_MAX_SERIALS,
 };
 
 struct swim_member {
@@ -98,11 +107,24 @@ struct swim_member {
          * told in our SYNCs (key 21) so that others learn to trust it */
         uint8_t cert[GOSSIP_CERT_MAX_BYTES];
         uint16_t cert_len;
-        uint64_t cert_serial, cert_not_after;
+        uint64_t cert_serial, cert_not_before, cert_not_after;
+        /* trusted on that certificate, not by the peers file: judged
+         * again as the list held and the clock move on (trust.c) */
+        bool by_cert;
         /* trusted through another member's SYNC: it may not know us
          * yet, so we send it our SYNC (our certificate) once its address
          * is known */
         bool greet;
+};
+
+/* A key dropped on its certificate's word (gossip_barred_info). */
+struct swim_barred {
+        uint64_t key_id;
+        uint8_t key[GOSSIP_KEY_BYTES];
+        char name[GOSSIP_NAME_MAX];
+        uint64_t serial, not_after;
+        int verdict; /* GOSSIP_CERT_REVOKED or GOSSIP_CERT_EXPIRED */
+        uint64_t rejects, since_ms;
 };
 
 struct swim_probe {
@@ -136,6 +158,7 @@ struct gossip {
         void (*on_member)(void *, const struct gossip_member_info *, int);
         void (*on_refused)(void *, const struct gossip_member_info *,
                            const char *, const char *, const char *);
+        void (*on_crl)(void *, const void *, size_t, uint64_t);
         void *cb_ctx;
         void *app_ctx; /* on_app's ctx */
         /* ours (n 0, digest 0: none, nobody is refused) */
@@ -146,10 +169,19 @@ struct gossip {
          * the revocation list held (crl a view into crl_buf) */
         bool has_authority, has_crl;
         uint8_t authority[GOSSIP_KEY_BYTES];
+        uint64_t authority_id;
         uint8_t own_cert[GOSSIP_CERT_MAX_BYTES];
         size_t own_cert_len;
         uint8_t *crl_buf;
         struct gossip_crl crl;
+        /* keys dropped on their certificate's word, oldest first, and
+         * their keys in a keyring of their own: their frames still
+         * authenticate (signature or MAC), so a refusal can say
+         * `revoked` and be charged to them (trust.c) */
+        struct swim_barred *barred;
+        size_t n_barred, cap_barred;
+        struct gossip_keyring *barred_kr;
+        uint64_t next_judge_at; /* held certificates judged again */
 
         struct gossip_keyring *kr;
         struct gossip_replay *rp;
@@ -228,8 +260,55 @@ int gossip__swim_force_leave(struct gossip *g, struct swim_member *m);
 /* gossip.c: the transport side. Fills header fields, encodes, signs, sends
  * and counts. For piggyback kinds, `to` (may be NULL) gets its own entry
  * first when we think it suspect or dead, then queued updates; for SYNC and
- * JOIN, the full view. */
+ * JOIN, the full view, our certificate and the list held. */
 int gossip__send(struct gossip *g, struct swim_member *to,
                  const struct gossip_addr *addr, struct gossip_msg *m);
+/* A SYNC (reply 0, stream) to m with our own entry only, our certificate
+ * and the list held: how a new list spreads (protocol.md 12.7). */
+int gossip__send_crl(struct gossip *g, struct swim_member *m);
+/* gossip_trust_add() saying how the key is trusted: by_cert, on a
+ * certificate that verified (a key already trusted stays as it was);
+ * else by the peers file (which wins: never judged again). Either way the
+ * key is no longer barred. */
+int gossip__trust_add(struct gossip *g, const struct gossip_peer *p,
+                      bool by_cert);
+
+/* trust.c: trust by certificate, the revocation list held, barred keys. */
+/* Is buf a JOIN or SYNC whose certificate (key 20) verifies and whose
+ * frame that certificate's key signed? 0 and *c, *cp, *cn; else the code
+ * the frame is refused with; *verdict the certificate's (-1: none). */
+int gossip__cert_admissible(const struct gossip *g, const void *buf, size_t len,
+                            int channel, struct gossip_cert *c,
+                            const uint8_t **cp, size_t *cn, int *verdict);
+/* A JOIN or SYNC from a key we do not trust: trusted when admissible; the
+ * certificate's verdict is counted either way. */
+void gossip__admit_by_cert(struct gossip *g, const void *buf, size_t len,
+                           int channel);
+/* The certificates a trusted sender's JOIN or SYNC carries (keys 20, 21). */
+void gossip__learn_certs(struct gossip *g, struct swim_member *sender,
+                         const struct gossip_msg *m);
+/* Send our SYNC to the members trusted through another's SYNC. */
+void gossip__greet_learned(struct gossip *g);
+/* A list offered by `from` (NULL: the operator): merged, counted, and
+ * when newer taken (on_crl), applied (members it revokes barred) and sent
+ * to every live member but `from`. The merge verdict, or GOSSIP_ENOMEM
+ * (nothing changed). */
+int gossip__crl_offer(struct gossip *g, const void *buf, size_t len,
+                      const struct swim_member *from);
+/* Judge again the certificate of every member trusted by one; bar those
+ * revoked or expired. */
+void gossip__judge_members(struct gossip *g);
+/* What m's held certificate is worth now (GOSSIP_CERT_OK when none). */
+int gossip__cert_status(const struct gossip *g, const struct swim_member *m);
+/* A frame the keyring refused as unknown: when a barred key made it for
+ * this channel, its code (GOSSIP_EREVOKED, or GOSSIP_EUNKNOWNKEY for an
+ * expired certificate) and *b; else GOSSIP_EUNKNOWNKEY, *b NULL. */
+int gossip__barred_code(const struct gossip *g, const void *buf, size_t len,
+                        int channel, struct swim_barred **b);
+/* The barred key with this id, or NULL. */
+struct swim_barred *gossip__barred_find(const struct gossip *g,
+                                        uint64_t key_id);
+/* key_id is trusted again: forget it was barred. */
+void gossip__unbar(struct gossip *g, uint64_t key_id);
 
 #endif

@@ -94,6 +94,7 @@ enum {
         K_SETTINGS = 19, /* JOIN, SYNC: the sender's cluster settings, opt. */
         K_CERT = 20,     /* JOIN, SYNC: the sender's certificate, optional */
         K_CERTS = 21,    /* SYNC: certificates of members it lists, opt. */
+        K_CRL = 22,      /* JOIN, SYNC: the revocation list held, optional */
         K_COUNT
 };
 #define BIT(k) (1u << (k))
@@ -134,12 +135,13 @@ static const struct kind_info kinds[GOSSIP_MSG_KIND_COUNT] = {
     [GOSSIP_MSG_ACK] = {BIT(K_UPDATES) | BIT(K_ACK_SEQ) | BIT(K_TARGET) |
                             BIT(K_NACK),
                         BIT(K_ACK_SEQ) | BIT(K_TARGET), 3, 0},
-    /* settings, cert, certs: written if set */
+    /* settings, cert, certs, crl: written if set */
     [GOSSIP_MSG_SYNC] = {BIT(K_UPDATES) | BIT(K_REPLY) | BIT(K_SETTINGS) |
-                             BIT(K_CERT) | BIT(K_CERTS),
+                             BIT(K_CERT) | BIT(K_CERTS) | BIT(K_CRL),
                          0, 1, 0},
-    [GOSSIP_MSG_JOIN] = {BIT(K_UPDATES) | BIT(K_SETTINGS) | BIT(K_CERT), 0, 0,
-                         0},
+    [GOSSIP_MSG_JOIN] = {BIT(K_UPDATES) | BIT(K_SETTINGS) | BIT(K_CERT) |
+                             BIT(K_CRL),
+                         0, 0, 0},
     [GOSSIP_MSG_LEAVE] = {BIT(K_STOP), 0, 0, 0}, /* stop: written if set */
     [GOSSIP_MSG_GRADIENT] = {TENSOR_KEYS, TENSOR_KEYS, 6, 1},
     [GOSSIP_MSG_STATE_REQ] = {0, 0, 0, 0},
@@ -386,21 +388,24 @@ static int has_settings(const struct gossip_msg *m)
                m->settings;
 }
 
-/* JOIN and SYNC's key 20 (the sender's certificate) and SYNC's key 21
- * (its members' certificates, an array of bin), each when there is one. */
+/* JOIN and SYNC's key 20 (the sender's certificate), SYNC's key 21 (its
+ * members' certificates, an array of bin) and key 22 (the revocation
+ * list it holds), each when there is one. */
 static int pack_certs(msgpack_packer *pk, const struct gossip_msg *m)
 {
         int r = 0;
 
         if (m->cert_len)
                 r = pack_kv_bin(pk, K_CERT, m->cert, m->cert_len);
-        if (r || !m->n_certs)
-                return r;
-        r = msgpack_pack_uint8(pk, K_CERTS);
-        r = r ? r : msgpack_pack_array(pk, m->n_certs);
-        for (uint32_t i = 0; !r && i < m->n_certs; i++)
-                r = msgpack_pack_bin_with_body(pk, m->certs[i].p,
-                                               m->certs[i].len);
+        if (!r && m->n_certs) {
+                r = msgpack_pack_uint8(pk, K_CERTS);
+                r = r ? r : msgpack_pack_array(pk, m->n_certs);
+                for (uint32_t i = 0; !r && i < m->n_certs; i++)
+                        r = msgpack_pack_bin_with_body(pk, m->certs[i].p,
+                                                       m->certs[i].len);
+        }
+        if (!r && m->crl_len)
+                r = pack_kv_bin(pk, K_CRL, m->crl, m->crl_len);
         return r;
 }
 
@@ -418,6 +423,9 @@ static int certs_valid(const struct gossip_msg *m)
                 if (!m->certs[i].p || m->certs[i].len < GOSSIP_CERT_MIN_BYTES ||
                     m->certs[i].len > GOSSIP_CERT_MAX_BYTES)
                         return 0;
+        if (m->crl_len && (!m->crl || m->crl_len < GOSSIP_CRL_MIN_BYTES ||
+                           m->crl_len > GOSSIP_CRL_MAX_BYTES))
+                return 0;
         return 1;
 }
 
@@ -426,7 +434,8 @@ static uint32_t fields_count(const struct gossip_msg *m)
 {
         if (m->kind == GOSSIP_MSG_JOIN || m->kind == GOSSIP_MSG_SYNC)
                 return kinds[m->kind].n_fields + has_settings(m) +
-                       (m->cert_len != 0) + (m->n_certs != 0);
+                       (m->cert_len != 0) + (m->n_certs != 0) +
+                       (m->crl_len != 0);
         if (m->kind == GOSSIP_MSG_LEAVE)
                 return m->u.leave.reason != 0;
         if (m->kind == GOSSIP_MSG_PARAMS)
@@ -658,9 +667,11 @@ size_t gossip_wire_frame_bound(const struct gossip_msg *m)
                 n += 1 + 3 +
                      m->settings->n * (1 + 2 + GOSSIP_SETTING_NAME_MAX + 2 +
                                        GOSSIP_SETTING_VALUE_MAX);
-        /* key 20: key, bin8; key 21: key, array32, each a bin8 */
+        /* key 20: key, bin8; key 21: key, array32, each a bin8; key 22:
+         * key, bin32 */
         n += 1 + 2 + GOSSIP_CERT_MAX_BYTES + 1 + 5 +
-             (size_t)m->n_certs * (2 + GOSSIP_CERT_MAX_BYTES);
+             (size_t)m->n_certs * (2 + GOSSIP_CERT_MAX_BYTES) + 1 + 5 +
+             m->crl_len;
         return n + (size_t)m->n_updates * UPDATE_MAX_BYTES;
 }
 
@@ -1039,6 +1050,12 @@ static int get_field(int key, const msgpack_object *v, struct gossip_msg *m)
         }
         case K_CERTS:
                 return get_certs(v, m);
+        case K_CRL:
+                if (get_bin(v, &m->crl, &m->crl_len) ||
+                    m->crl_len < GOSSIP_CRL_MIN_BYTES ||
+                    m->crl_len > GOSSIP_CRL_MAX_BYTES)
+                        return -1;
+                return 0;
         }
         return -1;
 }

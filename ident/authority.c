@@ -1,8 +1,9 @@
 /*
- * authority.c - reading a device's authority files: the authority's
- * public key, our certificate and the revocation list (authority.h).
+ * authority.c - a device's authority files: the authority's public key,
+ * our certificate and the revocation list (authority.h), read, and
+ * written atomically (gossip-keygen's files, the node's newer list).
  * The binary layouts and their checks are gossip/cert.c's; this file
- * only reads files and says which one is wrong and why.
+ * only reads and writes files and says which one is wrong and why.
  */
 #include "ident/authority.h"
 
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/gn_errbuf.h"
 #include "ident/keys.h"
@@ -59,6 +62,32 @@ int node_authority_pub_load(const char *arg, uint8_t pk[GOSSIP_KEY_BYTES])
         return -ENOKEY;
 }
 
+int node_file_write_atomic(const char *path, const void *buf, size_t len,
+                           unsigned mode, int replace)
+{
+        char tmp[4096];
+        int fd, rc = 0;
+
+        if (snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) >=
+            (int)sizeof(tmp))
+                return -ENAMETOOLONG;
+        fd = mkstemp(tmp);
+        if (fd < 0)
+                return -errno;
+        if (fchmod(fd, (mode_t)mode) < 0 ||
+            write(fd, buf, len) != (ssize_t)len || fsync(fd) < 0)
+                rc = errno ? -errno : -EIO;
+        if (close(fd) < 0 && rc == 0)
+                rc = -errno;
+        if (rc == 0 && replace && rename(tmp, path) < 0)
+                rc = -errno;
+        if (rc == 0 && !replace && link(tmp, path) < 0)
+                rc = -errno;
+        if (rc < 0 || !replace)
+                unlink(tmp);
+        return rc;
+}
+
 /* The list at path, if there is one: 0 with a->crl set (or left NULL
  * when the file does not exist yet). */
 static int load_crl(struct node_authority *a, const char *path, char *err,
@@ -77,12 +106,12 @@ static int load_crl(struct node_authority *a, const char *path, char *err,
                 return 0;
         }
         if (n < 0)
-                return gn_fail(err, errlen, (int)n, "--crl %s: %s", path,
-                               strerror((int)-n));
+                return gn_fail(err, errlen, (int)n, "revocation list %s: %s",
+                               path, strerror((int)-n));
         v = gossip_crl_verify(a->crl, (size_t)n, a->pk, &l);
         if (v != GOSSIP_CRL_OK)
                 return gn_fail(err, errlen, -EINVAL,
-                               "--crl %s: not a revocation list of this "
+                               "revocation list %s: not a list of this "
                                "authority (%s)",
                                path, gossip_crl_verdict_name(v));
         a->crl_len = (size_t)n;

@@ -230,35 +230,6 @@ static int beside(const char *path, const char *ext, char *out, size_t len)
         return 0;
 }
 
-/* Writes buf to path with mode through a temp file beside it: rename()
- * when replace, else link() so that an existing path is never clobbered
- * (-EEXIST). 0 or negative errno; on error path is as it was. */
-static int write_atomic(const char *path, const void *buf, size_t len,
-                        mode_t mode, int replace)
-{
-        char tmp[4096];
-        int fd, rc = 0;
-
-        if (snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) >=
-            (int)sizeof(tmp))
-                return -ENAMETOOLONG;
-        fd = mkstemp(tmp);
-        if (fd < 0)
-                return -errno;
-        if (fchmod(fd, mode) < 0 || write(fd, buf, len) != (ssize_t)len ||
-            fsync(fd) < 0)
-                rc = errno ? -errno : -EIO;
-        if (close(fd) < 0 && rc == 0)
-                rc = -errno;
-        if (rc == 0 && replace && rename(tmp, path) < 0)
-                rc = -errno;
-        if (rc == 0 && !replace && link(tmp, path) < 0)
-                rc = -errno;
-        if (rc < 0 || !replace)
-                unlink(tmp);
-        return rc;
-}
-
 /* 1..16 hex digits, optionally after 0x, not all zero. */
 static int parse_serial(const char *s, uint64_t *out)
 {
@@ -321,7 +292,7 @@ static int make_ca(const struct opts *o)
                      "# gossipnode cluster authority public key (key id %s)\n"
                      "%s\n",
                      id, b64);
-        rc = write_atomic(pub, text, (size_t)n, 0644, 1);
+        rc = node_file_write_atomic(pub, text, (size_t)n, 0644, 1);
         fprintf(stderr,
                 "gossip-keygen: wrote authority secret key %s (key id %s; "
                 "keep it off the devices)%s%s\n",
@@ -384,7 +355,7 @@ static int sign_cert(const struct opts *o)
                         gossip_strerror(n));
                 return 1;
         }
-        rc = write_atomic(o->out, buf, (size_t)n, 0644, o->force);
+        rc = node_file_write_atomic(o->out, buf, (size_t)n, 0644, o->force);
         if (rc < 0) {
                 fprintf(stderr, "gossip-keygen: %s: %s\n", o->out,
                         rc == -EEXIST ? "already exists (use --force)"
@@ -489,7 +460,7 @@ static int revoke(const struct opts *o)
         sodium_memzero(sk, sizeof(sk));
         if (rc < 0)
                 return 1;
-        rc = write_atomic(path, buf, (size_t)rc, 0644, 1);
+        rc = node_file_write_atomic(path, buf, (size_t)rc, 0644, 1);
         if (rc < 0) {
                 fprintf(stderr, "gossip-keygen: %s: %s\n", path, strerror(-rc));
                 return 1;

@@ -66,8 +66,9 @@ static const char usage_text[] =
     "  members [--status REGEX] [--json]  cluster members (REGEX is a\n"
     "                          POSIX extended regex matched against the\n"
     "                          whole state: alive|suspect|dead|left)\n"
-    "  certs [--json]          members trusted by certificate: serial and\n"
-    "                          expiry (docs/control.md)\n"
+    "  certs [--json]          certificates held (serial, expiry, status:\n"
+    "                          ok, revoked, expired), keys dropped on\n"
+    "                          theirs, the revocation list (docs/control.md)\n"
     "  stats [--json]          traffic, gradient and rejection counters\n"
     "  train [--json]          training progress\n"
     "  version [--json]        client and daemon versions\n"
@@ -486,7 +487,8 @@ static const char *fmt_bytes(const msgpack_object *o, char *buf, size_t len)
 static void print_node_stats(FILE *f, const msgpack_object *n)
 {
         char a[64], b[64], c[64], d[64];
-        const msgpack_object *key = ctlc_get(n, "key");
+        const msgpack_object *key = ctlc_get(n, "key"),
+                             *crl = ctlc_get(n, "crl");
 
         fprintf(f, "%-10s %s (key %s)\n", "node",
                 ctlc_str(ctlc_get(n, "name"), a, sizeof(a)),
@@ -514,6 +516,13 @@ static void print_node_stats(FILE *f, const msgpack_object *n)
                 fmt_num(ctlc_get(n, "grads_dropped"), c, sizeof(c)));
         print_counters(f, "rejects", ctlc_get(n, "rejects"));
         print_counters(f, "certs", ctlc_get(n, "certs"));
+        if (crl && crl->type == MSGPACK_OBJECT_MAP)
+                fprintf(f, "%-10s sequence %s (%s revoked)\n", "crl",
+                        fmt_num(ctlc_get(crl, "seq"), a, sizeof(a)),
+                        fmt_num(ctlc_get(crl, "serials"), b, sizeof(b)));
+        else
+                fprintf(f, "%-10s none\n", "crl");
+        print_counters(f, "crls", ctlc_get(n, "crls"));
         print_counters(f, "robust", ctlc_get(n, "robust"));
         print_counters(f, "net", ctlc_get(n, "net"));
 }
@@ -637,37 +646,74 @@ static void print_stats(FILE *f, const msgpack_object *d)
         print_peer_stats(f, ctlc_get(d, "peers"));
 }
 
-/* `certs`: the members reply, those with a certificate. */
+/* Unix seconds as "YYYY-MM-DD HH:MM:SS" (UTC), or "-". */
+static const char *fmt_utc(const msgpack_object *o, char *buf, size_t len)
+{
+        int ok;
+        time_t t = (time_t)ctlc_num(o, &ok);
+        struct tm tm;
+
+        if (!ok || !gmtime_r(&t, &tm) ||
+            !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+                snprintf(buf, len, "-");
+        return buf;
+}
+
+/* `certs`' list line(s): sequence, date, the serials four to a line. */
+static void print_crl(FILE *f, const msgpack_object *l)
+{
+        const msgpack_object *s = ctlc_get(l, "serials");
+        char a[32], b[32], serial[24];
+        uint32_t n;
+
+        if (!l || l->type != MSGPACK_OBJECT_MAP) {
+                fprintf(f, "revocation list: none\n");
+                return;
+        }
+        n = s && s->type == MSGPACK_OBJECT_ARRAY ? s->via.array.size : 0;
+        fprintf(f, "revocation list: sequence %s, issued %s UTC, %u serial%s\n",
+                fmt_num(ctlc_get(l, "seq"), a, sizeof(a)),
+                fmt_utc(ctlc_get(l, "issued_at"), b, sizeof(b)), n,
+                n == 1 ? "" : "s");
+        for (uint32_t i = 0; i < n; i++)
+                fprintf(f, "%s%s%s", i % 4 ? " " : "  ",
+                        ctlc_str(&s->via.array.ptr[i], serial, sizeof(serial)),
+                        i % 4 == 3 || i + 1 == n ? "\n" : "");
+}
+
+/* `certs`: every certificate the node holds (members, ourselves) and
+ * every key it dropped on its certificate's word, then the list. */
 static void print_certs(FILE *f, const msgpack_object *d)
 {
-        char name[64], serial[24], when[32];
-        size_t shown = 0;
+        const msgpack_object *rows = ctlc_get(d, "certs");
+        char name[64], serial[24], when[32], status[24], n[24];
 
-        if (!d || d->type != MSGPACK_OBJECT_ARRAY)
-                return;
-        for (uint32_t i = 0; i < d->via.array.size; i++) {
-                const msgpack_object *m = &d->via.array.ptr[i];
-                const msgpack_object *c = ctlc_get(m, "cert");
-                time_t t;
-                struct tm tm;
-                int ok;
+        if (rows && rows->type == MSGPACK_OBJECT_ARRAY && rows->via.array.size)
+                fprintf(f, "%-24s %-16s %-19s  %-13s %s\n", "NAME", "SERIAL",
+                        "NOT AFTER (UTC)", "STATUS", "MEMBER");
+        else
+                fprintf(f, "no certificate held\n");
+        for (uint32_t i = 0; rows && rows->type == MSGPACK_OBJECT_ARRAY &&
+                             i < rows->via.array.size;
+             i++) {
+                const msgpack_object *m = &rows->via.array.ptr[i];
+                const msgpack_object *mem = ctlc_get(m, "member");
+                int member = mem && mem->type == MSGPACK_OBJECT_BOOLEAN &&
+                             mem->via.boolean;
 
-                if (!c || c->type != MSGPACK_OBJECT_MAP)
-                        continue;
-                if (!shown++)
-                        fprintf(f, "%-24s %-16s %s\n", "NAME", "SERIAL",
-                                "NOT AFTER (UTC)");
-                t = (time_t)ctlc_num(ctlc_get(c, "not_after"), &ok);
-                if (!ok || !gmtime_r(&t, &tm) ||
-                    !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
-                        snprintf(when, sizeof(when), "-");
-                fprintf(f, "%-24s %-16s %s\n",
-                        ctlc_str(ctlc_get(m, "name"), name, sizeof(name)),
-                        ctlc_str(ctlc_get(c, "serial"), serial, sizeof(serial)),
-                        when);
+                fprintf(
+                    f, "%-24s %-16s %-19s  %-13s ",
+                    ctlc_str(ctlc_get(m, "name"), name, sizeof(name)),
+                    ctlc_str(ctlc_get(m, "serial"), serial, sizeof(serial)),
+                    fmt_utc(ctlc_get(m, "not_after"), when, sizeof(when)),
+                    ctlc_str(ctlc_get(m, "status"), status, sizeof(status)));
+                if (member)
+                        fprintf(f, "yes\n");
+                else
+                        fprintf(f, "no, dropped (%s frames refused since)\n",
+                                fmt_num(ctlc_get(m, "refused"), n, sizeof(n)));
         }
-        if (!shown)
-                fprintf(f, "no member holds a certificate\n");
+        print_crl(f, ctlc_get(d, "crl"));
 }
 
 static void print_version(FILE *f, const msgpack_object *d)
@@ -937,7 +983,7 @@ int main(int argc, char **argv)
         if (strcmp(o.cmd, "stats") == 0)
                 return cmd_simple(&o, "stats", NULL, NULL, print_stats);
         if (strcmp(o.cmd, "certs") == 0)
-                return cmd_simple(&o, "members", NULL, NULL, print_certs);
+                return cmd_simple(&o, "certs", NULL, NULL, print_certs);
         if (strcmp(o.cmd, "train") == 0)
                 return cmd_simple(&o, "train", NULL, NULL, print_train);
         if (strcmp(o.cmd, "version") == 0)

@@ -1,7 +1,8 @@
 /*
  * cluster.c - membership and lifecycle of one node in the cluster: the key
  * and peers files, the transport, the protocol core and its timer, joins
- * and join retries, the graceful leave, SIGHUP reloads and member changes.
+ * and join retries, the graceful leave, SIGHUP reloads (peers file,
+ * revocation list) and member changes.
  * It creates and owns the exchange (exchange.c), the live join's state
  * transfer (join.c) and the view (view.c: members, partner choice), and
  * hands each event to its owner: a frame from the transport to the
@@ -145,14 +146,18 @@ static void on_member(void *ctx, const struct gossip_member_info *m,
                       int old_state)
 {
         struct node_cluster *c = ctx;
-        const char *st = gossip_state_name(m->state);
+        const char *st = gossip_state_name(m->state), *why;
 
         if (memcmp(m->key, c->pk, GOSSIP_KEY_BYTES) == 0)
                 return;
-        node_log(NODE_LOG_INFO, "member %s %s -> %s (%zu alive)",
-                 node_view_member_name(m),
+        why = m->state == GOSSIP_DEAD && c->has_authority
+                  ? node_cluster__barred_why(c, m->key)
+                  : NULL;
+        node_log(why ? NODE_LOG_WARN : NODE_LOG_INFO,
+                 "member %s %s -> %s (%zu alive)%s%s", node_view_member_name(m),
                  old_state < 0 ? "new" : gossip_state_name(old_state), st,
-                 gossip_alive_count(c->g));
+                 gossip_alive_count(c->g), why ? ": dropped, " : "",
+                 why ? why : "");
         node_evlog_member(c->ev, node_view_member_name(m), st);
         /* members trusted by certificate are not in the peers file the
          * view was sized by: room for all we know (no memory: cut) */
@@ -260,7 +265,8 @@ static int choose_advertised(struct node_cluster *c,
 static int load_authority(struct node_cluster *c, char *err, size_t errlen)
 {
         const struct node_options *o = c->o;
-        int rc;
+        char crl[4096];
+        int rc, have_crl;
 
         if (o->seed_addr) {
                 rc = node_addr_parse(o->seed_addr, &c->seed_addr, 1);
@@ -273,8 +279,10 @@ static int load_authority(struct node_cluster *c, char *err, size_t errlen)
         }
         if (!o->authority_path)
                 return 0;
+        /* --crl, else the list a member told us last run, if any */
+        have_crl = node_cluster__crl_path(o, crl, sizeof(crl)) == 0;
         rc = node_authority_load(&c->auth, o->authority_path, o->cert_path,
-                                 o->crl_path, c->pk,
+                                 have_crl ? crl : NULL, c->pk,
                                  node_cluster__unix_ms() / 1000, err, errlen);
         c->has_authority = rc == 0;
         return rc;
@@ -406,6 +414,7 @@ static int open_gossip(struct node_cluster *c, const uint8_t *sk, char *err,
                 gc.cert_len = c->auth.cert_len;
                 gc.crl = c->auth.crl;
                 gc.crl_len = c->auth.crl_len;
+                gc.on_crl = node_cluster__on_crl; /* ctx: cb_ctx */
         }
         node_net_env(c->net, &env);
         env.unix_now = unix_now;
@@ -638,6 +647,12 @@ int node_cluster_reload(struct node_cluster *c, char *err, size_t errlen)
                  nn, added, removed);
         node_cluster__arm(c);
         return 0;
+}
+
+void node_cluster_reload_crl(struct node_cluster *c)
+{
+        node_cluster__crl_reload(c);
+        node_cluster__arm(c);
 }
 
 void node_cluster_serve(struct node_cluster *c, struct node_trainer *t)

@@ -58,6 +58,10 @@ enum {
         NODE_CLUSTER_REFUSED_MAX = 64,
 };
 
+/* Where the revocation list is kept without --crl: in --checkpoint-dir,
+ * beside the checkpoints (the unit's StateDirectory, writable). */
+#define NODE_CLUSTER_CRL_FILE "authority.crl"
+
 struct node_cluster;
 struct node_evlog;
 
@@ -82,6 +86,12 @@ void node_cluster_leave(struct node_cluster *c, void (*done)(void *arg),
 /* Loop: re-read the peers file and add/remove trusted keys live. 0 or a
  * negative code with the message in err (the old set stays then). */
 int node_cluster_reload(struct node_cluster *c, char *err, size_t errlen);
+
+/* Loop: re-read the revocation list file (--crl, else NODE_CLUSTER_CRL_FILE
+ * in --checkpoint-dir) and offer it to the protocol core: a newer list is
+ * taken, applied and sent to every live member; what happened is logged.
+ * Nothing without --authority. */
+void node_cluster_reload_crl(struct node_cluster *c);
 
 /* Loop: cb(arg, why) is called once when, NODE_CLUSTER_REFUSED_EXIT_MS
  * after a member was refused for other cluster settings, no member with

@@ -262,6 +262,7 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
 {
         const struct gossip_merge_stats *ms = &hs->merge;
         const struct node_exchange_stats *xs = node_exchange_stats(c->ex);
+        struct gossip_crl crl;
 
         node_metrics_counter(b, "gossip_bytes_in_total",
                              "Bytes of verified protocol messages received",
@@ -280,6 +281,12 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                              "Member lives refused for other cluster "
                              "settings (each logged once)",
                              c->refusals);
+        node_metrics_gauge(b, "crl_sequence",
+                           "Sequence of the authority's revocation list "
+                           "held (0: none); equal on every member once a "
+                           "new list has spread",
+                           gossip_crl_get(c->g, &crl) == 0 ? (double)crl.seq
+                                                           : 0);
         node_metrics_counter(b, "grads_sent_total",
                              "Gradients sent to a partner", xs->grads_sent);
         node_metrics_counter(b, "grads_send_failures_total",

@@ -13,6 +13,8 @@
  *   cluster_refuse.c    members refused for other cluster settings: the
  *                       line per member life, the counter, the 1 s exit
  *                       check (node_cluster_on_refused)
+ *   cluster_crl.c       the revocation list's file: its path, saving a
+ *                       newer list (on_crl), re-reading it on SIGHUP
  *
  * Objects with a struct of their own, owned here and reached only
  * through their headers: the exchange (exchange.h: codecs, adaptation,
@@ -23,7 +25,8 @@
  * Calls go one way (tests/node/test_layering.py): cluster_report.c and
  * cluster_metrics.c may call cluster.c; cluster.c calls neither; the
  * exchange, the join and the view call no cluster*.c file;
- * cluster_refuse.c is called by the three others and calls none. Every field
+ * cluster_refuse.c and cluster_crl.c are called by the others and call
+ * none. Every field
  * here belongs to the loop thread, except those fixed at open. Internal
  * calls between the rooms carry a double underscore.
  */
@@ -122,6 +125,20 @@ const struct node_refusal *node_cluster__refusal(const struct node_cluster *c,
                                                  const uint8_t *key);
 const struct node_refusal *
 node_cluster__refusal_at(const struct node_cluster *c, size_t i);
+
+/* cluster_crl.c: the list's file (--crl, else NODE_CLUSTER_CRL_FILE in
+ * --checkpoint-dir) into buf: 0, -ENOENT (neither given) or
+ * -ENAMETOOLONG; gossip_config.on_crl (ctx: the cluster): log the list,
+ * save it there unless it holds it already; read it again and offer it
+ * to the core (SIGHUP; the caller re-arms the timer): 0 or a negative
+ * errno, logged; why key was dropped on its certificate's word (a
+ * static string), NULL if it was not. */
+int node_cluster__crl_path(const struct node_options *o, char *buf, size_t len);
+void node_cluster__on_crl(void *ctx, const void *bytes, size_t len,
+                          uint64_t seq);
+int node_cluster__crl_reload(struct node_cluster *c);
+const char *node_cluster__barred_why(const struct node_cluster *c,
+                                     const uint8_t *key);
 
 /* cluster_metrics.c: the i-th transport refusal, its name (as in
  * rejects_total and in the stats reply's "net") and *count; NULL past the

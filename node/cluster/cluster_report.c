@@ -1,6 +1,7 @@
 /*
  * cluster_report.c - what the cluster tells people on the control socket:
- * the replies to members, stats, join and force-leave (docs/control.md).
+ * the replies to members, stats, certs, join and force-leave
+ * (docs/control.md).
  * The Prometheus families are in cluster_metrics.c, the exchange's
  * summary line at leave in exchange.c (node_exchange_log_summary).
  *
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/gn_endian.h"
 #include "service/ctl.h"
 #include "service/evlog.h"
 #include "ident/keys.h"
@@ -36,18 +38,70 @@ static void pack_rejects(msgpack_packer *pk, const uint64_t *r)
                         node_ctl_pack_ku64(pk, gossip_reject_name(-i), r[i]);
 }
 
-/* A member trusted by certificate: "cert": {serial (16 hex digits, as
- * gossip-keygen prints it), not_after (unix seconds)}. */
+/* A serial as gossip-keygen prints it: 16 hex digits. */
+static void pack_kserial(msgpack_packer *pk, const char *k, uint64_t serial)
+{
+        char s[17];
+
+        snprintf(s, sizeof(s), "%016llx", (unsigned long long)serial);
+        node_ctl_pack_kstr(pk, k, s);
+}
+
+/* A member trusted by certificate: "cert": {serial, not_after (unix
+ * seconds), status (what it is worth now: a verdict name)}. */
 static void pack_cert(msgpack_packer *pk, const struct gossip_member_info *m)
 {
-        char serial[17];
-
-        snprintf(serial, sizeof(serial), "%016llx",
-                 (unsigned long long)m->cert_serial);
         node_ctl_pack_str(pk, "cert");
-        msgpack_pack_map(pk, 2);
-        node_ctl_pack_kstr(pk, "serial", serial);
+        msgpack_pack_map(pk, 3);
+        pack_kserial(pk, "serial", m->cert_serial);
         node_ctl_pack_ku64(pk, "not_after", m->cert_not_after);
+        node_ctl_pack_kstr(pk, "status",
+                           gossip_cert_verdict_name(m->cert_status));
+}
+
+/* "crl": nil, or the list held: {seq, issued_at (unix seconds),
+ * serials: the count, or (all) the serials themselves}. */
+static void pack_crl(struct node_cluster *c, msgpack_packer *pk, int all)
+{
+        struct gossip_crl l;
+
+        node_ctl_pack_str(pk, "crl");
+        if (gossip_crl_get(c->g, &l) != 0) {
+                msgpack_pack_nil(pk);
+                return;
+        }
+        msgpack_pack_map(pk, 3);
+        node_ctl_pack_ku64(pk, "seq", l.seq);
+        node_ctl_pack_ku64(pk, "issued_at", l.issued_at);
+        if (!all) {
+                node_ctl_pack_ku64(pk, "serials", l.n_serials);
+                return;
+        }
+        node_ctl_pack_str(pk, "serials");
+        msgpack_pack_array(pk, l.n_serials);
+        for (uint32_t i = 0; i < l.n_serials; i++) {
+                char s[17];
+
+                snprintf(s, sizeof(s), "%016llx",
+                         (unsigned long long)gn_be_get(l.serials + 8 * i, 8));
+                node_ctl_pack_str(pk, s);
+        }
+}
+
+/* The revocation lists offered, by merge verdict, those counted. */
+static void pack_crl_verdicts(msgpack_packer *pk,
+                              const struct gossip_crl_stats *st)
+{
+        size_t n = 0;
+
+        for (int i = 0; i < GOSSIP_CRL_VERDICT_COUNT; i++)
+                n += st->n[i] != 0;
+        node_ctl_pack_str(pk, "crls");
+        msgpack_pack_map(pk, n);
+        for (int i = 0; i < GOSSIP_CRL_VERDICT_COUNT; i++)
+                if (st->n[i])
+                        node_ctl_pack_ku64(pk, gossip_crl_verdict_name(i),
+                                           st->n[i]);
 }
 
 /* The certificates judged, by verdict (gossip/cert.h), those counted. */
@@ -297,7 +351,7 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         if (node_handoff_shuffle(c->h)) /* --shuffle-samples */
                 node_shuffle_pack_stats(node_handoff_shuffle(c->h), pk);
         node_ctl_pack_str(pk, "node");
-        msgpack_pack_map(pk, 25);
+        msgpack_pack_map(pk, 27);
         node_ctl_pack_kstr(pk, "name", c->name);
         node_ctl_pack_kstr(
             pk, "sending",
@@ -328,6 +382,8 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
                            ms.offers - ms.accepted + (ms.accepted - ms.merged));
         pack_rejects(pk, gs.rejects);
         pack_cert_verdicts(pk, &gs.certs);
+        pack_crl(c, pk, 0);
+        pack_crl_verdicts(pk, &gs.crls);
         pack_robust(pk, "robust", hs.robust);
         pack_net(pk, &ns);
         node_ctl_pack_str(pk, "peers");
@@ -335,6 +391,57 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         for (size_t i = 1; i < n; i++)
                 pack_peer_stats(c, pk, &mi[i]);
         free(mi);
+        return 0;
+}
+
+/* One row of `certs`. */
+static void pack_cert_row(msgpack_packer *pk, const uint8_t *key,
+                          const char *name, uint64_t serial, uint64_t not_after,
+                          int status, int member, uint64_t refused)
+{
+        char k[NODE_KEY_PK_B64_SIZE];
+
+        node_key_pk_to_base64(key, k);
+        msgpack_pack_map(pk, 7);
+        node_ctl_pack_kstr(pk, "name", name);
+        node_ctl_pack_kstr(pk, "key", k);
+        pack_kserial(pk, "serial", serial);
+        node_ctl_pack_ku64(pk, "not_after", not_after);
+        node_ctl_pack_kstr(pk, "status", gossip_cert_verdict_name(status));
+        node_ctl_pack_kbool(pk, "member", member);
+        node_ctl_pack_ku64(pk, "refused", refused);
+}
+
+/* certs: every certificate held (ourselves first, then members) and
+ * every key dropped on its certificate's word, and the list held. */
+static int ctl_certs(struct node_cluster *c, msgpack_packer *pk)
+{
+        size_t n, nb = gossip_barred(c->g, NULL, 0), rows = 0;
+        struct gossip_member_info *mi = node_view_members(&c->view, &n);
+        struct gossip_barred_info *b = calloc(nb ? nb : 1, sizeof(*b));
+
+        if (!mi || !b) {
+                free(mi);
+                free(b);
+                return -ENOMEM;
+        }
+        nb = gossip_barred(c->g, b, nb);
+        for (size_t i = 0; i < n; i++)
+                rows += mi[i].cert_serial != 0;
+        msgpack_pack_map(pk, 2);
+        pack_crl(c, pk, 1);
+        node_ctl_pack_str(pk, "certs");
+        msgpack_pack_array(pk, rows + nb);
+        for (size_t i = 0; i < n; i++)
+                if (mi[i].cert_serial)
+                        pack_cert_row(pk, mi[i].key, mi[i].name,
+                                      mi[i].cert_serial, mi[i].cert_not_after,
+                                      mi[i].cert_status, 1, 0);
+        for (size_t i = 0; i < nb; i++)
+                pack_cert_row(pk, b[i].key, b[i].name, b[i].serial,
+                              b[i].not_after, b[i].verdict, 0, b[i].rejects);
+        free(mi);
+        free(b);
         return 0;
 }
 
@@ -439,6 +546,8 @@ int node_cluster_ctl(struct node_cluster *c, struct node_trainer *t,
                 return ctl_members(c, pk);
         if (strcmp(cmd, "stats") == 0)
                 return ctl_stats(c, t, pk);
+        if (strcmp(cmd, "certs") == 0)
+                return ctl_certs(c, pk);
         if (strcmp(cmd, "join") == 0)
                 return ctl_join(c, args, pk, err, errlen);
         if (strcmp(cmd, "force-leave") == 0)

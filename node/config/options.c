@@ -155,7 +155,9 @@ static const char help_text[] =
     "                        trust members whose certificate it signed\n"
     "  --cert FILE           this node's certificate (gossip-keygen --sign);\n"
     "                        with --authority, joins without a peers file\n"
-    "  --crl FILE            the authority's revocation list (optional)\n"
+    "  --crl FILE            the authority's revocation list (optional;\n"
+    "                        default: authority.crl in --checkpoint-dir);\n"
+    "                        a newer one from a member is saved there\n"
     "  --seed-addr ADDR:PORT a member to join through (with --cert)\n"
     "  --name NAME           name in logs (default: from the peers file,\n"
     "                        else the certificate)\n"
@@ -270,8 +272,8 @@ static const char help_text[] =
     "  --version             print the version\n"
     "\n"
     "Signals: SIGTERM/SIGINT leave the cluster, checkpoint and exit 0;\n"
-    "SIGHUP reloads the peers file. Exit status: 0 done, 1 runtime error,\n"
-    "2 bad command line.\n";
+    "SIGHUP reloads the peers file and the revocation list. Exit status:\n"
+    "0 done, 1 runtime error, 2 bad command line.\n";
 
 int node_options_clustered(const struct node_options *o)
 {

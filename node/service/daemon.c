@@ -194,6 +194,8 @@ static void on_signal(uv_signal_t *s, int signum)
                 else if (node_cluster_reload(d->cluster, err, sizeof(err)))
                         node_log(NODE_LOG_ERROR,
                                  "SIGHUP: %s (keeping the old peers)", err);
+                if (d->cluster) /* and the authority's list */
+                        node_cluster_reload_crl(d->cluster);
                 return;
         }
         begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -375,7 +377,8 @@ static int ctl_handler(void *ctx, const char *cmd, const msgpack_object *args,
                 return node_cluster_ctl(d->cluster, d->trainer, cmd, args, data,
                                         err, errlen);
         if (!strcmp(cmd, "members") || !strcmp(cmd, "stats") ||
-            !strcmp(cmd, "join") || !strcmp(cmd, "force-leave")) {
+            !strcmp(cmd, "certs") || !strcmp(cmd, "join") ||
+            !strcmp(cmd, "force-leave")) {
                 snprintf(err, errlen, "%s: not in a cluster (no --peers)", cmd);
                 return -ENOTSUP;
         }

@@ -129,6 +129,12 @@ static int wf_addr_same(const struct gossip_addr *a,
                !memcmp(a->addr, b->addr, sizeof(a->addr));
 }
 
+static int wf_blob_same(const uint8_t *a, size_t an, const uint8_t *b,
+                        size_t bn)
+{
+        return an == bn && (!an || !memcmp(a, b, an));
+}
+
 static int wf_same(const struct gossip_msg *a, const struct gossip_msg *b)
 {
         if (a->kind != b->kind || a->channel != b->channel ||
@@ -157,7 +163,10 @@ static int wf_same(const struct gossip_msg *a, const struct gossip_msg *b)
                        a->u.ack.target == b->u.ack.target &&
                        a->u.ack.nack == b->u.ack.nack;
         case GOSSIP_MSG_SYNC:
-                return a->u.sync.reply == b->u.sync.reply;
+                return a->u.sync.reply == b->u.sync.reply &&
+                       wf_blob_same(a->crl, a->crl_len, b->crl, b->crl_len);
+        case GOSSIP_MSG_JOIN:
+                return wf_blob_same(a->crl, a->crl_len, b->crl, b->crl_len);
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
         case GOSSIP_MSG_SAMPLES:
@@ -261,6 +270,9 @@ static void wf_check_frame(const uint8_t *b, size_t len, int channel,
                                         m.u.tensor.payload_len, b, len));
         if (m.kind == GOSSIP_MSG_STATE)
                 GN_FUZZ_CHECK(wf_inside(m.u.state.data, m.u.state.len, b, len));
+        GN_FUZZ_CHECK(wf_inside(m.crl, m.crl_len, b, len));
+        GN_FUZZ_CHECK(m.crl_len == 0 || (m.crl_len >= GOSSIP_CRL_MIN_BYTES &&
+                                         m.crl_len <= GOSSIP_CRL_MAX_BYTES));
         wf_reencode(&m, channel, (b[4] & 4) != 0);
         struct gossip_msg dup = {.updates = wf_upd[1],
                                  .updates_cap = GOSSIP_WIRE_MAX_UPDATES};
@@ -268,7 +280,10 @@ static void wf_check_frame(const uint8_t *b, size_t len, int channel,
         GN_FUZZ_CHECK(err == GOSSIP_EREPLAY);
 }
 
-/* Seed frames: one valid frame of each kind on channel, with updates. */
+/* Seed frames: one valid frame of each kind on channel, with updates;
+ * then a JOIN and a SYNC with a certificate and a revocation list (keys
+ * 20 and 22: the decoder bounds them, the contents are the receiver's to
+ * judge, so filler bytes will do). */
 static void wf_seed_frames(int channel,
                            void (*add)(void *, const uint8_t *, size_t),
                            void *ctx)
@@ -341,6 +356,31 @@ static void wf_seed_frames(int channel,
                         b[0] = 1;
                         add(ctx, b, len + 1);
                 }
+        }
+        for (int kind = GOSSIP_MSG_SYNC; kind <= GOSSIP_MSG_JOIN; kind++) {
+                static uint8_t cert[GOSSIP_CERT_MIN_BYTES];
+                static uint8_t crl[GOSSIP_CRL_MIN_BYTES + 8];
+                struct gossip_msg m;
+                size_t len;
+
+                memset(cert, 0xc7, sizeof(cert));
+                memset(crl, 0xc1, sizeof(crl));
+                memset(&m, 0, sizeof(m));
+                m.kind = (uint8_t)kind;
+                m.channel = (uint8_t)channel;
+                m.incarnation = 1;
+                m.seq = 200 + (uint64_t)kind;
+                m.updates = u;
+                m.n_updates = 1;
+                m.cert = cert;
+                m.cert_len = sizeof(cert);
+                m.crl = crl;
+                m.crl_len = sizeof(crl);
+                if (gossip_wire_encode(&m, wf_sk, b + 1, sizeof(b) - 1, &len,
+                                       NULL))
+                        continue;
+                b[0] = 1;
+                add(ctx, b, len + 1);
         }
 }
 

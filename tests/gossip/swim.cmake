@@ -14,3 +14,7 @@ gn_add_test(NAME test_settings SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_settings.c
 # on the authority's word, refused and counted by verdict.
 gn_add_test(NAME test_certjoin SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_certjoin.c
             LIBS gn_sim gn::cmocka LABELS sim)
+# The revocation list while running (issue 33 item 1): wire key 22, the
+# flood, members dropped and their frames refused as revoked, expiry.
+gn_add_test(NAME test_crl SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_crl.c
+            LIBS gn_sim gn::cmocka LABELS sim)

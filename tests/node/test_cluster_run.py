@@ -41,6 +41,16 @@ Fashion-MNIST shard per node). Scenarios:
          its serial; n3, whose certificate another authority signed, is
          never a member and n0 counts it (stats: certs wrong_authority).
          Needs GOSSIPCTL.
+  revoke revoking a device (issue 33 item 1): n0 and n1 trust each other
+         by peers file, n2 joins on its certificate alone; its serial is
+         revoked with gossip-keygen --revoke into n0's --crl file and n0
+         gets SIGHUP: n0 and n1 drop n2 within REVOKE_S (measured from
+         the SIGHUP to each one's `member n2 dead` event), n1 saves the
+         list it was told in its --checkpoint-dir byte for byte, both
+         list n2 as revoked and not a member in `gossipctl certs` and
+         refuse its frames as `revoked`, and n2, told nothing, sees them
+         dead: it no longer trains with them; n1 restarted alone holds
+         the list it saved. Needs GOSSIPCTL.
   serve  n0 and n1 train with --after-train serve: after their last step
          they stay up (no exit within 3 s), list each other alive in
          `gossipctl members`, report running false at the last step in
@@ -594,6 +604,112 @@ def scenario_cert(c):
         assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
 
 
+def scenario_revoke(c):
+    REVOKE_S = 5.0
+    run = ["--steps", "1000000", "--eval-every", "100"]
+    kg = lambda *a: subprocess.run([c.keygen] + list(a), check=True,
+                                   capture_output=True, text=True)
+    ca = os.path.join(c.tmp, "ca.key")
+    kg("--ca", "--out", ca)
+    certs = []
+    for i in range(3):
+        cert = os.path.join(c.tmp, "n%d.cert" % i)
+        kg("--sign", "--ca-key", ca, "--pub", os.path.join(c.tmp, "k%d.pub" % i),
+           "--name", "n%d" % i, "--serial", "%x" % (0xd0 + i), "--out", cert)
+        certs.append(cert)
+    pub = os.path.join(c.tmp, "ca.pub")
+    crl0 = os.path.join(c.tmp, "n0.crl")  # does not exist yet: no list
+    ck1 = os.path.join(c.tmp, "ck1")
+    os.makedirs(ck1)
+    p01 = c.write_peers(0, [0, 1])
+    c.start(0, run + ["--authority", pub, "--cert", certs[0], "--crl", crl0,
+                      "--control", c.sock(0)], p01)
+    run1 = run + ["--authority", pub, "--cert", certs[1], "--checkpoint-dir",
+                  ck1, "--control", c.sock(1), "--peers", p01]
+    c.start(1, run1, peers=False)
+    c.wait_for("n0 and n1 see each other",
+               lambda: c.member_state(0, "n1", "alive")
+               and c.member_state(1, "n0", "alive"), 60)
+    c.start(2, run + ["--authority", pub, "--cert", certs[2],
+                      "--seed-addr", "127.0.0.1:%d" % c.ports[0],
+                      "--listen", "127.0.0.1:%d" % c.ports[2],
+                      "--control", c.sock(2)], peers=False)
+    c.wait_for("n2 alive at n0 and n1, and they at n2",
+               lambda: all(c.member_state(a, b, "alive") for a, b in
+                           ((0, "n2"), (1, "n2"), (2, "n0"), (2, "n1"))), 30)
+    s2 = c.step(2)
+    c.wait_for("n2 trains 50 steps with them", lambda: c.step(2) >= s2 + 50,
+               120)
+    kg("--revoke", "--ca-key", ca, "--serial", "%x" % 0xd2, "--crl", crl0)
+    listed = open(crl0, "rb").read()
+    t0 = time.time()
+    c.procs[0].send_signal(signal.SIGHUP)
+    dead = {}
+    for i in (0, 1):
+        c.wait_for("n%d drops n2" % i,
+                   lambda i=i: c.member_state(i, "n2", "dead"), 30)
+        dead[i] = [e["t_ms"] for e in c.events(i, "member")
+                   if e["peer"] == "n2" and e["state"] == "dead"][-1] / 1000.0
+    print("n2 dropped %.3f s (n0) and %.3f s (n1) after the SIGHUP to n0"
+          % (dead[0] - t0, dead[1] - t0))
+    for i in (0, 1):
+        assert dead[i] - t0 < REVOKE_S, "n%d dropped n2 after %.2f s" % (
+            i, dead[i] - t0)
+        assert re.search(r"member n2 \w+ -> dead \(.*\): dropped, its "
+                         r"certificate is revoked", log_text(c, i)), \
+            log_text(c, i)[-2000:]
+    saved = os.path.join(ck1, "authority.crl")
+    c.wait_for("n1 saves the list", lambda: os.path.exists(saved), 10)
+    assert open(saved, "rb").read() == listed, "n1 saved other bytes"
+    assert open(crl0, "rb").read() == listed, "n0's --crl file changed"
+    # n2 keeps talking (probes, gradients): refused as revoked at both
+    c.wait_for("n0 and n1 refuse n2's frames as revoked",
+               lambda: all(ctl_json(c, i, "stats")["node"]["rejects"]
+                           .get("revoked", 0) > 0 for i in (0, 1)), 20)
+    for i in (0, 1):
+        names = [m["name"] for m in ctl_json(c, i, "members")]
+        assert "n2" not in names, "n%d still lists n2: %s" % (i, names)
+        certs_i = ctl_json(c, i, "certs")
+        assert certs_i["crl"]["seq"] == 1 and \
+            certs_i["crl"]["serials"] == ["%016x" % 0xd2], certs_i["crl"]
+        row = [r for r in certs_i["certs"] if r["name"] == "n2"]
+        assert row and row[0]["status"] == "revoked" and \
+            not row[0]["member"] and row[0]["refused"] > 0, certs_i
+        node = ctl_json(c, i, "stats")["node"]
+        assert node["crl"] == {"seq": 1, "issued_at": node["crl"]["issued_at"],
+                               "serials": 1}, node["crl"]
+        print("n%d: certs %s, crls %s, rejects %s"
+              % (i, node["certs"], node["crls"], node["rejects"]))
+    out = subprocess.run([c.gossipctl, "--socket", c.sock(1), "certs"],
+                         capture_output=True, text=True, timeout=30).stdout
+    print(out.rstrip())
+    assert re.search(r"^n2\s+%016x\s.*\srevoked\s+no, dropped" % 0xd2,
+                     out, re.M), out
+    assert re.search(r"^revocation list: sequence 1, .*1 serial$", out,
+                     re.M), out
+    # told nothing, n2 sees its partners stop answering: no more training
+    # with them
+    c.wait_for("n2 sees n0 and n1 dead",
+               lambda: c.member_state(2, "n0", "dead")
+               and c.member_state(2, "n1", "dead"), DEAD_WITHIN_S)
+    assert not os.path.exists(os.path.join(c.tmp, "n2.crl"))
+    for i in range(3):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+    # n1 again, alone: the list it saved is read at start (not told)
+    c.start(1, run1)
+    def up():
+        try:
+            return ctl_json(c, 1, "certs") is not None
+        except AssertionError:
+            return c.procs[1].poll() is not None
+    c.wait_for("n1 up again", up, 60)
+    crl = ctl_json(c, 1, "certs")["crl"]
+    assert crl and crl["seq"] == 1, "n1 restarted without its list: %s" % crl
+    assert ctl_json(c, 1, "stats")["node"]["crls"] == {}, "told, not read"
+    print("n1 restarted alone holds sequence %d from its disk" % crl["seq"])
+    assert c.stop(1) == 0, "n1 did not exit 0 on SIGTERM"
+
+
 def ctl_json(c, i, *cmd):
     """`gossipctl --json CMD` against node i's control socket."""
     r = subprocess.run([c.gossipctl, "--socket", c.sock(i), "--json"]
@@ -822,7 +938,7 @@ def main():
     binary, keygen, scenario = sys.argv[1:4]
     gossipctl = sys.argv[4] if len(sys.argv) == 5 else None
     if scenario in ("serve", "wildcard", "finished", "settings",
-                    "cert") and not gossipctl:
+                    "cert", "revoke") and not gossipctl:
         print(__doc__)
         return 2
     if not os.path.isdir(DATA):
@@ -835,7 +951,7 @@ def main():
     print("# GN_SEED=%d" % seed)
     n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
          "shuffle": 3, "serve": 3, "wildcard": 3, "finished": 2,
-         "settings": 3, "cert": 4}[scenario]
+         "settings": 3, "cert": 4, "revoke": 3}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     c.gossipctl = gossipctl
@@ -850,7 +966,8 @@ def main():
          "serve": scenario_serve,
          "wildcard": scenario_wildcard,
          "finished": scenario_finished,
-         "settings": scenario_settings, "cert": scenario_cert}[scenario](c)
+         "settings": scenario_settings, "cert": scenario_cert,
+         "revoke": scenario_revoke}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)

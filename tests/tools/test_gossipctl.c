@@ -180,6 +180,51 @@ static void pack_train(msgpack_packer *pk)
         msgpack_pack_true(pk);
 }
 
+/* One row of `certs`. */
+static void pack_cert_row(msgpack_packer *pk, const char *name,
+                          const char *serial, uint64_t not_after,
+                          const char *status, int member, uint64_t refused)
+{
+        msgpack_pack_map(pk, 7);
+        pk_kv_str(pk, "name", name);
+        pk_kv_str(pk, "key", KEY_B);
+        pk_kv_str(pk, "serial", serial);
+        pk_kv_u(pk, "not_after", not_after);
+        pk_kv_str(pk, "status", status);
+        pk_str(pk, "member");
+        member ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+        pk_kv_u(pk, "refused", refused);
+}
+
+/* certs: ours, a member's, a member kept by the peers file although its
+ * certificate is revoked, one dropped; a list of five serials. */
+static void pack_certs(msgpack_packer *pk)
+{
+        static const char *serials[5] = {"00000000000000c3", "00000000000000c4",
+                                         "00000000000000c5", "00000000000000c6",
+                                         "00000000000000c7"};
+
+        msgpack_pack_map(pk, 2);
+        pk_str(pk, "crl");
+        msgpack_pack_map(pk, 3);
+        pk_kv_u(pk, "seq", 2);
+        pk_kv_u(pk, "issued_at", 1800000000);
+        pk_str(pk, "serials");
+        msgpack_pack_array(pk, 5);
+        for (int i = 0; i < 5; i++)
+                pk_str(pk, serials[i]);
+        pk_str(pk, "certs");
+        msgpack_pack_array(pk, 4);
+        pack_cert_row(pk, "pi-kitchen", "00000000000000c1", 1830297600, "ok", 1,
+                      0);
+        pack_cert_row(pk, "pi-garage", "00000000000000c2", 1830297600, "ok", 1,
+                      0);
+        pack_cert_row(pk, "pi-shed", "00000000000000c4", 1830297600, "revoked",
+                      1, 0);
+        pack_cert_row(pk, "pi-attic", "00000000000000c3", 1830297600, "revoked",
+                      0, 12);
+}
+
 /* The string value of key in a request's args, or NULL. */
 static const char *arg_of(const msgpack_object *args, const char *key,
                           char *buf, size_t len)
@@ -227,6 +272,8 @@ static void respond(msgpack_packer *pk, const char *cmd,
                 pack_stats(pk);
         } else if (strcmp(cmd, "train") == 0) {
                 pack_train(pk);
+        } else if (strcmp(cmd, "certs") == 0) {
+                pack_certs(pk);
         } else if (strcmp(cmd, "join") == 0) {
                 msgpack_pack_map(pk, 2);
                 pk_str(pk, "joined");
@@ -531,6 +578,42 @@ static void test_stats(void **state)
                    "\"rejects\":{\"replay\":4},\"goodput_Bps\":1200000.0}]}\n");
 }
 
+static void test_certs(void **state)
+{
+        struct gn_test_proc r;
+        char cmd[64], args[256];
+
+        ctl(&r, g_sock, "certs", NULL);
+        assert_int_equal(r.status, 0);
+        assert_string_equal(r.err, "");
+        last_request(cmd, sizeof(cmd), args, sizeof(args));
+        assert_string_equal(cmd, "certs");
+        assert_string_equal(
+            r.out,
+            "NAME                     SERIAL           NOT AFTER (UTC)      "
+            "STATUS        MEMBER\n"
+            "pi-kitchen               00000000000000c1 2028-01-01 00:00:00  "
+            "ok            yes\n"
+            "pi-garage                00000000000000c2 2028-01-01 00:00:00  "
+            "ok            yes\n"
+            "pi-shed                  00000000000000c4 2028-01-01 00:00:00  "
+            "revoked       yes\n"
+            "pi-attic                 00000000000000c3 2028-01-01 00:00:00  "
+            "revoked       no, dropped (12 frames refused since)\n"
+            "revocation list: sequence 2, issued 2027-01-15 08:00:00 UTC, 5 "
+            "serials\n"
+            "  00000000000000c3 00000000000000c4 00000000000000c5 "
+            "00000000000000c6\n"
+            "  00000000000000c7\n");
+        ctl(&r, g_sock, "certs", "--json", NULL);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "{\"crl\":{\"seq\":2,\"issued_at\":"
+                                      "1800000000,\"serials\":["
+                                      "\"00000000000000c3\","));
+        assert_non_null(strstr(r.out, "\"status\":\"revoked\",\"member\":"
+                                      "false,\"refused\":12}]}\n"));
+}
+
 static void test_train(void **state)
 {
         struct gn_test_proc r;
@@ -815,6 +898,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_members_status),
             cmocka_unit_test(test_no_daemon),
             cmocka_unit_test(test_stats),
+            cmocka_unit_test(test_certs),
             cmocka_unit_test(test_train),
             cmocka_unit_test(test_join_leave_force),
             cmocka_unit_test(test_usage_errors),

@@ -43,7 +43,7 @@ _gossipctl()
                 COMPREPLY=($(compgen -W "--socket --timeout --json --status \
 --interval --count --help --version" -- "$cur"))
         else
-                COMPREPLY=($(compgen -W "members stats train version join \
+                COMPREPLY=($(compgen -W "members certs stats train version join \
 leave force-leave watch" -- "$cur"))
         fi
 }

@@ -53,6 +53,7 @@ enum {
          * keeps the list within 32 KiB (one stream frame, a fraction of a
          * second on the slowest link we test) and a lookup at 12 probes. */
         GOSSIP_CRL_MAX_SERIALS = 4096,
+        GOSSIP_CRL_MIN_BYTES = GOSSIP_CRL_HEAD_BYTES + GOSSIP_SIG_BYTES,
         GOSSIP_CRL_MAX_BYTES = GOSSIP_CRL_HEAD_BYTES +
                                8 * GOSSIP_CRL_MAX_SERIALS + GOSSIP_SIG_BYTES,
 };
@@ -163,6 +164,16 @@ gossip_cert_verify(const void *buf, size_t len,
                    int clock_known, const struct gossip_crl *crl,
                    struct gossip_cert *out);
 
+/* The verdict a certificate that verified earlier (decoded into *c)
+ * gets now: revocation, then time, under the same rules as
+ * gossip_cert_verify() (GOSSIP_CERT_REVOKED, GOSSIP_CERT_NOT_YET_VALID,
+ * GOSSIP_CERT_EXPIRED or GOSSIP_CERT_OK). No signature work: for a node
+ * judging again the certificates it holds as its list and its clock move
+ * on (protocol.md 12.7). crl of another authority than c's is ignored. */
+enum gossip_cert_verdict gossip_cert_judge(const struct gossip_cert *c,
+                                           uint64_t now, int clock_known,
+                                           const struct gossip_crl *crl);
+
 /* Encodes a list of n serials (strictly ascending, none 0, n <=
  * GOSSIP_CRL_MAX_SERIALS) with sequence seq >= 1, signed by authority_sk.
  * Returns the length, GOSSIP_EINVAL on a rule broken, GOSSIP_ETOOBIG if
@@ -190,8 +201,11 @@ int gossip_crl_has(const struct gossip_crl *crl, uint64_t serial);
 
 /* The merge rule: given the list we hold (cur, NULL if none) and one
  * offered (buf, len), GOSSIP_CRL_OK means "take it": it verifies and its
- * sequence is higher than cur's (any valid list when cur is NULL). Equal
- * sequence and identical bytes is GOSSIP_CRL_SAME; equal sequence and
+ * sequence is higher than cur's (any valid list when cur is NULL). The
+ * very bytes of cur are GOSSIP_CRL_SAME at once (cur verified when it was
+ * taken: a list carried in every SYNC costs a compare, not a signature
+ * check); otherwise equal sequence and identical bytes is
+ * GOSSIP_CRL_SAME; equal sequence and
  * other bytes is GOSSIP_CRL_CONFLICT (the authority signed two lists with
  * one number: keep ours, and tell the operator); lower is
  * GOSSIP_CRL_OLDER; or the verify verdicts. Only on GOSSIP_CRL_OK is out

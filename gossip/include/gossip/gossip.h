@@ -17,9 +17,15 @@
  *  - only keys in the trusted set are ever members or accepted senders;
  *    with an authority configured, a key whose certificate verifies under
  *    it (in its own JOIN or SYNC, or in a trusted member's SYNC) joins
- *    the trusted set;
- *  - callbacks (on_app, on_member) run synchronously from inside
- *    gossip_on_message() / gossip_tick() / gossip_join() / gossip_leave();
+ *    the trusted set, and leaves it again (barred: its frames refused)
+ *    once the revocation list held names its serial or, by env->unix_now
+ *    or the list's date, the certificate has expired; a key of the peers
+ *    file is never judged by its certificate;
+ *  - the node holds at most one revocation list, never an older one; a
+ *    newer one, from a member's JOIN or SYNC (wire key 22) or from
+ *    gossip_set_crl(), is sent at once to every live member;
+ *  - callbacks (on_app, on_member, on_refused, on_crl) run synchronously from
+ * inside gossip_on_message() / gossip_tick() / gossip_join() / gossip_leave();
  *    they may call gossip_send_app(), gossip_members(), gossip_view() and
  *    gossip_set_step(), but must not destroy the struct gossip.
  *
@@ -39,7 +45,7 @@
 #define GOSSIP_NAME_MAX    32 /* bytes including the NUL; longer names are cut */
 #define GOSSIP_VERSION_MAX 16 /* software version, NUL included; cut */
 /* Reject counters are indexed by -GOSSIP_E* code (slot 0 unused). */
-#define GOSSIP_REJECT_SLOTS 17
+#define GOSSIP_REJECT_SLOTS 18
 /* Per-kind counters are indexed by wire message kind (wire.h; 0 unused). */
 #define GOSSIP_KIND_SLOTS 16
 
@@ -161,9 +167,15 @@ struct gossip_config {
         size_t cert_len;
         /* The newest revocation list of the authority we hold (copied;
          * it must verify under authority_pk, else GOSSIP_EINVAL); NULL:
-         * none. */
+         * none. A newer one replaces it while running (protocol.md
+         * 12.7). */
         const void *crl;
         size_t crl_len;
+        /* A newer revocation list was taken (from a member, or
+         * gossip_set_crl): bytes[0..len) is the whole signed list, seq
+         * its sequence; borrowed for the call. For the node to keep it
+         * on disk. May be NULL. */
+        void (*on_crl)(void *ctx, const void *bytes, size_t len, uint64_t seq);
         void *cb_ctx;
         void *app_ctx; /* on_app's ctx when not NULL (else cb_ctx) */
 };
@@ -188,6 +200,26 @@ struct gossip_member_info {
         /* its certificate (gossip/cert.h), when one verified: serial (0:
          * none held), not_after (unix seconds) */
         uint64_t cert_serial, cert_not_after;
+        /* what that certificate is worth now (enum gossip_cert_verdict:
+         * ok, revoked, not_yet_valid or expired, by the list held and
+         * env->unix_now); GOSSIP_CERT_OK when none is held */
+        int cert_status;
+        /* trusted on its certificate, not by the peers file: judged
+         * again as the list and the clock move on */
+        int by_cert;
+};
+
+/* A key dropped on its certificate's word (barred): its serial is in the
+ * list held, or the certificate expired. Its frames are refused (as
+ * `revoked`, or `unknown_key` when it expired) until a certificate that
+ * verifies, or the peers file, trusts it again. */
+struct gossip_barred_info {
+        uint8_t key[GOSSIP_KEY_BYTES];
+        char name[GOSSIP_NAME_MAX];
+        uint64_t serial, not_after;
+        int verdict;       /* GOSSIP_CERT_REVOKED or GOSSIP_CERT_EXPIRED */
+        uint64_t rejects;  /* its frames refused since (authenticated) */
+        uint64_t since_ms; /* env->now_ms when it was dropped */
 };
 
 /* Node-wide counters. */
@@ -209,8 +241,14 @@ struct gossip_stats {
         uint32_t local_health; /* Lifeguard awareness, 0 = healthy */
         uint64_t incarnation;  /* our own, current */
         /* certificates judged (a JOIN's or SYNC's sender, a SYNC's
-         * members), by verdict: "ok" counts each key trusted through one */
+         * members, and each member dropped when its certificate is
+         * judged again), by verdict: "ok" counts each key trusted
+         * through one */
         struct gossip_cert_stats certs;
+        /* revocation lists offered (wire key 22, gossip_set_crl), by
+         * merge verdict: "ok" counts each list taken */
+        struct gossip_crl_stats crls;
+        uint64_t crl_pushes; /* SYNCs sent to spread a list just taken */
 };
 
 struct gossip;
@@ -282,6 +320,22 @@ int gossip_trust_add(struct gossip *g, const struct gossip_peer *p);
 /* Remove a trusted key: its frames are refused from now on and it is
  * dropped from the view (on_member reports it as `dead`). */
 int gossip_trust_remove(struct gossip *g, const uint8_t key[GOSSIP_KEY_BYTES]);
+
+/* The operator's revocation list (e.g. re-read on SIGHUP): judged by the
+ * merge rule (gossip_crl_merge) against the one held and counted; when
+ * newer (GOSSIP_CRL_OK) it is taken, every member it revokes is dropped,
+ * on_crl is called and it is sent to every live member at once. Returns
+ * the merge verdict (>= 0), or GOSSIP_EINVAL without an authority. */
+int gossip_set_crl(struct gossip *g, const void *buf, size_t len);
+
+/* The revocation list held: 0 and *out (a view into the node's copy,
+ * valid until the next call into g), or GOSSIP_ENOPEER when none. */
+int gossip_crl_get(const struct gossip *g, struct gossip_crl *out);
+
+/* Copy up to cap barred keys (oldest first) into out; returns how many
+ * there are. */
+size_t gossip_barred(const struct gossip *g, struct gossip_barred_info *out,
+                     size_t cap);
 
 /* Set our own training step; it is carried in every message we send. */
 void gossip_set_step(struct gossip *g, uint64_t step);

@@ -34,6 +34,7 @@ enum gossip_err {
         GOSSIP_ESEND = -14,      /* env->send failed */
         GOSSIP_EMISMATCH = -15,  /* payload shape does not match the model */
         GOSSIP_ESETTINGS = -16,  /* sender runs other cluster settings */
+        GOSSIP_EREVOKED = -17,   /* sender's certificate is revoked */
 };
 
 const char *gossip_strerror(int err);

@@ -225,6 +225,12 @@ struct gossip_msg {
          * rest are checked and skipped), n_certs says how many. */
         struct gossip_blob *certs;
         uint32_t n_certs, certs_cap;
+        /* JOIN and SYNC, key 22 (optional): the revocation list the sender
+         * holds (gossip/cert.h, GOSSIP_CRL_MIN_BYTES..GOSSIP_CRL_MAX_BYTES),
+         * so that a newer one spreads. Encode: written when crl_len.
+         * Decode: points into the input. */
+        const uint8_t *crl;
+        size_t crl_len;
 
         union {
                 struct {

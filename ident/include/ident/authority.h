@@ -12,7 +12,8 @@
  * core (gossip/cert.h) judges the certificates of others.
  *
  * All calls return 0 or a negative errno and write nothing but their
- * outputs; err (if given) gets the message.
+ * outputs (node_file_write_atomic: its file); err (if given) gets the
+ * message.
  */
 #ifndef NODE_AUTHORITY_H
 #define NODE_AUTHORITY_H
@@ -25,6 +26,13 @@
 /* Reads the whole of path (at most cap bytes) into buf. Returns the length
  * or a negative errno (-EFBIG if longer than cap). */
 long node_file_read(const char *path, uint8_t *buf, size_t cap);
+
+/* Writes buf to path with mode through a temp file beside it (mkstemp,
+ * fsync): rename() when replace, else link() so that an existing path is
+ * never clobbered (-EEXIST). 0 or a negative errno; on error path is as
+ * it was. A crash leaves the old file or the new one, never a part. */
+int node_file_write_atomic(const char *path, const void *buf, size_t len,
+                           unsigned mode, int replace);
 
 /* A public key given as base64 (arg itself), or in the file arg: its
  * first 44-character word that is a key, '#' comment lines skipped (a
