@@ -87,14 +87,18 @@ PrivateIPC=no
 
 
 class Checks:
-    def __init__(self):
+    """ok/FAIL lines under a tag (test_fleet_authority.py has its own),
+    counted for the closing `N passed, N failed`."""
+
+    def __init__(self, tag="fleet-guide"):
+        self.tag = tag
         self.passed = 0
         self.failed = 0
 
     def ok(self, cond, what, detail=""):
         tag = "ok" if cond else "FAIL"
-        print(f"fleet-guide: {tag} {what}" + (f" ({detail})" if detail
-                                                else ""), flush=True)
+        print(f"{self.tag}: {tag} {what}" + (f" ({detail})" if detail
+                                               else ""), flush=True)
         if cond:
             self.passed += 1
         else:
