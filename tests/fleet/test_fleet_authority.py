@@ -447,8 +447,10 @@ class Test:
                     f"{self.unknown_key(seed)}; listed by "
                     f"{[self.names[j] for j in range(self.n + 1) if members[j]]}"
                     f", member events at {[self.names[j] for j in evs]}")
-        say(f"{name}: " + " / ".join(self.g.journal(x, "-n 3 -o cat")
-                                     .strip().splitlines()))
+        # what the refused device itself says (its warnings, its last line)
+        say(f"{name}'s journal: " + " / ".join(
+            (self.g.journal(x, "-p warning -o cat").strip().splitlines()
+             + self.g.journal(x, "-n 1 -o cat").strip().splitlines())[-6:]))
 
     def untouched(self):
         after = self.g.all(self.fingerprint, self.first)
