@@ -337,7 +337,8 @@ class Test:
                     (r.stdout + r.stderr).strip()[-200:])
         say(f"{name}'s config, all it was given but its key:\n"
             + self.conf(k).rstrip())
-        t0 = time.time()
+        cpu0, load0 = g.fl.cpu_seconds(k), os.getloadavg()[0]
+        t0, t0m = time.time(), time.monotonic()
         self.sh(k, "systemctl start --no-block gossipnode")
         seen = {}        # other -> wall time of the poll that saw it alive
         while len(seen) < len(others) and time.time() - t0 < T_JOIN:
@@ -350,6 +351,7 @@ class Test:
                     seen[j] = now
             time.sleep(0.3)
         alive_poll = max(seen.values()) - t0 if seen else None
+        cpu1 = g.fl.cpu_seconds(k)
         self.chk.ok(len(seen) == len(others),
                     f"{name} (certificate only) alive in every other "
                     f"device's `gossipctl members`",
@@ -397,6 +399,16 @@ class Test:
             "others_took_its_slices": len(took),
             "alive_events_median_s": rnd(statistics.median(
                 v - t0 for v in ev.values()) if all(ev.values()) else None),
+            # where the time before the join goes: the node's first line
+            # comes once its data set is loaded and its sockets are open;
+            # a fresh device first measures BLIS's kernels (cached after)
+            "start_to_first_log_s": rnd(self.first_log(k, t0m)),
+            "kernel_probe_s": rnd(self.kernel_probe(k)),
+            # the newcomer's CPU share until it was alive everywhere (%
+            # of a core, its quota the ceiling) and the host's load then
+            "cpu_pct_until_alive": rnd(alive_poll and 100 * (cpu1 - cpu0)
+                                       / alive_poll),
+            "host_load1": rnd(load0),
         }
         self.result.update(res)
         say(f"{name}: " + ", ".join(f"{k} {v}" for k, v in res.items()))
@@ -413,6 +425,19 @@ class Test:
             say(f"start -> first averaged slice: {t_avg - t0:.1f} s "
                 f"(target {TARGET_TRAIN_S} s: "
                 f"{'met' if t_avg - t0 <= TARGET_TRAIN_S else 'NOT met'})")
+
+    def first_log(self, i, t0m):
+        """Seconds from t0m (host monotonic) to the daemon's first journal
+        line on device i (journal monotonic stamps: the same clock)."""
+        for ln in self.g.journal(i, "-o short-monotonic").splitlines():
+            m = re.match(r"\[\s*([0-9.]+)\]\s+\S+\s+gossipnode\[", ln)
+            if m and float(m.group(1)) >= t0m:
+                return float(m.group(1)) - t0m
+        return None
+
+    def kernel_probe(self, i):
+        m = re.search(r"probed in ([0-9.]+) s", self.g.journal(i, "-o cat"))
+        return float(m.group(1)) if m else None
 
     def refuse_rogue(self):
         g, x, name = self.g, self.rogue, self.names[self.rogue]
