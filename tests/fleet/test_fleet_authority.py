@@ -50,7 +50,11 @@ return) and by each member's event log (the `member` event's t_ms: the
 devices share the host's clock), also in probe periods (PROBE_PERIOD_S);
 from the newcomer's first sight of the cluster (its first `member`
 event: it was admitted) to alive everywhere; to READY; to its first
-averaged slice (`gossipnode_params_averaged_total` > 0, polled).
+averaged slice (`gossipnode_params_averaged_total` > 0, polled). And where
+the time before the join goes: to the daemon's first journal line (it
+comes once the data set is loaded and the sockets are open), the BLIS
+kernel probe a fresh device runs once, the newcomer's CPU share over the
+join (its quota is the ceiling) and the host's load average at the start.
 
 CPU: every device is held to --quota % of a core once started. The
 default keeps the whole fleet (N + 2 devices) under FLEET_BUDGET % of a
