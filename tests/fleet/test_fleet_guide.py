@@ -595,8 +595,9 @@ def leftovers(name):
         text=True).stdout.splitlines() if ln.split()]
     out += [f"netns {n}" for n in ns if n.startswith(f"gnl-f{name}-")]
     with open("/proc/self/mounts") as f:
+        # this fleet's only: another may be up beside it (fleet list)
         out += [f"mount {ln.split()[1]}" for ln in f
-                if "/gnfleet/" in ln.split()[1]]
+                if f"/gnfleet/{name}/" in ln.split()[1]]
     for h in fleet.CG_HIER:
         if os.path.exists(fleet.cg_path(h, name)):
             out.append(f"cgroup {fleet.cg_path(h, name)}")
