@@ -8,7 +8,8 @@
 #            ctest under qemu-aarch64 (all but the training runs and
 #            test_linklab: see below), and its .deb; then the fleet lab:
 #            operations.md's guide run on booted Debian 12 containers
-#            (3 amd64 + 1 arm64 device) with the packages installed
+#            (3 amd64 + 1 arm64 device) with the packages installed, and
+#            its "Adding a device with the authority" (4 + 1 + 1 amd64)
 #   build    just install + build
 #   package [amd64|arm64]
 #            install + build + the .deb (default: this machine's
@@ -151,6 +152,15 @@ fleet_test() {
                 echo "setup: fleet lab failed" >&2
                 exit 1
         fi
+        # "Adding a device with the authority": 4 devices, half by peers
+        # file, half by certificate only, then one given only its
+        # certificate, the authority's key and a seed address, and one of
+        # another authority refused (--devices 16 is the measurement)
+        python3 tests/fleet/test_fleet_authority.py \
+                --deb "$(ls "$build"/gossipnode_*.deb)" || {
+                echo "setup: fleet lab (authority) failed" >&2
+                exit 1
+        }
         # the unit as shipped, hardening and all, on an emulated arm64
         # kernel (qemu-user cannot run it: the guide test's drop-in)
         python3 tests/fleet/arm64vm --steps 20 --timeout 900 \

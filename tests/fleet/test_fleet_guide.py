@@ -87,14 +87,18 @@ PrivateIPC=no
 
 
 class Checks:
-    def __init__(self):
+    """ok/FAIL lines under a tag (test_fleet_authority.py has its own),
+    counted for the closing `N passed, N failed`."""
+
+    def __init__(self, tag="fleet-guide"):
+        self.tag = tag
         self.passed = 0
         self.failed = 0
 
     def ok(self, cond, what, detail=""):
         tag = "ok" if cond else "FAIL"
-        print(f"fleet-guide: {tag} {what}" + (f" ({detail})" if detail
-                                                else ""), flush=True)
+        print(f"{self.tag}: {tag} {what}" + (f" ({detail})" if detail
+                                               else ""), flush=True)
         if cond:
             self.passed += 1
         else:
@@ -591,8 +595,9 @@ def leftovers(name):
         text=True).stdout.splitlines() if ln.split()]
     out += [f"netns {n}" for n in ns if n.startswith(f"gnl-f{name}-")]
     with open("/proc/self/mounts") as f:
+        # this fleet's only: another may be up beside it (fleet list)
         out += [f"mount {ln.split()[1]}" for ln in f
-                if f"/gnfleet/{name}/" in ln.split()[1] + "/"]
+                if f"/gnfleet/{name}/" in ln.split()[1]]
     for h in fleet.CG_HIER:
         if os.path.exists(fleet.cg_path(h, name)):
             out.append(f"cgroup {fleet.cg_path(h, name)}")
