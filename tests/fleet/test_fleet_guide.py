@@ -388,7 +388,8 @@ class Guide:
             s = self.stats(i)
             avg = self.averaged(i)
             bad = {k: v for k, v in self.rejects(s).items()
-                   if k in ("unknown_key", "auth_failed") and v}
+                   if k in ("unknown_key", "auth_failed", "unanswered")
+                   and v}
             self.chk.ok(avg > 0 and not bad,
                         f"{self.boards[i]}: averages with the others",
                         f"params_averaged {avg}, refusals {bad or 'none'}")
@@ -413,9 +414,14 @@ class Guide:
 
     @staticmethod
     def rejects(s):
+        """Refusals by reason: the protocol's (node.rejects) and the
+        transport's (node.net), docs/control.md `stats`."""
         out = {}
+        node = s.get("node") if isinstance(s, dict) else None
+        if not isinstance(node, dict):
+            return {"unanswered": 1}  # no stats: never a clean pass
         for k in ("rejects", "net"):
-            v = s.get(k) if isinstance(s, dict) else None
+            v = node.get(k)
             if isinstance(v, dict):
                 out.update({kk: vv for kk, vv in v.items()
                             if isinstance(vv, (int, float))})
