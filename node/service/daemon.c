@@ -255,8 +255,9 @@ static const char *sd_exchange(struct daemon *d, char *buf, size_t len)
         return buf;
 }
 
-/* Loop, each tick: READY=1 once the trainer has trained a sample (so any
- * join and state fetch is over and the model is ours), then STATUS= and,
+/* Loop, each tick: READY=1 (with the STATUS= line) once the trainer has
+ * trained a sample (so any join and state fetch is over and the model is
+ * ours), then STATUS= and,
  * only while healthy (node_sd_healthy(): the sample count moved within
  * one watchdog period, or the run is over), WATCHDOG=1. A wedged trainer
  * or loop stops the pings, and systemd restarts the unit. */
@@ -266,6 +267,7 @@ static void on_sd_timer(uv_timer_t *h)
         struct node_train_stats st;
         char msg[384], a[16], b[16], c[24], ex[160];
         uint64_t now = uv_now(&d->loop);
+        int ready = 0;
 
         node_trainer_stats(d->trainer, &st);
         if (st.loss == 0 && st.acc == 0) /* no progress window yet */
@@ -275,16 +277,16 @@ static void on_sd_timer(uv_timer_t *h)
                 d->sd_moved_ms = now;
         }
         /* serving without a step: resumed from a checkpoint already at
-         * its stop criterion (a finished service restarted) */
+         * its stop criterion (a finished service restarted). READY=1
+         * carries the whole status line: `systemctl status` right after
+         * the start shows the step, not a bare word for a period. */
         if (!d->sd_ready && (st.samples > 0 || d->serving)) {
-                d->sd_ready = 1;
-                node_sd_notify(d->serving ? "READY=1\nSTATUS=serving"
-                                          : "READY=1\nSTATUS=training");
+                d->sd_ready = ready = 1;
                 uv_timer_set_repeat(h, d->sd_period);
-                return;
         }
         snprintf(msg, sizeof(msg),
-                 "STATUS=%s step %llu, loss %s, acc %s, test %s%s%s",
+                 "%sSTATUS=%s step %llu, loss %s, acc %s, test %s%s%s",
+                 ready ? "READY=1\n" : "",
                  d->serving    ? "training finished, serving: at"
                  : d->sd_ready ? "training"
                                : "joining",
@@ -293,8 +295,8 @@ static void on_sd_timer(uv_timer_t *h)
                  sd_val(a, sizeof(a), "%.1f%%", st.acc),
                  sd_val(b, sizeof(b), "%.1f%%", st.test_acc),
                  sd_exchange(d, ex, sizeof(ex)),
-                 node_sd_healthy(d->sd_ready, st.running, now, d->sd_moved_ms,
-                                 d->sd_wd_ms)
+                 !ready && node_sd_healthy(d->sd_ready, st.running, now,
+                                           d->sd_moved_ms, d->sd_wd_ms)
                      ? "\nWATCHDOG=1"
                      : "");
         node_sd_notify(msg);
