@@ -8,10 +8,13 @@ honest nodes clean, in the same test.
 train with --target-acc STOP_TARGET and --steps far beyond it; the liar
 (hostile_peer "stop") leaves as soon as both are alive, with a TARGET
 reason claiming 99% at step 0 in its own name. Asserted: each honest node
-heard it and logged why it did not stop (1 of 2 votes needed, its own
-accuracy below target - 1); each trained on and stopped later, at an
-evaluation of at least target - 1 point, both exit 0, within
-STOP_STEPS_APART steps of each other. On the code before issue 33 both
+heard it and logged why it did not stop (1 of 2 votes needed, and at its
+next evaluation its own accuracy below target - 1, unless that evaluation
+reached the target); each trained on and stopped later, either at its own
+evaluation of at least target - 1 point, or on a quorum (2 of 3 members)
+completed by the other honest node's own target, reached before: the
+liar's word alone stops nobody. Both exit 0, within STOP_STEPS_APART
+steps of each other. On the code before issue 33 both
 stopped at the liar's word in their first steps.
 
 --health: the model-health test instead. One poisoning, once: the liar
@@ -201,13 +204,31 @@ def forged_stop(c, hostile, tmp, seed):
         print("n%d: heard %s, judged %s" % (
             i, bool(heard), judged.group(0) if judged else None))
         assert heard, "n%d never logged the liar's stop as not honoured" % i
-        assert judged, "n%d never judged it by its own accuracy" % i
-        assert float(judged.group(1)) < STOP_TARGET - STOP_MARGIN, judged
-        s = stops[i]
+        s, other = stops[i], stops[1 - i]
+        # judged at its next evaluation, unless that evaluation reached
+        # the target itself
+        assert judged or s["reason"] == "target", \
+            "n%d never judged it by its own accuracy" % i
+        assert not judged or \
+            float(judged.group(1)) < STOP_TARGET - STOP_MARGIN, judged
+        # The claim (gossip/stop.h): the liar's word alone stops nobody.
+        # A node stops at its own evaluation, or on a quorum that needs
+        # an honest vote: the other honest node's own target, reached
+        # before (with 3 members the quorum is 2, so liar + that node).
+        # Its own evaluation within the margin (its target, or rule (a)
+        # on a reason heard: reason `cluster`) is always fine.
         assert s["reason"] in ("target", "cluster"), s
-        assert s["test_acc"] >= STOP_TARGET - STOP_MARGIN, \
-            "n%d stopped at %.2f%%, target %.1f%%" % (
-                i, s["test_acc"], STOP_TARGET)
+        if s["reason"] == "target" or \
+                s["test_acc"] >= STOP_TARGET - STOP_MARGIN:
+            assert s["test_acc"] >= STOP_TARGET - STOP_MARGIN, \
+                "n%d stopped at %.2f%%, target %.1f%%" % (
+                    i, s["test_acc"], STOP_TARGET)
+        else:
+            assert other["reason"] == "target" and \
+                other["test_acc"] >= STOP_TARGET - STOP_MARGIN and \
+                other["t_ms"] <= s["t_ms"], \
+                "n%d stopped on the cluster's word (%s) before any honest " \
+                "node reached the target (%s)" % (i, s, other)
     apart = abs(stops[0]["step"] - stops[1]["step"])
     assert apart <= STOP_STEPS_APART, \
         "the honest nodes stopped %d steps apart" % apart
