@@ -67,33 +67,47 @@ STOP_WITHIN_S = 300  # the honest nodes reach the target within this
 LAST_EVALS = 3
 
 
-def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed):
-    """Train n0, n1 for `steps` (with the liar if attacks); robust is "on",
-    "off" or a list of one per node. Returns ({node: final acc},
-    {node: log text}, liar's output)."""
+def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed,
+        node_args=None, watch=None, timeout=400):
+    """Train the honest nodes n0..n(N-2) of c (N keys; the last one, the
+    liar's, is n(N-1)) for `steps`, with the liar if attacks; robust is
+    "on", "off" or a list of one per node. node_args(i), if given, lists
+    more options for honest node i; watch(c), if given, is called about
+    every second while they train. Returns ({node: final acc}, {node: log text}, liar's
+    output)."""
+    honest = c.n - 1
     rundir = os.path.join(tmp, name)
     os.makedirs(rundir)
-    for i in range(3):
+    for i in range(c.n):
         shutil.copy2(os.path.join(tmp, "k%d" % i), rundir)
     c.tmp, c.procs = rundir, {}
     if isinstance(robust, str):
-        robust = [robust, robust]
+        robust = [robust] * honest
     extra = ["--steps", str(steps), "--eval-every",
              str(max(steps // LAST_EVALS // 2, 1))]
     liar = None
     if attacks:
         args = [binary_hostile, attacks, "600", "--peers", c.peers, "--key",
-                os.path.join(rundir, "k2"), "--shard", "2/3", "--seed",
-                str(seed), "--threads", "1"] + tc.COMMON
+                os.path.join(rundir, "k%d" % honest), "--shard",
+                "%d/%d" % (honest, c.n), "--seed", str(seed), "--threads",
+                "1"] + tc.COMMON
         liar = subprocess.Popen(args, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True)
     t0 = time.time()
-    for i in range(2):
-        c.start(i, extra + ["--robust", robust[i]])
+    for i in range(honest):
+        c.start(i, extra + ["--robust", robust[i]] +
+                (node_args(i) if node_args else []))
     try:
-        for i in range(2):
-            rc = c.procs[i].wait(400)
+        end = time.time() + timeout
+        while any(c.procs[i].poll() is None for i in range(honest)):
+            assert time.time() < end, "%s: still training after %d s" % (
+                name, timeout)
+            if watch:
+                watch(c)
+            time.sleep(1.0)
+        for i in range(honest):
+            rc = c.procs[i].wait()
             assert rc == 0, "%s: n%d exited %d" % (name, i, rc)
         print("%s run: %.1f s wall for %d steps" % (name, time.time() - t0,
                                                     steps))
@@ -106,8 +120,8 @@ def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed):
             except subprocess.TimeoutExpired:
                 liar.kill()
                 out = liar.communicate()[0]
-    accs = {i: late_acc(c, i) for i in range(2)}
-    logs = {i: open(c.log_path(i)).read() for i in range(2)}
+    accs = {i: late_acc(c, i) for i in range(honest)}
+    logs = {i: open(c.log_path(i)).read() for i in range(honest)}
     return accs, logs, out
 
 
