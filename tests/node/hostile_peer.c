@@ -73,7 +73,11 @@
  *   echo          base(m): m's own slice back, unchanged
  *
  * Parameters are fractions or factors (0 < value <= 100); a list may mix
- * these with the crude ones above (one attack per tick, in turn).
+ * these with the crude ones above (one attack per tick, in turn). A
+ * designed attack written NAME[:PARAM]*C sends each turn's lie C times
+ * (1 <= C <= MAX_COPIES; 1 when not written): a receiver that averages
+ * every copy of one step's slice (each against the same copy of its
+ * own) takes the lie C times over.
  *
  * Prints what it sent, per attack, on exit (0; 1 on set-up errors); for
  * the designed attacks also the mean RMS(lie - base)/RMS(base), the
@@ -112,6 +116,7 @@ enum {
         STALE_STEPS = 200,
         LOOKBACK_STEPS = 160,
         MAX_PEERS = 16,
+        MAX_COPIES = 8,
 };
 enum attack {
         HUGE,
@@ -177,6 +182,7 @@ struct hostile {
         size_t cap;
         int on[NATTACKS];
         double param[NATTACKS];
+        int copies[NATTACKS]; /* frames per turn (designed attacks) */
         int next;
         int designed;     /* a designed attack is on: slices are drained */
         uint64_t once_at; /* NAME@STEP: fire once at STEP (0: every tick) */
@@ -584,13 +590,15 @@ static void push_designed(struct hostile *h,
         m->answered = 1;
         part = gossip_plan_slice(plan_of(h), t, &lo, &count);
         make_designed(h, a, m, part, lo, count);
-        if (encode_slice(h, a, part, count, t, &len) == 0 &&
-            gossip_send_app(node_cluster_view(h->c)->g, mi->key,
-                            GOSSIP_APP_PARAMS, t, h->buf, len) == 0) {
-                h->sent[a]++;
-                h->sent_partner[a]++;
-                m->turns++;
-        }
+        if (encode_slice(h, a, part, count, t, &len))
+                return;
+        m->turns++;
+        for (int i = 0; i < h->copies[a]; i++)
+                if (gossip_send_app(node_cluster_view(h->c)->g, mi->key,
+                                    GOSSIP_APP_PARAMS, t, h->buf, len) == 0) {
+                        h->sent[a]++;
+                        h->sent_partner[a]++;
+                }
 }
 
 /* ---- the loop --------------------------------------------------------- */
@@ -679,12 +687,19 @@ static void on_term(uv_signal_t *s, int signum)
         uv_stop(s->loop);
 }
 
-/* One NAME or NAME:PARAM; 0 or -1. */
+/* One NAME, NAME:PARAM, NAME*C or NAME:PARAM*C; 0 or -1. */
 static int parse_one(struct hostile *h, char *tok)
 {
-        char *colon = strchr(tok, ':'), *end;
+        char *colon = strchr(tok, ':'), *star = strchr(tok, '*'), *end;
+        long copies = 1;
         int a = 0;
 
+        if (star) {
+                *star++ = '\0';
+                copies = strtol(star, &end, 10);
+                if (*end || copies < 1 || copies > MAX_COPIES)
+                        return -1;
+        }
         if (colon)
                 *colon++ = '\0';
         while (a < NATTACKS && strcmp(attack_names[a], tok) != 0)
@@ -693,6 +708,9 @@ static int parse_one(struct hostile *h, char *tok)
                 return -1;
         h->on[a] = 1;
         h->param[a] = attack_param[a];
+        h->copies[a] = (int)copies;
+        if (star && a < NCRUDE)
+                return -1;
         h->designed |= a >= NCRUDE;
         if (!colon)
                 return 0;
@@ -779,9 +797,10 @@ static void report_designed(const struct hostile *h, int a)
 {
         const struct designed_stats *d = &h->ds[a];
 
-        printf("%s: param %g, offset %.4f x RMS(base), radius_est %.4f, "
+        printf("%s: param %g, copies %d, offset %.4f x RMS(base), radius_est "
+               "%.4f, "
                "bases own %llu other %llu avg %llu, turns",
-               attack_names[a], h->param[a],
+               attack_names[a], h->param[a], h->copies[a],
                d->offset_n ? d->offset_sum / (double)d->offset_n : 0.0,
                radius_est(h), (unsigned long long)d->base[BASE_OWN],
                (unsigned long long)d->base[BASE_OTHER],

@@ -1,8 +1,24 @@
 #!/usr/bin/python3
 """test_hostile_run.py GOSSIPNODE KEYGEN HOSTILE [--steps N] [--robust on|off]
-[--attacks LIST] [--no-assert] [--health | --stop] - a trusted peer that
-lies, against two honest gossipnode processes on 127.0.0.1, and the same two
-honest nodes clean, in the same test.
+[--attacks LIST] [--nodes N] [--no-assert] [--health | --stop | --designed]
+- a trusted peer that lies, against two honest gossipnode processes on
+127.0.0.1 (with --designed, N - 1 of N: --nodes N), and the same honest
+nodes clean, in the same test.
+
+--designed: the attacks designed for the defence (issue 32; default
+--attacks drift,alie, --nodes 4, --steps DESIGNED_STEPS): one clean run,
+then one run per attack, the liar (hostile_peer NAME) lying in each of its
+scheduled turns for the whole run. Today's defence does not stop these
+(docs/history/liar-attacks.md), so what is asserted is that each attack
+works as designed, never a robustness the merge lacks: the liar sent
+every lie at a turn the schedule gave it (its own count) and did so in
+every honest node's rounds (at least MIN_TURNS judged contributions
+each); the honest nodes counted almost all of it as scheduled (not_partner
+at most NOT_PARTNER_FRAC of what they judged, the views' churn at start);
+none of it was refused (no far, no nonfinite) and at least INSIDE_FRAC of
+it was accepted unclipped: it stayed inside the radius; no honest node
+rolled back. drift's mean offset from its bases is its parameter. Each
+honest node's accuracy, clean and attacked, is printed, not asserted.
 
 --stop: the forged cluster-wide stop instead (issue 33 item 3). n0 and n1
 train with --target-acc STOP_TARGET and --steps far beyond it; the liar
@@ -65,6 +81,17 @@ STOP_WITHIN_S = 300  # the honest nodes reach the target within this
 # against 82.67% clean while its training thread computed 37% of the
 # time; 13 runs here, 5 beside two busy loops: -0.47 to +0.32).
 LAST_EVALS = 3
+# --designed (see above). 400 steps: 40 rounds, so each of 3 honest nodes
+# of 4 has the liar as its sender in about 13 of them; a run takes ~20 s
+# on this 2-core machine under load.
+DESIGNED_STEPS = 400
+MIN_TURNS = 5
+NOT_PARTNER_FRAC = 0.25
+# The liar's base is the newest slice a node sent it of that part, up to
+# a few rounds older than the node's own copy, so a lie of 1.5 % of RMS
+# lands a bit further than designed; 2-5 % of them were clipped in the
+# runs of docs/history/liar-attacks.md, none refused.
+INSIDE_FRAC = 0.75
 
 
 def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed,
@@ -255,6 +282,46 @@ def attacked(c, hostile, tmp, steps, seed, opts, check):
             assert rollbacks(logs[i]) == 0, "n%d rolled back" % i
 
 
+def designed(c, hostile, tmp, steps, seed, attacks):
+    """The designed attacks (--designed); raises AssertionError."""
+    honest, liar = c.n - 1, "n%d" % (c.n - 1)
+    clean, _, _ = run(c, hostile, tmp, "clean", steps, "on", None, seed)
+    for a in attacks:
+        att, logs, out = run(c, hostile, tmp, a, steps, "on", a, seed)
+        print("liar: " + " | ".join(out.strip().splitlines()[-2:]))
+        name = re.split(r"[:*]", a)[0]
+        m = re.search(r"sent %s (\d+) \((\d+) at our scheduled turn\)"
+                      % re.escape(name), out)
+        assert m and int(m.group(1)) > 0, "%s: the liar sent nothing: %r" % (
+            a, out)
+        assert m.group(1) == m.group(2), \
+            "%s: the liar sent out of its turns: %s" % (a, m.group(0))
+        for i in range(honest):
+            rc = robust_counts(logs[i], liar)
+            print("n%d %s: clean %.2f%%, attacked %.2f%% (diff %+.2f), "
+                  "rollbacks %d, liar counted %s"
+                  % (i, a, clean[i], att[i], att[i] - clean[i],
+                     rollbacks(logs[i]), rc))
+            assert rc, "n%d logged no robust-merge record of %s" % (i, liar)
+            judged = rc["accepted"] + rc["clipped"] + rc["far"] + \
+                rc["nonfinite"]
+            assert judged >= MIN_TURNS, \
+                "n%d judged only %d of the liar's slices: %s" % (i, judged, rc)
+            assert rc["not_partner"] <= NOT_PARTNER_FRAC * judged, \
+                "n%d: the liar's slices out of turn: %s" % (i, rc)
+            assert rc["far"] == 0 and rc["nonfinite"] == 0, \
+                "n%d refused the liar's %s: %s" % (i, a, rc)
+            assert rc["accepted"] >= INSIDE_FRAC * judged, \
+                "n%d: %s did not stay inside the radius: %s" % (i, a, rc)
+            assert rollbacks(logs[i]) == 0, "n%d rolled back" % i
+        if name == "drift":
+            want = float(a.split(":")[1].split("*")[0]) if ":" in a \
+                else 0.015
+            m = re.search(r"offset ([0-9.]+) x RMS", out)
+            assert m and abs(float(m.group(1)) - want) < 1e-3, \
+                "drift's offset is not its parameter %g: %r" % (want, out)
+
+
 def main():
     args = sys.argv[1:]
     if len(args) < 3:
@@ -265,8 +332,12 @@ def main():
     check = "--no-assert" not in args
     mode_health = "--health" in args
     mode_stop = "--stop" in args
+    mode_designed = "--designed" in args
+    if mode_designed:
+        opts.update({"--steps": str(DESIGNED_STEPS), "--nodes": "4",
+                     "--attacks": "drift,alie"})
     rest = [a for a in args[3:]
-            if a not in ("--no-assert", "--health", "--stop")]
+            if a not in ("--no-assert", "--health", "--stop", "--designed")]
     for k, v in zip(rest[::2], rest[1::2]):
         opts[k] = v
     if not os.path.isdir(tc.DATA):
@@ -277,13 +348,17 @@ def main():
     print("# GN_SEED=%d steps=%d robust=%s attacks=%s" %
           (seed, steps, opts["--robust"], opts["--attacks"]))
     tmp = tempfile.mkdtemp(prefix="gn-hostile-")
-    c = tc.Cluster(binary, keygen, 3, tmp, seed)
+    nodes = int(opts["--nodes"]) if mode_designed else 3
+    c = tc.Cluster(binary, keygen, nodes, tmp, seed)
     ok = False
     try:
         if mode_health:
             health(c, hostile, tmp, steps, seed)
         elif mode_stop:
             forged_stop(c, hostile, tmp, seed)
+        elif mode_designed:
+            designed(c, hostile, tmp, steps, seed,
+                     opts["--attacks"].split(","))
         else:
             attacked(c, hostile, tmp, steps, seed, opts, check)
         ok = True
