@@ -17,11 +17,13 @@ Measured, per (n, attack), over the honest nodes and repeats:
            evaluations (test_hostile_run.LAST_EVALS); mean, min, max
   delta    mean and worst of (attacked - clean) per node, against the
            mean of that node's clean runs of the same n
-  marked   honest nodes whose leave summary marks the liar suspect_model
-  turns    the liar's judged contributions (accepted + clipped + far +
-           nonfinite, from `gossipctl --json stats`, polled every
-           POLL_S) when a node first showed it suspect_model: min over
-           nodes ("-": never seen marked while polling)
+  marked at end  honest nodes whose leave summary marks the liar
+           suspect_model, of all honest nodes in all repeats
+  judged when first marked  the liar's judged contributions at one
+           node (accepted + clipped + far + nonfinite, from `gossipctl
+           --json stats`, polled every POLL_S) when that node first showed
+           it suspect_model, the least over nodes ("-": never seen marked
+           while polling); with NAME*C each turn is judged C times
   honest marked  honest nodes marked suspect_model by any honest node,
            in a poll or a leave summary
   rollbacks      model-health rollbacks, all honest nodes
@@ -125,8 +127,8 @@ def one_run(c, hostile, ctl, tmp, label, steps, attack, seed):
 
 def table(recs, sizes, attacks):
     rows = ["| n | attack | acc mean (min-max) % | delta mean (worst) | "
-            "liar marked | turns to mark | honest marked | rollbacks | "
-            "liar acc/clip/far/not_partner | offset |",
+            "liar marked at end | judged when first marked | honest marked | "
+            "rollbacks | liar acc/clip/far/not_partner | offset |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for n in sizes:
         clean = [r for r in recs if r["n"] == n and r["attack"] == "clean"]
