@@ -46,9 +46,12 @@
  *                 the FLOOR 0.02 of RMS that the radius never goes below)
  *   drift_adapt   the same with F = 0.9 r^, r^ the radius the liar infers:
  *                 3 x the running median (gossip_robust_median, the
- *                 defence's own rule) of RMS(received - our average)/RMS
- *                 over the slices the honest nodes send us, within
- *                 [FLOOR, CAP]; FLOOR until WARMUP are recorded
+ *                 defence's own rule) of the honest replicas'
+ *                 disagreement as it can see it: RMS(slice of j -
+ *                 newest slice of the part from another sender k)/RMS,
+ *                 less (in quadrature) k's movement over the steps
+ *                 between them at j's own pace per round (learn_radius);
+ *                 within [FLOOR, CAP], FLOOR until WARMUP are recorded
  *   cliprider     the same with F = 2 r^: in the clipped band (radius,
  *                 4 radius), at its geometric middle so a misjudged
  *                 radius still clips rather than refuses: each turn is
@@ -357,25 +360,51 @@ static struct seen_peer *peer_get(struct hostile *h, const uint8_t *key)
         return p;
 }
 
-/* A slice drained from the inbox: learn the radius from it, average it
- * into our copy (weight 1/2, as node_handoff_average would) and keep it
+/* Learn the radius from v, p's slice of part at step (RMS ref), before
+ * it is kept: move = p's own movement per round since its last slice of
+ * the part; D = the distance to the newest slice of the part another
+ * sender k sent (at step s_k). Honest replicas' disagreement, what the
+ * defence's median sees, is D less k's movement over |step - s_k|, the
+ * two taken as orthogonal (movement is common to the replicas,
+ * disagreement is between them). */
+static void learn_radius(struct hostile *h, const struct seen_peer *p,
+                         uint32_t part, uint64_t step, size_t lo,
+                         const float *v, size_t count, float ref)
+{
+        struct gossip_robust_verdict verdict = {0};
+        const struct seen_peer *k = NULL;
+        double K = plan_of(h)->avg_every ? plan_of(h)->avg_every : 1;
+        double move, d, gap;
+
+        move = gossip_robust_rms(v, p->last + lo, count) / ref /
+               ((double)(step - p->last_step[part]) / K);
+        for (size_t j = 0; j < h->npeers; j++)
+                if (&h->peers[j] != p &&
+                    h->peers[j].last_step[part] != UINT64_MAX &&
+                    (!k || h->peers[j].last_step[part] > k->last_step[part]))
+                        k = &h->peers[j];
+        if (!k)
+                return;
+        d = gossip_robust_rms(v, k->last + lo, count) / ref;
+        gap = move * fabs((double)step - (double)k->last_step[part]) / K;
+        verdict.reason = GOSSIP_ROBUST_ACCEPTED;
+        verdict.dist = (float)sqrt(d * d > gap * gap ? d * d - gap * gap : 0.0);
+        gossip_robust_note(&h->est, &verdict);
+}
+
+/* A slice drained from the inbox: average it into our copy (weight 1/2,
+ * as node_handoff_average would), learn the radius from it and keep it
  * as its sender's newest of that part. */
 static void on_slice(void *arg, const uint8_t from[GOSSIP_KEY_BYTES],
                      uint64_t step, size_t lo, const float *v, size_t count)
 {
         struct hostile *h = arg;
-        struct gossip_robust_verdict verdict = {0};
         struct seen_peer *p = peer_get(h, from);
         uint32_t part;
         float ref;
 
         if (!gossip_plan_part_of(plan_of(h), lo, count, &part))
                 return;
-        ref = gossip_robust_rms(v, NULL, count);
-        verdict.reason = GOSSIP_ROBUST_ACCEPTED;
-        verdict.dist = gossip_robust_rms(v, h->copy + lo, count) / ref;
-        if (ref > 0.0f)
-                gossip_robust_note(&h->est, &verdict);
         for (size_t i = 0; i < count; i++)
                 h->copy[lo + i] = 0.5f * (h->copy[lo + i] + v[i]);
         if (step > h->newest_rx)
@@ -383,6 +412,9 @@ static void on_slice(void *arg, const uint8_t from[GOSSIP_KEY_BYTES],
         if (!p ||
             (p->last_step[part] != UINT64_MAX && step <= p->last_step[part]))
                 return;
+        ref = gossip_robust_rms(v, NULL, count);
+        if (p->last_step[part] != UINT64_MAX && ref > 0.0f)
+                learn_radius(h, p, part, step, lo, v, count, ref);
         if (p->last_step[part] != UINT64_MAX) {
                 memcpy(p->prev + lo, p->last + lo, count * sizeof(float));
                 p->prev_step[part] = p->last_step[part];
