@@ -3,6 +3,8 @@
 [--attacks LIST] [--steps N] [--repeat K] [--out FILE] [--log FILE] - the
 attacks designed for the defence (tests/node/hostile_peer.c, issue 32)
 against today's robust merge, as a table.
+hostile_bench.py --table LOG [LOG...] - the table of runs already logged
+(--log files; several: their runs count as repeats).
 
 For each repeat and each cluster size n: n - 1 honest gossipnode processes
 on 127.0.0.1 and, in attacked runs, tests/node/hostile_peer as the n-th
@@ -174,8 +176,22 @@ def table(recs, sizes, attacks):
     return "\n".join(rows)
 
 
+def from_logs(paths):
+    recs = [json.loads(line) for p in paths for line in open(p)
+            if line.strip()]
+    sizes = sorted({r["n"] for r in recs})
+    attacks = []
+    for r in recs:
+        if r["attack"] != "clean" and r["attack"] not in attacks:
+            attacks.append(r["attack"])
+    print(table(recs, sizes, attacks))
+    return 0
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--table"]:
+        return from_logs(args[1:])
     if len(args) < 4:
         print(__doc__)
         return 2

@@ -74,6 +74,8 @@
  *                 m (He, Karimireddy, Jaggi 2022: push each honest node
  *                 away from its neighbours' average; default E 1)
  *   echo          base(m): m's own slice back, unchanged
+ *   silent        nothing: a member in the schedule that never sends (the
+ *                 cost of its presence alone, to compare the others with)
  *
  * Parameters are fractions or factors (0 < value <= 100); a list may mix
  * these with the crude ones above (one attack per tick, in turn). A
@@ -137,12 +139,13 @@ enum attack {
         IPM,
         DISSENSUS,
         ECHO_BACK,
+        SILENT,
         NATTACKS,
 };
 static const char *attack_names[NATTACKS] = {
     "huge", "flip",  "noise",       "scale10",   "stale",
     "nan",  "drift", "drift_adapt", "cliprider", "shrink",
-    "alie", "ipm",   "dissensus",   "echo"};
+    "alie", "ipm",   "dissensus",   "echo",      "silent"};
 /* NAME's parameter when NAME:PARAM does not give one (0: takes none). */
 static const double attack_param[NATTACKS] = {[DRIFT] = 0.015,
                                               [SHRINK] = 0.01,
@@ -620,6 +623,10 @@ static void push_designed(struct hostile *h,
         snprintf(m->name, sizeof(m->name), "%s", mi->name);
         m->turn = t;
         m->answered = 1;
+        if (a == SILENT) {
+                m->turns++;
+                return;
+        }
         part = gossip_plan_slice(plan_of(h), t, &lo, &count);
         make_designed(h, a, m, part, lo, count);
         if (encode_slice(h, a, part, count, t, &len))
