@@ -816,7 +816,9 @@ static int setup(struct hostile *h, uv_loop_t *loop, int argc, char **argv,
         memcpy(h->init, nn_model_params(model), h->n * sizeof(float));
         memcpy(h->copy, h->init, h->n * sizeof(float));
         nn_model_free(model);
-        for (size_t i = 0; i < h->n; i++)
+        /* only the designed attacks use it: the crude ones and "stop"
+         * join as soon as before */
+        for (size_t i = 0; h->designed && i < h->n; i++)
                 h->dir[i] = normal(&dir_rng);
         cc.id = GOSSIP_CODEC_FP32;
         cc.n = h->n;
