@@ -33,7 +33,9 @@
  * only the content guards can stop it; s is our newest such turn at or
  * below the newest step we know (m has posted its own copy of step s,
  * which m then judges and averages our slice against). They answer the
- * slices the honest nodes sent us, kept per sender and part: base(m) is
+ * slices the honest nodes sent us, taken out of the hand-off box as they
+ * come (node_handoff_drain_params, not averaged there) and kept per
+ * sender and part: base(m) is
  * m's newest slice of the turn's part, else the newest any honest node
  * sent of it, else our running average. RMS(x) is the per-element root
  * mean square over the slice; u a fixed N(0,1) direction (one seed, the
