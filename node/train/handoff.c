@@ -725,6 +725,21 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         return moved;
 }
 
+void node_handoff_drain_params(struct node_handoff *h,
+                               void (*cb)(void *arg,
+                                          const uint8_t from[GOSSIP_KEY_BYTES],
+                                          uint64_t step, size_t lo,
+                                          const float *v, size_t count),
+                               void *arg)
+{
+        pthread_mutex_lock(&h->mu);
+        for (size_t i = 0; i < h->ninbox; i++)
+                cb(arg, h->inbox[i].from, h->inbox[i].step, h->inbox[i].lo,
+                   h->inbox[i].v, h->inbox[i].count);
+        h->ninbox = 0;
+        pthread_mutex_unlock(&h->mu);
+}
+
 /* ---- training thread: snapshots and the live join ------------------------ */
 
 int node_handoff_snapshot_wanted(struct node_handoff *h)

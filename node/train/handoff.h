@@ -175,6 +175,19 @@ void node_handoff_forget_own(struct node_handoff *h);
 double node_handoff_average(struct node_handoff *h, uint64_t step,
                             float *params, size_t n);
 
+/* For a peer that takes the slices apart instead of averaging them
+ * (tests/node/hostile_peer.c, which has no trainer): hand every slice in
+ * the inbox to cb(arg, from, step, lo, v, count), oldest first, and empty
+ * the inbox. No plan, no robust check, nothing counted but the call.
+ * cb runs with the box's lock held: it copies what it keeps and never
+ * calls into the box. Any thread. */
+void node_handoff_drain_params(struct node_handoff *h,
+                               void (*cb)(void *arg,
+                                          const uint8_t from[GOSSIP_KEY_BYTES],
+                                          uint64_t step, size_t lo,
+                                          const float *v, size_t count),
+                               void *arg);
+
 /* 1 if the loop asked for a snapshot (clears the request). */
 int node_handoff_snapshot_wanted(struct node_handoff *h);
 

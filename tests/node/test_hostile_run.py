@@ -1,8 +1,24 @@
 #!/usr/bin/python3
 """test_hostile_run.py GOSSIPNODE KEYGEN HOSTILE [--steps N] [--robust on|off]
-[--attacks LIST] [--no-assert] [--health | --stop] - a trusted peer that
-lies, against two honest gossipnode processes on 127.0.0.1, and the same two
-honest nodes clean, in the same test.
+[--attacks LIST] [--nodes N] [--no-assert] [--health | --stop | --designed]
+- a trusted peer that lies, against two honest gossipnode processes on
+127.0.0.1 (with --designed, N - 1 of N: --nodes N), and the same honest
+nodes clean, in the same test.
+
+--designed: the attacks designed for the defence (issue 32; default
+--attacks drift,alie, --nodes 4, --steps DESIGNED_STEPS): one clean run,
+then one run per attack, the liar (hostile_peer NAME) lying in each of its
+scheduled turns for the whole run. Today's defence does not stop these
+(docs/history/liar-attacks.md), so what is asserted is that each attack
+works as designed, never a robustness the merge lacks: the liar sent
+every lie at a turn the schedule gave it (its own count) and did so in
+every honest node's rounds (at least MIN_TURNS judged contributions
+each); the honest nodes counted almost all of it as scheduled (not_partner
+at most NOT_PARTNER_FRAC of what they judged, the views' churn at start);
+none of it was refused (no far, no nonfinite) and at least INSIDE_FRAC of
+it was accepted unclipped: it stayed inside the radius; no honest node
+rolled back. drift's mean offset from its bases is its parameter. Each
+honest node's accuracy, clean and attacked, is printed, not asserted.
 
 --stop: the forged cluster-wide stop instead (issue 33 item 3). n0 and n1
 train with --target-acc STOP_TARGET and --steps far beyond it; the liar
@@ -68,35 +84,64 @@ STOP_WITHIN_S = 300  # the honest nodes reach the target within this
 # against 82.67% clean while its training thread computed 37% of the
 # time; 13 runs here, 5 beside two busy loops: -0.47 to +0.32).
 LAST_EVALS = 3
+# --designed (see above). 1000 steps: 100 rounds, so each of 3 honest
+# nodes of 4 has the liar as its sender in about 33 of them. At 400 the
+# model still moved so fast between a node's slice to the liar and the
+# liar's turn that a third of the lies landed beyond the radius in 3 of
+# 5 runs on an idle machine; at 1000, 15 runs saw 87-100 % accepted and
+# none refused. A run takes 9-50 s on this 2-core machine (idle to load
+# 20), the test 30-150 s.
+DESIGNED_STEPS = 1000
+MIN_TURNS = 5
+NOT_PARTNER_FRAC = 0.25
+# The liar's base is the newest slice a node sent it of that part, up to
+# a few rounds older than the node's own copy, so a lie of 1.5 % of RMS
+# lands a bit further than designed; 2-5 % of them were clipped in the
+# runs of docs/history/liar-attacks.md, none refused.
+INSIDE_FRAC = 0.75
 
 
-def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed):
-    """Train n0, n1 for `steps` (with the liar if attacks); robust is "on",
-    "off" or a list of one per node. Returns ({node: final acc},
-    {node: log text}, liar's output)."""
+def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed,
+        node_args=None, watch=None, timeout=400):
+    """Train the honest nodes n0..n(N-2) of c (N keys; the last one, the
+    liar's, is n(N-1)) for `steps`, with the liar if attacks; robust is
+    "on", "off" or a list of one per node. node_args(i), if given, lists
+    more options for honest node i; watch(c), if given, is called about
+    every second while they train. Returns ({node: final acc}, {node: log text}, liar's
+    output)."""
+    honest = c.n - 1
     rundir = os.path.join(tmp, name)
     os.makedirs(rundir)
-    for i in range(3):
+    for i in range(c.n):
         shutil.copy2(os.path.join(tmp, "k%d" % i), rundir)
     c.tmp, c.procs = rundir, {}
     if isinstance(robust, str):
-        robust = [robust, robust]
+        robust = [robust] * honest
     extra = ["--steps", str(steps), "--eval-every",
              str(max(steps // LAST_EVALS // 2, 1))]
     liar = None
     if attacks:
         args = [binary_hostile, attacks, "600", "--peers", c.peers, "--key",
-                os.path.join(rundir, "k2"), "--shard", "2/3", "--seed",
-                str(seed), "--threads", "1"] + tc.COMMON
+                os.path.join(rundir, "k%d" % honest), "--shard",
+                "%d/%d" % (honest, c.n), "--seed", str(seed), "--threads",
+                "1"] + tc.COMMON
         liar = subprocess.Popen(args, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True)
     t0 = time.time()
-    for i in range(2):
-        c.start(i, extra + ["--robust", robust[i]])
+    for i in range(honest):
+        c.start(i, extra + ["--robust", robust[i]] +
+                (node_args(i) if node_args else []))
     try:
-        for i in range(2):
-            rc = c.procs[i].wait(400)
+        end = time.time() + timeout
+        while any(c.procs[i].poll() is None for i in range(honest)):
+            assert time.time() < end, "%s: still training after %d s" % (
+                name, timeout)
+            if watch:
+                watch(c)
+            time.sleep(1.0)
+        for i in range(honest):
+            rc = c.procs[i].wait()
             assert rc == 0, "%s: n%d exited %d" % (name, i, rc)
         print("%s run: %.1f s wall for %d steps" % (name, time.time() - t0,
                                                     steps))
@@ -109,8 +154,8 @@ def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed):
             except subprocess.TimeoutExpired:
                 liar.kill()
                 out = liar.communicate()[0]
-    accs = {i: late_acc(c, i) for i in range(2)}
-    logs = {i: open(c.log_path(i)).read() for i in range(2)}
+    accs = {i: late_acc(c, i) for i in range(honest)}
+    logs = {i: open(c.log_path(i)).read() for i in range(honest)}
     return accs, logs, out
 
 
@@ -262,6 +307,46 @@ def attacked(c, hostile, tmp, steps, seed, opts, check):
             assert rollbacks(logs[i]) == 0, "n%d rolled back" % i
 
 
+def designed(c, hostile, tmp, steps, seed, attacks):
+    """The designed attacks (--designed); raises AssertionError."""
+    honest, liar = c.n - 1, "n%d" % (c.n - 1)
+    clean, _, _ = run(c, hostile, tmp, "clean", steps, "on", None, seed)
+    for a in attacks:
+        att, logs, out = run(c, hostile, tmp, a, steps, "on", a, seed)
+        print("liar: " + " | ".join(out.strip().splitlines()[-2:]))
+        name = re.split(r"[:*]", a)[0]
+        m = re.search(r"sent %s (\d+) \((\d+) at our scheduled turn\)"
+                      % re.escape(name), out)
+        assert m and int(m.group(1)) > 0, "%s: the liar sent nothing: %r" % (
+            a, out)
+        assert m.group(1) == m.group(2), \
+            "%s: the liar sent out of its turns: %s" % (a, m.group(0))
+        for i in range(honest):
+            rc = robust_counts(logs[i], liar)
+            print("n%d %s: clean %.2f%%, attacked %.2f%% (diff %+.2f), "
+                  "rollbacks %d, liar counted %s"
+                  % (i, a, clean[i], att[i], att[i] - clean[i],
+                     rollbacks(logs[i]), rc))
+            assert rc, "n%d logged no robust-merge record of %s" % (i, liar)
+            judged = rc["accepted"] + rc["clipped"] + rc["far"] + \
+                rc["nonfinite"]
+            assert judged >= MIN_TURNS, \
+                "n%d judged only %d of the liar's slices: %s" % (i, judged, rc)
+            assert rc["not_partner"] <= NOT_PARTNER_FRAC * judged, \
+                "n%d: the liar's slices out of turn: %s" % (i, rc)
+            assert rc["far"] == 0 and rc["nonfinite"] == 0, \
+                "n%d refused the liar's %s: %s" % (i, a, rc)
+            assert rc["accepted"] >= INSIDE_FRAC * judged, \
+                "n%d: %s did not stay inside the radius: %s" % (i, a, rc)
+            assert rollbacks(logs[i]) == 0, "n%d rolled back" % i
+        if name == "drift":
+            want = float(a.split(":")[1].split("*")[0]) if ":" in a \
+                else 0.015
+            m = re.search(r"offset ([0-9.]+) x RMS", out)
+            assert m and abs(float(m.group(1)) - want) < 1e-3, \
+                "drift's offset is not its parameter %g: %r" % (want, out)
+
+
 def main():
     args = sys.argv[1:]
     if len(args) < 3:
@@ -272,8 +357,12 @@ def main():
     check = "--no-assert" not in args
     mode_health = "--health" in args
     mode_stop = "--stop" in args
+    mode_designed = "--designed" in args
+    if mode_designed:
+        opts.update({"--steps": str(DESIGNED_STEPS), "--nodes": "4",
+                     "--attacks": "drift,alie"})
     rest = [a for a in args[3:]
-            if a not in ("--no-assert", "--health", "--stop")]
+            if a not in ("--no-assert", "--health", "--stop", "--designed")]
     for k, v in zip(rest[::2], rest[1::2]):
         opts[k] = v
     if not os.path.isdir(tc.DATA):
@@ -284,13 +373,17 @@ def main():
     print("# GN_SEED=%d steps=%d robust=%s attacks=%s" %
           (seed, steps, opts["--robust"], opts["--attacks"]))
     tmp = tempfile.mkdtemp(prefix="gn-hostile-")
-    c = tc.Cluster(binary, keygen, 3, tmp, seed)
+    nodes = int(opts["--nodes"]) if mode_designed else 3
+    c = tc.Cluster(binary, keygen, nodes, tmp, seed)
     ok = False
     try:
         if mode_health:
             health(c, hostile, tmp, steps, seed)
         elif mode_stop:
             forged_stop(c, hostile, tmp, seed)
+        elif mode_designed:
+            designed(c, hostile, tmp, steps, seed,
+                     opts["--attacks"].split(","))
         else:
             attacked(c, hostile, tmp, steps, seed, opts, check)
         ok = True
