@@ -305,6 +305,7 @@ class Row:
         self.wall_s = time.monotonic() - t0
         self.udp_s = self.wall_s
         stats = self.each(lambda i: self.ctl(i, "stats"))
+        train = self.each(lambda i: self.ctl(i, "train"))
         tx = [c["tx_bytes"] - b for c, b in
               zip(self.fl.lab.counters(), tx0)]
         udp = [(u - b) if u is not None and b is not None else None
@@ -318,7 +319,7 @@ class Row:
                                     check=False, timeout=300))
         logs = self.each(lambda i: self.sh(
             i, "journalctl -u gossipnode --no-pager -q -o cat", check=False))
-        return self.result(stats, tx, udp, logs, memb)
+        return self.result(stats, train, tx, udp, logs, memb)
 
     def membership_window(self):
         """Isolated rows: node.bytes_out per device per second over
@@ -340,7 +341,7 @@ class Row:
         return {"window_s": dt, "Bps": per}
 
     # --- what it gave ----------------------------------------------------
-    def result(self, stats, tx, udp, logs, memb):
+    def result(self, stats, train, tx, udp, logs, memb):
         a = self.a
         devs = []
         evals = {}
@@ -368,6 +369,8 @@ class Row:
                 "adapt_own_k": int(ad[-1][2]) if ad else None,
                 "tx_bytes": tx[i], "udp_bytes": udp[i],
                 "bytes_out": stats[i].get("node", {}).get("bytes_out"),
+                "extra_batches": train[i].get("extra_batches"),
+                "exchange": train[i].get("exchange"),
                 "tx_per_step": tx[i] / trained if trained > 0 else None,
                 "udp_per_step": udp[i] / trained if udp[i] is not None
                 and trained > 0 else None,
@@ -387,6 +390,11 @@ class Row:
             "final_acc_min": min(accs) if accs else None,
             "final_acc_median": bc.median(accs),
             "ms_per_step": bc.mean([d["ms_per_step"] for d in devs]),
+            "compute_efficiency": bc.mean([d["compute_efficiency"]
+                                           for d in devs]),
+            "extra_batches_per_step": bc.mean([
+                d["extra_batches"] / d["step"] for d in devs
+                if d["extra_batches"] is not None and d["step"]]),
             "tx_per_step": bc.mean([d["tx_per_step"] for d in devs]),
             "udp_per_step": bc.mean([d["udp_per_step"] for d in devs]),
             "udp_Bps": bc.mean([d["udp_bytes"] / self.udp_s
