@@ -1,35 +1,56 @@
-/* lab_delay.c - the link lab's delay and loss, in user space (NFQUEUE).
+/* lab_delay.c - the link lab's delay, jitter and loss, in user space
+ * (NFQUEUE).
  *
  * The kernel here has no netem, so tests/lab/linklab runs one of these in
  * each lab host's network namespace, bound to NFQUEUE queue Q and fed by
  *   iptables -A INPUT -i lab0 -j NFQUEUE --queue-num Q
- * Every packet gets one verdict: dropped at once with probability LOSS
- * (silent loss: on INPUT the sender's sendto() never sees it), otherwise
- * accepted DELAY after it arrived. It sits on the receiver's INPUT chain,
- * not on OUTPUT: a packet held on OUTPUT still counts against the sending
- * socket's TCP small-queue budget, and one flow then gets ~5 Mbit/s on a
- * 100 Mbit/s link.
+ * Every packet gets one verdict: dropped at once (silent loss: on INPUT
+ * the sender's sendto() never sees it), otherwise accepted when it is due.
+ * It sits on the receiver's INPUT chain, not on OUTPUT: a packet held on
+ * OUTPUT still counts against the sending socket's TCP small-queue budget,
+ * and one flow then gets ~5 Mbit/s on a 100 Mbit/s link.
  *
- * Invariants: the delay is the same for every packet, so the held packets
- * form one FIFO and leave in the order they came: no flow is ever
- * reordered. The kernel keeps each packet; we keep only its id and due
- * time, in a ring of --limit entries. A packet that finds the ring full is
- * dropped and counted (a router's tail drop). GSO packets are segmented by
- * the kernel before they reach us (no NFQA_CFG_F_GSO), so loss is per
- * wire packet. On SIGTERM/SIGINT every held packet is accepted at once,
- * the queue is unbound and the counters go to stderr; exit status 0.
- * Randomness comes from --seed only. "ready" on stdout (then stdout is
- * closed) once the queue is bound: the lab adds its iptables rule after
- * that, so no packet meets an unbound queue.
+ * The models (a Wi-Fi-like hop for the fleet bench, tests/bench/fleet):
+ *  - delay: DELAY after arrival, plus with --jitter-us J an extra delay
+ *    drawn per packet from an exponential of mean J. A packet is never
+ *    due before the one ahead of it: one that waits long holds those
+ *    behind it, which then leave back to back. That is how a Wi-Fi hop
+ *    varies (the frame at the head retried or waiting for the medium,
+ *    the queue behind it), and it keeps every flow in order, as 802.11
+ *    delivers it.
+ *  - loss: with probability LOSS per packet, independently; or with
+ *    --loss-burst B > 1 in bursts (a two-state Gilbert channel: the bad
+ *    state drops every packet and lasts B packets on average, the good
+ *    state drops none, entered and left so that LOSS of all packets are
+ *    lost in the long run): what a Wi-Fi link's residual loss looks like
+ *    once the MAC's retries give up during a fade or interference.
+ * What it cannot model: a medium shared by several hosts (each host's
+ * link here is its own, capped by tbf), rate changes over time (802.11
+ * rate adaptation), or reordering.
  *
- * Usage: lab_delay --queue Q [--delay-us D] [--loss P] [--seed S]
- *                  [--limit N]
+ * Invariants: due times never decrease, so the held packets form one FIFO
+ * and leave in the order they came: no flow is ever reordered. The kernel
+ * keeps each packet; we keep only its id and due time, in a ring of
+ * --limit entries. A packet that finds the ring full is dropped and
+ * counted (a router's tail drop). GSO packets are segmented by the kernel
+ * before they reach us (no NFQA_CFG_F_GSO), so loss is per wire packet.
+ * On SIGTERM/SIGINT every held packet is accepted at once, the queue is
+ * unbound and the counters go to stderr; exit status 0. Randomness comes
+ * from --seed only (the loss pattern with independent loss is the same
+ * with or without jitter). "ready" on stdout (then stdout is closed) once
+ * the queue is bound: the lab adds its iptables rule after that, so no
+ * packet meets an unbound queue.
+ *
+ * Usage: lab_delay --queue Q [--delay-us D] [--jitter-us J] [--loss P]
+ *                  [--loss-burst B] [--seed S] [--limit N]
  */
 #define _GNU_SOURCE /* ppoll */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
 #include <linux/netfilter.h>
+#include <math.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -65,9 +86,15 @@ struct lab_delay {
         struct lab_delay_held *ring;
         uint32_t limit, head, count;
         uint64_t delay_ns;
-        uint64_t loss_threshold; /* drop if rand64 < this */
-        uint64_t rng;            /* gn_splitmix64 state: the loss pattern */
-        uint64_t seen, delayed, lost, overflow, enobufs, verdict_errors;
+        double jitter_ns;        /* mean of the exponential extra delay */
+        uint64_t last_due_ns;    /* due times never decrease (FIFO) */
+        uint64_t loss_threshold; /* drop if rand64 < this (independent, or
+                                  * good -> bad with bursts) */
+        uint64_t burst_end;      /* bursts: bad -> good if rand64 < this */
+        bool bursty, bad;
+        uint64_t rng;  /* gn_splitmix64 state: the loss pattern */
+        uint64_t jrng; /* ... and the jitter's, apart */
+        uint64_t seen, delayed, lost, bursts, overflow, enobufs, verdict_errors;
 };
 
 static volatile sig_atomic_t lab_delay_stop;
@@ -93,6 +120,47 @@ static void lab_delay_verdict(struct lab_delay *d, uint32_t id,
                 d->verdict_errors++;
 }
 
+/* A uniform double in (0, 1]. */
+static double lab_delay_unit(uint64_t *rng)
+{
+        return (double)((gn_splitmix64(rng) >> 11) + 1) * 0x1p-53;
+}
+
+/* Whether the packet arriving now is lost: independently, or by the
+ * two-state burst channel (one draw per packet either way). */
+static bool lab_delay_lose(struct lab_delay *d)
+{
+        uint64_t r;
+
+        if (!d->loss_threshold)
+                return false;
+        r = gn_splitmix64(&d->rng);
+        if (!d->bursty)
+                return r < d->loss_threshold;
+        if (d->bad && r < d->burst_end)
+                d->bad = false;
+        else if (!d->bad && r < d->loss_threshold) {
+                d->bad = true;
+                d->bursts++;
+        }
+        return d->bad;
+}
+
+/* When the packet arriving now is due: after the delay and its jitter,
+ * and not before the packet ahead of it. */
+static uint64_t lab_delay_due(struct lab_delay *d)
+{
+        uint64_t due = lab_delay_now_ns() + d->delay_ns;
+
+        if (d->jitter_ns > 0)
+                due +=
+                    (uint64_t)(-d->jitter_ns * log(lab_delay_unit(&d->jrng)));
+        if (due < d->last_due_ns)
+                due = d->last_due_ns;
+        d->last_due_ns = due;
+        return due;
+}
+
 /* Called by nfq_handle_packet() for each queued packet. */
 static int lab_delay_on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg,
                                struct nfq_data *nfa, void *arg)
@@ -107,12 +175,12 @@ static int lab_delay_on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg,
                 return 0;
         id = ntohl(ph->packet_id);
         d->seen++;
-        if (d->loss_threshold && gn_splitmix64(&d->rng) < d->loss_threshold) {
+        if (lab_delay_lose(d)) {
                 d->lost++;
                 lab_delay_verdict(d, id, NF_DROP);
                 return 0;
         }
-        if (d->delay_ns == 0) {
+        if (d->delay_ns == 0 && d->jitter_ns == 0) {
                 lab_delay_verdict(d, id, NF_ACCEPT);
                 return 0;
         }
@@ -121,8 +189,8 @@ static int lab_delay_on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg,
                 lab_delay_verdict(d, id, NF_DROP);
                 return 0;
         }
-        d->ring[(d->head + d->count) % d->limit] = (struct lab_delay_held){
-            .id = id, .due_ns = lab_delay_now_ns() + d->delay_ns};
+        d->ring[(d->head + d->count) % d->limit] =
+            (struct lab_delay_held){.id = id, .due_ns = lab_delay_due(d)};
         d->count++;
         d->delayed++;
         return 0;
@@ -211,8 +279,8 @@ static int lab_delay_loop(struct lab_delay *d, struct nfq_handle *h)
 
 struct lab_delay_opts {
         int queue;
-        long long delay_us;
-        double loss;
+        long long delay_us, jitter_us;
+        double loss, loss_burst;
         unsigned long long seed;
         long limit;
 };
@@ -230,8 +298,12 @@ static int lab_delay_parse(int argc, char **argv, struct lab_delay_opts *o)
                         o->queue = (int)strtol(v, &end, 10);
                 else if (!strcmp(k, "--delay-us"))
                         o->delay_us = strtoll(v, &end, 10);
+                else if (!strcmp(k, "--jitter-us"))
+                        o->jitter_us = strtoll(v, &end, 10);
                 else if (!strcmp(k, "--loss"))
                         o->loss = strtod(v, &end);
+                else if (!strcmp(k, "--loss-burst"))
+                        o->loss_burst = strtod(v, &end);
                 else if (!strcmp(k, "--seed"))
                         o->seed = strtoull(v, &end, 10);
                 else if (!strcmp(k, "--limit"))
@@ -242,8 +314,10 @@ static int lab_delay_parse(int argc, char **argv, struct lab_delay_opts *o)
                         return -EINVAL;
         }
         if (argc % 2 == 0 || o->queue < 0 || o->queue > 65535 ||
-            o->delay_us < 0 || o->delay_us > 10000000 || !(o->loss >= 0) ||
-            o->loss > 1 || o->limit < 1 || o->limit > 1 << 20)
+            o->delay_us < 0 || o->delay_us > 10000000 || o->jitter_us < 0 ||
+            o->jitter_us > 1000000 || !(o->loss >= 0) || o->loss > 1 ||
+            !(o->loss_burst >= 0) || o->loss_burst > 1000 || o->limit < 1 ||
+            o->limit > 1 << 20)
                 return -EINVAL;
         return 0;
 }
@@ -263,14 +337,30 @@ static int lab_delay_bind(struct nfq_handle *h, struct lab_delay *d,
         return 0;
 }
 
+/* Thresholds for loss share `loss`: independent, or bursts of `burst`
+ * packets on average (bad -> good with 1/burst per packet; good -> bad
+ * with loss / (burst (1 - loss)), so the bad state holds `loss` of the
+ * packets). */
+static void lab_delay_loss_model(struct lab_delay *d, double loss, double burst)
+{
+        double p = loss;
+
+        d->bursty = burst > 1 && loss > 0 && loss < 1;
+        if (d->bursty) {
+                p = loss / (burst * (1 - loss));
+                d->burst_end = (uint64_t)(0x1p64 / burst);
+        }
+        d->loss_threshold = p >= 1 ? UINT64_MAX : (uint64_t)(p * 0x1p64);
+}
+
 static void lab_delay_report(const struct lab_delay *d, int rc)
 {
         fprintf(stderr,
-                "lab_delay: seen %llu delayed %llu lost %llu overflow %llu "
-                "enobufs %llu verdict_errors %llu%s%s\n",
+                "lab_delay: seen %llu delayed %llu lost %llu bursts %llu "
+                "overflow %llu enobufs %llu verdict_errors %llu%s%s\n",
                 (unsigned long long)d->seen, (unsigned long long)d->delayed,
-                (unsigned long long)d->lost, (unsigned long long)d->overflow,
-                (unsigned long long)d->enobufs,
+                (unsigned long long)d->lost, (unsigned long long)d->bursts,
+                (unsigned long long)d->overflow, (unsigned long long)d->enobufs,
                 (unsigned long long)d->verdict_errors, rc ? " error: " : "",
                 rc ? strerror(-rc) : "");
 }
@@ -285,16 +375,18 @@ int main(int argc, char **argv)
 
         if (lab_delay_parse(argc, argv, &o) < 0) {
                 fprintf(stderr, "usage: lab_delay --queue Q [--delay-us D] "
-                                "[--loss 0..1] [--seed S] [--limit N]\n");
+                                "[--jitter-us J] [--loss 0..1] "
+                                "[--loss-burst B] [--seed S] [--limit N]\n");
                 return 2;
         }
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
         d.limit = (uint32_t)o.limit;
         d.delay_ns = (uint64_t)o.delay_us * 1000u;
-        d.loss_threshold =
-            o.loss >= 1 ? UINT64_MAX : (uint64_t)(o.loss * 0x1p64);
+        d.jitter_ns = (double)o.jitter_us * 1000.0;
+        lab_delay_loss_model(&d, o.loss, o.loss_burst);
         d.rng = o.seed;
+        d.jrng = o.seed ^ 0x6a09e667f3bcc909ull;
         d.ring = calloc(d.limit, sizeof(*d.ring));
         rc = d.ring ? 0 : -ENOMEM;
         if (rc == 0) {

@@ -12,7 +12,9 @@
                                     seconds on the last; print JSON
   udp-recv --port P --count N [--idle S]
                                     receive numbered datagrams until N came
-                                    or none for S seconds; print JSON
+                                    or none for S seconds; print JSON (also
+                                    how many came after a higher number,
+                                    and the runs of consecutive losses)
   udp-send --to ADDR:P --count N [--size B] [--interval-us U]
                                     N numbered datagrams, paced
 
@@ -101,6 +103,7 @@ def udp_recv(a):
     s.bind(("0.0.0.0", a.port))
     print("listening", file=sys.stderr, flush=True)
     seen = set()
+    top, reordered = -1, 0
     s.settimeout(a.first)
     while len(seen) < a.count:
         try:
@@ -109,10 +112,16 @@ def udp_recv(a):
             break
         s.settimeout(a.idle)
         if len(b) >= 4:
-            seen.add(struct.unpack("!I", b[:4])[0])
+            n = struct.unpack("!I", b[:4])[0]
+            reordered += n < top
+            top = max(top, n)
+            seen.add(n)
     got = len([x for x in seen if x < a.count])
+    runs = sum(1 for i in range(a.count)
+               if i not in seen and (i == 0 or i - 1 in seen))
     print(json.dumps({"count": a.count, "received": got,
-                      "lost": a.count - got}))
+                      "lost": a.count - got, "lost_runs": runs,
+                      "reordered": reordered}))
 
 
 def udp_send(a):

@@ -9,7 +9,13 @@
      error). The loss pattern is seeded: GN_SEED (default 1) replays it;
      with seed 1 the count is fixed, and a broken delayer (no loss, all
      loss, loss per burst) cannot land in the band.
-  3. Nothing is left behind: after `down`; after `up` failing half-way
+  3. The Wi-Fi-like link (--jitter 4ms --loss 1% --loss-burst 3, the
+     fleet bench's `wifi`): ping -U's round trip is never under the 40 ms
+     base, its mean is 40 + 2 x 4 ms and its deviation that of two
+     exponentials of mean 4 ms (sqrt(2) x 4 = 5.7 ms), each within a
+     band; of 3000 paced datagrams 0.3..2.5% are lost, in runs of 1.8 or
+     more on average (independent losses give ~1.0), none reordered.
+  4. Nothing is left behind: after `down`; after `up` failing half-way
      (GN_LAB_FAIL_AT=rule:1); after SIGTERM to `run` while its commands
      run; and after SIGKILL of `run` followed by `down`. "Nothing" = no
      namespace of the lab, no /run/gnlab entry, none of its delayers or
@@ -197,6 +203,47 @@ def loss(seed):
     check(not leftovers(pids), "nothing left after down (loss lab)")
 
 
+def wifi(seed):
+    st = lab_up("--rate", "10mbit", "--rtt", "40ms", "--jitter", "4ms",
+                "--loss", "1%", "--loss-burst", "3", "--seed", str(seed))
+    pids = list(st["delayers"].values())
+    dst = st["addrs"][1]
+    if shutil.which("ping"):
+        # 200 probes 20 ms apart: a probe rarely waits behind another, so
+        # each way adds one exponential of mean 4 ms
+        r = subprocess.run(in_lab(0, "ping", "-U", "-q", "-c", "200", "-i",
+                                  "0.02", dst), capture_output=True, text=True)
+        m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+)", r.stdout)
+        mn, avg, _, mdev = (float(x) for x in m.groups()) if m else [None] * 4
+        check(m is not None and mn >= 39.5,
+              f"wifi: ping -U minimum RTT {mn} ms not under the 40 ms base")
+        check(m is not None and 44 <= avg <= 53,
+              f"wifi: ping -U mean RTT {avg} ms within 44..53 (40 + 8)")
+        check(m is not None and 3.5 <= mdev <= 9,
+              f"wifi: ping -U deviation {mdev} ms within 3.5..9 (5.7)")
+    recv = subprocess.Popen(in_lab(1, PY, PROBE, "udp-recv", "--port", "5003",
+                                   "--count", "3000"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    wait_listening(recv)
+    subprocess.run(in_lab(0, PY, PROBE, "udp-send", "--to",
+                          f"{dst}:5003", "--count", "3000", "--size", "500",
+                          "--interval-us", "1000"),
+                   capture_output=True, text=True, timeout=60)
+    rx = json.loads(recv.communicate(timeout=60)[0])
+    share = rx["lost"] / rx["count"]
+    burst = rx["lost"] / rx["lost_runs"] if rx["lost_runs"] else 0
+    check(0.003 <= share <= 0.025,
+          f"wifi: {rx['lost']} of 3000 datagrams lost ({share:.2%}), within "
+          f"0.3..2.5% (seed {seed})")
+    check(burst >= 1.8, f"wifi: lost in {rx['lost_runs']} runs, "
+          f"{burst:.2f} datagrams each on average (>= 1.8)")
+    check(rx["reordered"] == 0,
+          f"wifi: jitter keeps the order: {rx['reordered']} reordered")
+    r = lab("down", "--name", NAME)
+    print("  " + r.stderr.strip().replace("\n", "\n  "))
+    check(not leftovers(pids), "nothing left after down (wifi lab)")
+
+
 def failed_up():
     env = dict(os.environ, GN_LAB_FAIL_AT="rule:1")
     r = lab("up", "--name", NAME, "--nodes", "2", "--rate", "10mbit",
@@ -265,6 +312,7 @@ def main():
     try:
         rate_and_rtt()
         loss(seed)
+        wifi(seed)
         failed_up()
         run_interrupted(signal.SIGTERM, tmp)
         run_interrupted(signal.SIGKILL, tmp)
