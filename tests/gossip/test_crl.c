@@ -26,6 +26,7 @@
 #include "gossip/keyring.h"
 #include "gossip/wire.h"
 #include "sim.h"
+#include "test_frame.h"
 #include "test_seed.h"
 
 /* The sim's wall clock at virtual time 0 (unix seconds, 2030). */
@@ -64,29 +65,10 @@ static uint64_t w_id;
 static size_t raw_frame(uint8_t *b, int kind, const uint8_t *body, size_t n)
 {
         static uint64_t seq = 1;
-        uint8_t d[32];
 
-        memset(b, 0, GOSSIP_WIRE_PREFIX_BYTES);
-        b[0] = 'G';
-        b[1] = 'N';
-        b[2] = GOSSIP_WIRE_VERSION;
-        b[3] = (uint8_t)kind;
-        b[4] = (uint8_t)((n > GOSSIP_WIRE_DIGEST_OVER ? 1 : 0) | 2);
-        for (int i = 0; i < 8; i++)
-                b[8 + i] = (uint8_t)(w_id >> (56 - 8 * i));
-        seq++;
-        for (int i = 0; i < 8; i++)
-                b[24 + i] = (uint8_t)(seq >> (56 - 8 * i));
-        for (int i = 0; i < 4; i++)
-                b[40 + i] = (uint8_t)(n >> (24 - 8 * i));
-        memcpy(b + 44, body, n);
-        if (b[4] & 1) {
-                crypto_generichash(d, 32, b, 44 + n, NULL, 0);
-                crypto_sign_detached(b + 44 + n, NULL, d, 32, w_sk);
-        } else {
-                crypto_sign_detached(b + 44 + n, NULL, b, 44 + n, w_sk);
-        }
-        return 44 + n + 64;
+        return gn_test_raw_frame(
+            b, kind, (uint8_t)((n > GOSSIP_WIRE_DIGEST_OVER ? 1 : 0) | 2), w_id,
+            ++seq, body, n, w_sk);
 }
 
 /* {22: bin of n bytes of x}, repeated `times` (bin 16 header). */

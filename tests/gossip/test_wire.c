@@ -22,6 +22,7 @@
 #include "base/gn_rng.h"
 #include "test_seed.h"
 #include "test_doc.h"
+#include "test_frame.h"
 #include "base/gn_endian.h"
 #include "gossip/wire.h"
 #include "keyring_private.h"
@@ -639,37 +640,17 @@ static size_t raw_frame(uint8_t *b, int kind, const void *body, size_t n,
                         int digest, int stream)
 {
         static uint64_t seq = 1;
-        uint8_t d[32];
+        uint8_t flags = (uint8_t)((kind >= GOSSIP_MSG_GRADIENT &&
+                                   kind != GOSSIP_MSG_STATE_REQ) ||
+                                          n > GOSSIP_WIRE_DIGEST_OVER
+                                      ? 1
+                                      : 0);
 
-        memset(b, 0, GOSSIP_WIRE_PREFIX_BYTES);
-        b[0] = 'G';
-        b[1] = 'N';
-        b[2] = GOSSIP_WIRE_VERSION;
-        b[3] = (uint8_t)kind;
-        b[4] = (uint8_t)((kind >= GOSSIP_MSG_GRADIENT &&
-                          kind != GOSSIP_MSG_STATE_REQ) ||
-                                 n > GOSSIP_WIRE_DIGEST_OVER
-                             ? 1
-                             : 0);
         if (digest >= 0)
-                b[4] = (uint8_t)digest;
+                flags = (uint8_t)digest;
         if (stream)
-                b[4] |= 2;
-        for (int i = 0; i < 8; i++)
-                b[8 + i] = (uint8_t)(id_a >> (56 - 8 * i));
-        seq++;
-        for (int i = 0; i < 8; i++)
-                b[24 + i] = (uint8_t)(seq >> (56 - 8 * i));
-        for (int i = 0; i < 4; i++)
-                b[40 + i] = (uint8_t)(n >> (24 - 8 * i));
-        memcpy(b + 44, body, n);
-        if (b[4] & 1) {
-                crypto_generichash(d, 32, b, 44 + n, NULL, 0);
-                crypto_sign_detached(b + 44 + n, NULL, d, 32, sk_a);
-        } else {
-                crypto_sign_detached(b + 44 + n, NULL, b, 44 + n, sk_a);
-        }
-        return 44 + n + 64;
+                flags |= 2;
+        return gn_test_raw_frame(b, kind, flags, id_a, ++seq, body, n, sk_a);
 }
 
 static void test_body_bounds(void **state)
