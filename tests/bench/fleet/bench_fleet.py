@@ -160,6 +160,8 @@ class Row:
 
     def __init__(self, a, rnd, size, link):
         self.a, self.rnd, self.n, self.link = a, rnd, size, link
+        # LINK+LABEL: the link with --variant LABEL's config lines
+        self.base, _, self.var = link.partition("+")
         self.iso = link == ISO
         self.fl = fleet.Fleet(NAME)
         self.names = [f"dev{i}" for i in range(size)]
@@ -225,10 +227,11 @@ class Row:
             lines.append(f"steps = {a.steps}")
         else:
             lines.append(f"epochs = {a.epochs}")
-        return "\n".join(lines + a.extra_conf) + "\n"
+        var = a.variants.get(self.var, []) if self.var else []
+        return "\n".join(lines + a.extra_conf + var) + "\n"
 
     def setup(self):
-        prof = LINKS["uncapped" if self.iso else self.link][0]
+        prof = LINKS["uncapped" if self.iso else self.base][0]
         ns = types.SimpleNamespace(
             devices=[("amd64", None)] * self.n, burst=None,
             queue_latency=0.05, seed=self.a.seed, subnet=SUBNET,
@@ -508,7 +511,7 @@ def ddp_compute(a):
 
 def ddp_project(n, link, compute_ms, steps):
     """Projected DDP-n step (ms) and time to target (s) on link."""
-    _, _, bw, lat = LINKS[link]
+    _, _, bw, lat = LINKS[link.partition("+")[0]]
     comm = 2 * (n - 1) / n * MODEL_BYTES / bw + 2 * (n - 1) * lat
     step_ms = compute_ms + comm * 1e3
     t = steps["steps"] * step_ms / 1e3 if steps.get("reached") else None
@@ -651,7 +654,9 @@ def plot(a, rows, ddp, fixed, key):
         if not cmds:
             return None
         title = (f"{fixed} devices at {a.quota:g} % of a core"
-                 if isinstance(fixed, int) else LINKS[fixed][1])
+                 if isinstance(fixed, int) else
+                 LINKS[fixed.partition("+")[0]][1] + (
+                     f" [{fixed.partition('+')[2]}]" if "+" in fixed else ""))
         script = (f"{term}\nset output {gplot.gp_quote(png)}\n"
                   f"set title {gplot.gp_quote('last device test accuracy, ' + title)}\n"
                   "set xlabel 'training time (s, log scale)'\n"
@@ -722,6 +727,11 @@ def parse_args():
     ap.add_argument("--conf", action="append", default=[],
                     dest="extra_conf", metavar="LINE",
                     help="an extra line for every device's config file")
+    ap.add_argument("--variant", action="append", default=[],
+                    metavar="LABEL=LINE;LINE",
+                    help="config lines for the links named LINK+LABEL in "
+                    "--links, e.g. k8=avg-every = 8 with --links "
+                    "uncapped,uncapped+k8")
     ap.add_argument("--delayer", default=None)
     ap.add_argument("--out", default="fleet-bench")
     ap.add_argument("--keep", action="store_true",
@@ -743,9 +753,15 @@ def parse_args():
     a.iso_sizes = [int(x) for x in a.iso_sizes.split(",")] \
         if a.iso_sizes else a.sizes
     a.links = a.links.split(",")
+    a.variants = {}
+    for v in a.variant:
+        label, _, lines = v.partition("=")
+        a.variants[label] = [ln.strip() for ln in lines.split(";")]
     for link in a.links:
-        if link not in LINKS:
-            ap.error(f"unknown link {link} ({', '.join(LINKS)})")
+        base, _, var = link.partition("+")
+        if base not in LINKS or (var and var not in a.variants):
+            ap.error(f"unknown link {link} ({', '.join(LINKS)}, "
+                     "+LABEL of a --variant)")
     if a.deb is None:
         debs = sorted(f for f in os.listdir(a.build)
                       if re.match(r"gossipnode_.*_amd64\.deb$", f)) \
@@ -784,7 +800,9 @@ def report(a):
     ok = [r for r in rows if not r.get("error")]
     a.sizes = sorted({r["size"] for r in ok if r["link"] != ISO})
     a.iso_sizes = sorted({r["size"] for r in ok if r["link"] == ISO})
-    a.links = [k for k in LINKS if any(r["link"] == k for r in ok)]
+    a.links = sorted({r["link"] for r in ok if r["link"] != ISO},
+                     key=lambda k: (list(LINKS).index(k.partition("+")[0]),
+                                    k))
     if ok and ok[0].get("epochs"):
         a.epochs, a.steps = ok[0]["epochs"], ok[0].get("steps")
     text = summary(a, rows, ddp)
