@@ -160,6 +160,8 @@ class Row:
 
     def __init__(self, a, rnd, size, link):
         self.a, self.rnd, self.n, self.link = a, rnd, size, link
+        # LINK+LABEL: the link with --variant LABEL's config lines
+        self.base, _, self.var = link.partition("+")
         self.iso = link == ISO
         self.fl = fleet.Fleet(NAME)
         self.names = [f"dev{i}" for i in range(size)]
@@ -225,10 +227,11 @@ class Row:
             lines.append(f"steps = {a.steps}")
         else:
             lines.append(f"epochs = {a.epochs}")
-        return "\n".join(lines + a.extra_conf) + "\n"
+        var = a.variants.get(self.var, []) if self.var else []
+        return "\n".join(lines + a.extra_conf + var) + "\n"
 
     def setup(self):
-        prof = LINKS["uncapped" if self.iso else self.link][0]
+        prof = LINKS["uncapped" if self.iso else self.base][0]
         ns = types.SimpleNamespace(
             devices=[("amd64", None)] * self.n, burst=None,
             queue_latency=0.05, seed=self.a.seed, subnet=SUBNET,
@@ -384,7 +387,7 @@ class Row:
         rec = sum(d["received"] or 0 for d in devs)
         row = {
             "round": self.rnd, "size": self.n, "link": self.link,
-            "quota_pct": a.quota,
+            "quota_pct": a.quota, "epochs": a.epochs, "steps": a.steps,
             "seconds_to_target": None if any(t is None for t in times)
             else max(times),
             "final_acc_min": min(accs) if accs else None,
@@ -508,7 +511,7 @@ def ddp_compute(a):
 
 def ddp_project(n, link, compute_ms, steps):
     """Projected DDP-n step (ms) and time to target (s) on link."""
-    _, _, bw, lat = LINKS[link]
+    _, _, bw, lat = LINKS[link.partition("+")[0]]
     comm = 2 * (n - 1) / n * MODEL_BYTES / bw + 2 * (n - 1) * lat
     step_ms = compute_ms + comm * 1e3
     t = steps["steps"] * step_ms / 1e3 if steps.get("reached") else None
@@ -524,13 +527,14 @@ def rows_of(rows, n, link):
             and not r.get("error")]
 
 
-def tput(rows, r, ref_n):
-    """Isolated ms/step of size ref_n in the same round over r's."""
-    iso = [x["ms_per_step"] for x in rows_of(rows, ref_n, ISO)
-           if x["round"] == r["round"]]
-    if not iso or not iso[0] or not r.get("ms_per_step"):
-        return None
-    return iso[0] / r["ms_per_step"]
+def tput(rows, rs, ref_n):
+    """Throughput efficiency of rows rs: the median isolated ms/step of
+    size ref_n over rs's median ms/step. Medians over all rounds, not
+    round by round: a device's speed moves by some 15 % from row to row
+    with what else runs on the shared host, more than within a round."""
+    iso = bc.median([x["ms_per_step"] for x in rows_of(rows, ref_n, ISO)])
+    ms = bc.median([r.get("ms_per_step") for r in rs])
+    return iso / ms if iso and ms else None
 
 
 def summary(a, rows, ddp):
@@ -543,7 +547,7 @@ def summary(a, rows, ddp):
     hdr = ("| devices | link | rounds | s to 88 % (last device) | final acc "
            "% (min device) | ms/step | kB/device/step (UDP) | UDP B/device/s "
            "| slices averaged | adaptation chose | tput eff. vs isolated "
-           "N / alone | DDP-N projected s to 88 % |")
+           "N / alone (medians) | DDP-N projected s to 88 % |")
     out += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
 
     def med(rs, key, f="{:.1f}", scale=1.0):
@@ -562,8 +566,6 @@ def summary(a, rows, ddp):
             rs = rows_of(rows, n, link)
             if not rs:
                 continue
-            te = [tput(rows, r, n) for r in rs]
-            ta = [tput(rows, r, 1) for r in rs]
             adapt = sorted({c for r in rs for c in r.get("adapt") or []})
             d = ddp.get(f"{n}/{link}") or {}
             out.append(
@@ -576,14 +578,14 @@ def summary(a, rows, ddp):
                 f"{med(rs, 'udp_Bps', '{:.0f}')} | "
                 f"{med(rs, 'share_averaged', '{:.1%}')} | "
                 f"{'; '.join(adapt) or '-'} | "
-                f"{bc.fmt(bc.median(te), '{:.1%}')} / "
-                f"{bc.fmt(bc.median(ta), '{:.1%}')} | "
+                f"{bc.fmt(tput(rows, rs, n), '{:.1%}')} / "
+                f"{bc.fmt(tput(rows, rs, 1), '{:.1%}')} | "
                 f"~{bc.fmt(d.get('seconds_to_target'), '{:.0f}')} p |")
     out.append("")
     out.append("| devices | isolated: ms/step | membership B/device/s "
                "(gossipctl bytes_out, no exchange) |")
     out.append("|---|---|---|")
-    for n in sorted(set(a.sizes) | {1}):
+    for n in sorted(set(a.iso_sizes) | {1}):
         rs = rows_of(rows, n, ISO)
         if rs:
             out.append(f"| {n} | {med(rs, 'ms_per_step', '{:.2f}')} | "
@@ -652,7 +654,9 @@ def plot(a, rows, ddp, fixed, key):
         if not cmds:
             return None
         title = (f"{fixed} devices at {a.quota:g} % of a core"
-                 if isinstance(fixed, int) else LINKS[fixed][1])
+                 if isinstance(fixed, int) else
+                 LINKS[fixed.partition("+")[0]][1] + (
+                     f" [{fixed.partition('+')[2]}]" if "+" in fixed else ""))
         script = (f"{term}\nset output {gplot.gp_quote(png)}\n"
                   f"set title {gplot.gp_quote('last device test accuracy, ' + title)}\n"
                   "set xlabel 'training time (s, log scale)'\n"
@@ -662,7 +666,7 @@ def plot(a, rows, ddp, fixed, key):
                   "nohead dt 3 lc rgb 'red'\n"
                   "plot " + ", \\\n  ".join(cmds) + "\n")
         r = subprocess.run(["gnuplot"], input=script, text=True,
-                           capture_output=True)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return png if r.returncode == 0 else None
 
 
@@ -672,7 +676,7 @@ def plan(a):
     """Each round's rows, rotated from round to round."""
     rows = [(n, link) for n in a.sizes for link in a.links]
     if a.isolated:
-        rows += [(n, ISO) for n in a.sizes if n > 1]
+        rows += [(n, ISO) for n in a.iso_sizes if n > 1]
         rows.append((1, ISO))
     out = []
     for rnd in range(a.rounds):
@@ -702,7 +706,7 @@ def parse_args():
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--steps", type=int, default=None,
                     help="train this many steps instead of --epochs passes")
-    ap.add_argument("--iso-steps", type=int, default=800,
+    ap.add_argument("--iso-steps", type=int, default=2500,
                     help="steps of an isolated row (its ms/step and its "
                     "membership window)")
     ap.add_argument("--eval-every", type=int, default=None,
@@ -715,17 +719,27 @@ def parse_args():
     ap.add_argument("--max-wait", type=float, default=7200,
                     help="seconds to wait for a quiet host before a row")
     ap.add_argument("--row-timeout", type=float, default=3600)
+    ap.add_argument("--iso-sizes", default=None,
+                    help="sizes of the isolated rows (default --sizes)")
     ap.add_argument("--no-isolated", dest="isolated", action="store_false")
     ap.add_argument("--no-ddp", dest="ddp", action="store_false")
     ap.add_argument("--ddp-compute-steps", type=int, default=100)
     ap.add_argument("--conf", action="append", default=[],
                     dest="extra_conf", metavar="LINE",
                     help="an extra line for every device's config file")
+    ap.add_argument("--variant", action="append", default=[],
+                    metavar="LABEL=LINE;LINE",
+                    help="config lines for the links named LINK+LABEL in "
+                    "--links, e.g. k8=avg-every = 8 with --links "
+                    "uncapped,uncapped+k8")
     ap.add_argument("--delayer", default=None)
     ap.add_argument("--out", default="fleet-bench")
     ap.add_argument("--keep", action="store_true",
                     help="keep each row's journals and event logs under "
                     "OUT/rows/")
+    ap.add_argument("--report", default=None, metavar="ROWS",
+                    help="no run: the table and plots (into --out) from "
+                    "an earlier run's rows.jsonl")
     ap.add_argument("--smoke", action="store_true",
                     help="2 devices, 200 steps, uncapped, no isolated rows, "
                     "no DDP: exit 0 if they trained and averaged")
@@ -736,10 +750,18 @@ def parse_args():
         a.isolated = a.ddp = False
         a.max_load, a.max_wait = 99.0, 0.0
     a.sizes = [int(x) for x in a.sizes.split(",")]
+    a.iso_sizes = [int(x) for x in a.iso_sizes.split(",")] \
+        if a.iso_sizes else a.sizes
     a.links = a.links.split(",")
+    a.variants = {}
+    for v in a.variant:
+        label, _, lines = v.partition("=")
+        a.variants[label] = [ln.strip() for ln in lines.split(";")]
     for link in a.links:
-        if link not in LINKS:
-            ap.error(f"unknown link {link} ({', '.join(LINKS)})")
+        base, _, var = link.partition("+")
+        if base not in LINKS or (var and var not in a.variants):
+            ap.error(f"unknown link {link} ({', '.join(LINKS)}, "
+                     "+LABEL of a --variant)")
     if a.deb is None:
         debs = sorted(f for f in os.listdir(a.build)
                       if re.match(r"gossipnode_.*_amd64\.deb$", f)) \
@@ -764,8 +786,38 @@ def parse_args():
     return a
 
 
+def report(a):
+    """--report ROWS: the table and plots again from a rows.jsonl."""
+    rows, ddp = [], {}
+    with open(a.report) as f:
+        for ln in f:
+            r = json.loads(ln)
+            if "ddp" in r:
+                ddp = r["ddp"]
+            else:
+                rows.append(r)
+    os.makedirs(a.out, exist_ok=True)
+    ok = [r for r in rows if not r.get("error")]
+    a.sizes = sorted({r["size"] for r in ok if r["link"] != ISO})
+    a.iso_sizes = sorted({r["size"] for r in ok if r["link"] == ISO})
+    a.links = sorted({r["link"] for r in ok if r["link"] != ISO},
+                     key=lambda k: (list(LINKS).index(k.partition("+")[0]),
+                                    k))
+    if ok and ok[0].get("epochs"):
+        a.epochs, a.steps = ok[0]["epochs"], ok[0].get("steps")
+    text = summary(a, rows, ddp)
+    print(text)
+    for link in a.links:
+        print(plot(a, rows, ddp, link, link) or f"(no plot for {link})")
+    for n in a.sizes:
+        print(plot(a, rows, ddp, n, f"n{n}") or f"(no plot for {n})")
+    return 0
+
+
 def main():
     a = parse_args()
+    if a.report:
+        return report(a)
     if os.geteuid() != 0:
         print("bench-fleet: needs root (the fleet lab)", file=sys.stderr)
         return 1
