@@ -146,16 +146,17 @@ void gossip_plan_leads_note(struct gossip_plan_leads *l, uint64_t s, uint64_t t)
                 l->n++;
 }
 
-uint64_t gossip_plan_catch_up(const struct gossip_plan_cfg *c, uint64_t t,
-                              size_t alive, const struct gossip_plan_leads *l)
+/* The smallest of the last m leads, m = min(alive - 1, GOSSIP_PLAN_LEADS);
+ * 0 when there are fewer than m or no peer. */
+static int64_t least_recent_lead(size_t alive,
+                                 const struct gossip_plan_leads *l)
 {
-        uint64_t window = gossip_plan_window(c, 0), skip;
         size_t m = alive > 1 ? alive - 1 : 0;
         int64_t lo = INT64_MAX;
 
         if (m > GOSSIP_PLAN_LEADS)
                 m = GOSSIP_PLAN_LEADS;
-        if (!m || !gossip_plan_due(c, t) || l->n < m)
+        if (!m || l->n < m)
                 return 0;
         for (size_t i = 1; i <= m; i++) {
                 int64_t d = l->lead[(l->next + GOSSIP_PLAN_LEADS - i) %
@@ -163,10 +164,34 @@ uint64_t gossip_plan_catch_up(const struct gossip_plan_cfg *c, uint64_t t,
                 if (d < lo)
                         lo = d;
         }
+        return lo;
+}
+
+uint64_t gossip_plan_catch_up(const struct gossip_plan_cfg *c, uint64_t t,
+                              size_t alive, const struct gossip_plan_leads *l)
+{
+        uint64_t window = gossip_plan_window(c, 0), skip;
+        int64_t lo;
+
+        if (!gossip_plan_due(c, t))
+                return 0;
+        lo = least_recent_lead(alive, l);
         if (lo <= 0 || (uint64_t)lo <= window / 2)
                 return 0;
         skip = (uint64_t)lo < window ? (uint64_t)lo : window;
         return skip / c->avg_every * c->avg_every;
+}
+
+int gossip_plan_far_behind(const struct gossip_plan_cfg *c, uint64_t t,
+                           size_t alive, const struct gossip_plan_leads *l)
+{
+        int64_t lo;
+
+        if (!gossip_plan_due(c, t))
+                return 0;
+        lo = least_recent_lead(alive, l);
+        return lo > 0 && (uint64_t)lo >
+                             GOSSIP_PLAN_FAR_WINDOWS * gossip_plan_window(c, 0);
 }
 
 int gossip_plan_part_of(const struct gossip_plan_cfg *c, size_t lo,

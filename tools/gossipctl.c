@@ -603,8 +603,9 @@ static void print_train(FILE *f, const msgpack_object *d)
                 fmt_num(ctlc_get(d, "samples"), a, sizeof(a)));
         fprintf(f, "%-10s %s\n", "extra",
                 fmt_num(ctlc_get(d, "extra_batches"), a, sizeof(a)));
-        fprintf(f, "%-10s %s\n", "skipped",
-                fmt_num(ctlc_get(d, "steps_skipped"), a, sizeof(a)));
+        fprintf(f, "%-10s %s (peer states taken when far behind: %s)\n",
+                "skipped", fmt_num(ctlc_get(d, "steps_skipped"), a, 32),
+                fmt_num(ctlc_get(d, "refetches"), a + 32, 32));
         fprintf(f, "%-10s %s\n", "lr",
                 fmt_float(ctlc_get(d, "lr"), "%g", a, sizeof(a)));
         fprintf(f, "%-10s %s non-finite, ", "rollbacks",

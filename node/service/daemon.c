@@ -341,7 +341,7 @@ static void pack_train(struct daemon *d, msgpack_packer *pk)
         struct node_train_stats st;
 
         node_trainer_stats(d->trainer, &st);
-        msgpack_pack_map(pk, 16);
+        msgpack_pack_map(pk, 17);
         pack_exchange(d, pk);
         node_ctl_pack_ku64(pk, "step", st.step);
         node_ctl_pack_ku64(pk, "rollbacks_nonfinite", st.rollbacks_nonfinite);
@@ -351,6 +351,7 @@ static void pack_train(struct daemon *d, msgpack_packer *pk)
         node_ctl_pack_ku64(pk, "samples", st.samples);
         node_ctl_pack_ku64(pk, "extra_batches", st.extra_batches);
         node_ctl_pack_ku64(pk, "steps_skipped", st.steps_skipped);
+        node_ctl_pack_ku64(pk, "refetches", st.refetches);
         node_ctl_pack_kdbl(pk, "loss", st.loss);
         node_ctl_pack_kdbl(pk, "train_acc", st.acc / 100.0);
         node_ctl_pack_kdbl(pk, "test_acc", st.test_acc / 100.0);
@@ -406,6 +407,10 @@ static void metrics_fill(void *ctx, struct node_metrics_buf *b)
                              "Steps skipped, not trained, to catch up with "
                              "partners ahead (part of train_steps_total)",
                              st.steps_skipped);
+        node_metrics_counter(b, "train_refetches_total",
+                             "Times this node, far behind every partner, "
+                             "took a peer's state",
+                             st.refetches);
         node_metrics_family(b, "train_rollbacks_total", NODE_METRICS_COUNTER,
                             "Model-health rollbacks to the last good "
                             "snapshot, by cause");

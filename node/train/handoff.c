@@ -539,6 +539,20 @@ void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                 wake_loop(h);
 }
 
+int node_handoff_far_behind(struct node_handoff *h, uint64_t step)
+{
+        struct gossip_plan_cfg c;
+        int far;
+
+        pthread_mutex_lock(&h->mu);
+        c = plan_now(h);
+        far = gossip_plan_far_behind(&c, step, h->alive, &h->leads);
+        if (far)
+                memset(&h->leads, 0, sizeof(h->leads));
+        pthread_mutex_unlock(&h->mu);
+        return far;
+}
+
 uint64_t node_handoff_catch_up(struct node_handoff *h, uint64_t step,
                                uint64_t left)
 {
@@ -982,11 +996,14 @@ int node_handoff_deliver_params(struct node_handoff *h,
                 period = period_cap(h);
         pthread_mutex_lock(&h->mu);
         h->st.params_received++;
-        /* a step ahead beyond the window says nothing under the robust
-         * merge (it is refused as a lie); one behind always counts */
-        if (!h->cfg.robust || step < h->local_step ||
-            in_window(h, step, period))
-                gossip_plan_leads_note(&h->leads, step, h->local_step);
+        /* every arrival's lead counts, also one beyond the window that
+         * the robust merge refuses below: the catch-up rules take the
+         * minimum over the last m arrivals and skip at most a window, so
+         * a far step moves us no further than an in-window one, and a
+         * node far behind everyone must see that it is
+         * (gossip_plan_far_behind; the simulator notes every arrival
+         * too) */
+        gossip_plan_leads_note(&h->leads, step, h->local_step);
         if (h->cfg.robust && !in_window(h, step, period)) {
                 /* never let a step of 10^9 satisfy the plan's bound */
                 h->st.params_stale++;

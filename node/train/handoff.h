@@ -157,6 +157,12 @@ float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step, size_t *lo,
 void node_handoff_post_params(struct node_handoff *h, uint64_t step,
                               const float *params, size_t n);
 
+/* Training thread, after step's averaging: 1 when we are so far behind
+ * every recent partner that only a peer's state brings us back
+ * (gossip_plan_far_behind); the leads are then cleared. The caller asks
+ * for the state with node_handoff_request_state. */
+int node_handoff_far_behind(struct node_handoff *h, uint64_t step);
+
 /* Training thread, after step's averaging: the steps to skip to the
  * partners' pace (gossip_plan_catch_up; 0: none, also when the skip
  * would reach the `left` steps the run has). The caller adds them to its

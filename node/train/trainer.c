@@ -86,6 +86,10 @@ enum {
         /* Rollbacks in a row after which the run ends with an error: the
          * snapshot itself does not train (never keep a broken model). */
         TRAINER_HEALTH_MAX_ROLLBACKS = 200,
+        /* A node far behind asks for a peer's state at most this often
+         * (seconds): an ask that fails costs up to NODE_HANDOFF_STATE_TRIES
+         * x NODE_HANDOFF_STATE_WAIT_MS of waiting, a third of this. */
+        TRAINER_REFETCH_S = 45,
 };
 /* A step's loss above this many times the running median of recent healthy
  * step losses is an explosion: cross-entropy over 10 classes is 2.3 for a
@@ -130,6 +134,7 @@ struct node_trainer {
 
         uint64_t step, start_step;
         uint32_t peers_at_start;
+        double refetch_after; /* monotonic s: far behind, ask again then */
         uint32_t batch_epoch; /* 1-based epoch of the last batch trained */
         int resumed;
         double t_start; /* monotonic seconds at run start */
@@ -639,6 +644,8 @@ static void progress(struct node_trainer *t, struct window *w, double lr)
 /* Evaluate on the test set; ew holds the training window since the last
  * evaluation (its accuracy is the "train accuracy" reported). */
 static void health_rollback(struct node_trainer *t, int why, float loss);
+static void health_snapshot(struct node_trainer *t);
+static int fetch_state(struct node_trainer *t);
 static int health_eval(const struct node_trainer *t, float test_loss);
 
 static int evaluate(struct node_trainer *t, struct window *ew)
@@ -796,12 +803,38 @@ static void say_exchange(struct node_trainer *t)
                          why, (unsigned long long)t->step);
 }
 
-/* Every recent partner is far ahead (gossip_plan_catch_up): take their
- * pace, keep our model. Never skips into the run's last steps. */
+/* Every recent partner is ahead (gossip_plan_catch_up): take their
+ * pace, keep our model. Never skips into the run's last steps. So far
+ * ahead that skipping cannot close it (gossip_plan_far_behind): take a
+ * peer's state, as at join, at most once per TRAINER_REFETCH_S. */
 static void catch_up(struct node_trainer *t)
 {
         const struct node_options *o = t->o;
-        uint64_t end = UINT64_MAX, skip;
+        uint64_t end = UINT64_MAX, skip, was = t->step;
+
+        if (node_handoff_far_behind(t->box, t->step) &&
+            mono_s() >= t->refetch_after) {
+                node_log(NODE_LOG_INFO,
+                         "far behind every recent partner at step %llu: "
+                         "asking for a peer's model",
+                         (unsigned long long)t->step);
+                t->refetch_after = mono_s() + TRAINER_REFETCH_S;
+                if (fetch_state(t)) {
+                        /* the peer's model is the good one from now on,
+                         * and our held slices are of steps we left */
+                        node_handoff_forget_own(t->box);
+                        health_snapshot(t);
+                        pthread_mutex_lock(&t->stats_lock);
+                        t->st.refetches++;
+                        pthread_mutex_unlock(&t->stats_lock);
+                        node_log(NODE_LOG_INFO,
+                                 "moved from step %llu to %llu on a peer's "
+                                 "state",
+                                 (unsigned long long)was,
+                                 (unsigned long long)t->step);
+                }
+                return;
+        }
 
         if (o->steps)
                 end = o->steps;
@@ -1183,10 +1216,11 @@ static int take_state(struct node_trainer *t, void *buf, size_t len,
         return 0;
 }
 
-/* Live join, before step 0 of a run that did not resume from its own
- * checkpoint: take the state of the live peer furthest ahead, if any, or
- * only its step when it started with us. */
-static void initial_state(struct node_trainer *t)
+/* Ask the live peer furthest ahead for its state (join.c picks it) and
+ * take it, or only its step when it started with us; 1 when we start
+ * again at a peer's step, 0 when no one is ahead, we are stopping, or no
+ * usable state came in NODE_HANDOFF_STATE_TRIES asks. */
+static int fetch_state(struct node_trainer *t)
 {
         char from[GOSSIP_NAME_MAX];
         uint64_t step;
@@ -1194,6 +1228,32 @@ static void initial_state(struct node_trainer *t)
         size_t len;
         int rc;
 
+        for (int tries = 0; tries < NODE_HANDOFF_STATE_TRIES; tries++) {
+                rc = node_handoff_request_state(t->box, t->step, &buf, &len,
+                                                from, sizeof(from), &step);
+                if (rc == 0 || rc == -ECANCELED)
+                        return 0; /* no one is ahead of us, or stopping */
+                if (rc == 2) {
+                        start_at(t, step);
+                        return 1;
+                }
+                if (rc < 0)
+                        continue;
+                rc = take_state(t, buf, len, from);
+                free(buf);
+                if (rc == 0)
+                        return 1;
+        }
+        node_log(NODE_LOG_WARN, "no state received: training from local "
+                                "weights");
+        return 0;
+}
+
+/* Live join, before step 0 of a run that did not resume from its own
+ * checkpoint: take the state of the live peer furthest ahead, if any, or
+ * only its step when it started with us. */
+static void initial_state(struct node_trainer *t)
+{
         if (t->resumed || !t->box)
                 return;
         t->peers_at_start = node_handoff_await_peers(t->box);
@@ -1202,24 +1262,7 @@ static void initial_state(struct node_trainer *t)
                                         "until one joins");
                 return;
         }
-        for (int tries = 0; tries < NODE_HANDOFF_STATE_TRIES; tries++) {
-                rc = node_handoff_request_state(t->box, t->step, &buf, &len,
-                                                from, sizeof(from), &step);
-                if (rc == 0 || rc == -ECANCELED)
-                        return; /* no one is ahead of us, or stopping */
-                if (rc == 2) {
-                        start_at(t, step);
-                        return;
-                }
-                if (rc < 0)
-                        continue;
-                rc = take_state(t, buf, len, from);
-                free(buf);
-                if (rc == 0)
-                        return;
-        }
-        node_log(NODE_LOG_WARN, "no state received: training from local "
-                                "weights");
+        fetch_state(t);
 }
 
 static int run_loop(struct node_trainer *t, int *reason)

@@ -476,6 +476,12 @@ class Guide:
                     f"pi-shed averaged {self.averaged(i)} slices at step "
                     f"{tr.get('step')}; the amd64 boards took {took} of its "
                     f"slices, at steps {x86}")
+        # how it started: the state it took, or why not, and any catch-up
+        said = [ln for ln in self.journal(i, "").splitlines()
+                if re.search(r"asking|took the model|no live peer|no state|"
+                             r"refused|behind|moved from|steps ahead", ln)]
+        say("pi-shed's join, from its journal:\n  " +
+            "\n  ".join(said[:12] or ["(nothing)"]))
         for j in range(3):
             self.fl.quota(j, self.a.quota)
 

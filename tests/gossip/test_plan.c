@@ -1033,6 +1033,45 @@ static void test_catch_up(void **state)
         assert_int_equal(gossip_plan_catch_up(&c, 104, 20, &l), 40);
 }
 
+/* gossip_plan_far_behind: every recent partner more than 8 windows ahead
+ * (window 48: 384 steps) asks for a state; skipping covers the rest. */
+static void test_far_behind(void **state)
+{
+        struct gossip_plan_cfg c = base_cfg();
+        struct gossip_plan_leads l = {0};
+
+        (void)state;
+        c.avg_every = 8;
+        c.avg_lag = 3;
+        c.staleness = 16;
+        assert_int_equal(GOSSIP_PLAN_FAR_WINDOWS * gossip_plan_window(&c, 0),
+                         384);
+        for (int i = 0; i < 3; i++)
+                gossip_plan_leads_note(&l, 1705, 120); /* 1585 ahead */
+        assert_true(gossip_plan_far_behind(&c, 120, 4, &l));
+        assert_false(gossip_plan_far_behind(&c, 121, 4, &l)); /* no round */
+        /* too few arrivals for 4 members */
+        assert_false(gossip_plan_far_behind(&c, 120, 5, &l));
+        /* one partner near us: not far, whatever the others say */
+        gossip_plan_leads_note(&l, 130, 120);
+        assert_false(gossip_plan_far_behind(&c, 120, 4, &l));
+        /* exactly 8 windows is still skipping's; one more step is not */
+        memset(&l, 0, sizeof(l));
+        for (int i = 0; i < 3; i++)
+                gossip_plan_leads_note(&l, 120 + 384, 120);
+        assert_false(gossip_plan_far_behind(&c, 120, 4, &l));
+        gossip_plan_leads_note(&l, 120 + 385, 120);
+        gossip_plan_leads_note(&l, 120 + 385, 120);
+        gossip_plan_leads_note(&l, 120 + 385, 120);
+        assert_true(gossip_plan_far_behind(&c, 120, 4, &l));
+        /* far ahead of them (negative leads), or alone: never */
+        memset(&l, 0, sizeof(l));
+        for (int i = 0; i < 3; i++)
+                gossip_plan_leads_note(&l, 0, 5000);
+        assert_false(gossip_plan_far_behind(&c, 5000, 4, &l));
+        assert_false(gossip_plan_far_behind(&c, 120, 1, &l));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1051,6 +1090,7 @@ int main(void)
             cmocka_unit_test(test_judge_table),
             cmocka_unit_test(test_join),
             cmocka_unit_test(test_catch_up),
+            cmocka_unit_test(test_far_behind),
             cmocka_unit_test(test_health_too_old),
             cmocka_unit_test(test_health_starved),
         };

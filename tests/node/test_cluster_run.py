@@ -77,6 +77,16 @@ Fashion-MNIST shard per node). Scenarios:
          members`, and refuse no stream of slices as not_partner.
          Needs GOSSIPCTL.
 
+  far    a node far behind takes a peer's state (design.md, "Far behind:
+         take a peer's state"): n0 and n1 trust only each other and run
+         ahead; n2 starts late, refused, and trains alone; SIGHUP makes
+         n0 and n1 accept it while it is hundreds of steps behind: it
+         takes a peer's state (refetches 1 in `gossipctl train`, its step
+         jumps to theirs), and n0 and n1 then take its slices (robust
+         accepted or clipped in `gossipctl stats`). Before, it stayed
+         behind for good with every slice refused both ways.
+         Needs GOSSIPCTL.
+
 Python 3 standard library only. Exit 0 pass, 1 fail, 77 skip (no data).
 Every node's log is printed on failure. GN_SEED sets the run's --seed.
 """
@@ -547,6 +557,57 @@ def scenario_hup(c):
         assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
 
 
+def peer_taken(c, i, peer):
+    """Slices node i took from peer (robust accepted + clipped)."""
+    for p in ctl_json(c, i, "stats").get("peers", []):
+        if p.get("name") == peer:
+            r = p.get("robust") or {}
+            return r.get("accepted", 0) + r.get("clipped", 0)
+    return 0
+
+
+def scenario_far(c):
+    run = ["--steps", "1000000", "--eval-every", "1000"]
+    for i in range(2):
+        c.start(i, run + ["--control", c.sock(i)],
+                c.write_peers(i, [0, 1]))
+    c.wait_for("n0 and n1 at step 1500",
+               lambda: c.step(0) >= 1500 and c.step(1) >= 1500, 150)
+    c.start(2, run + ["--control", c.sock(2)])
+    def n2_step():
+        try:
+            return ctl_json(c, 2, "train").get("step", 0)
+        except AssertionError:  # its control socket is not up yet
+            return 0
+    c.wait_for("n2 training alone", lambda: n2_step() >= 20, 90)
+    assert "no live peer yet" in open(c.log_path(2)).read(), \
+        "n2 was not alone at its start"
+    behind = c.step(0) - ctl_json(c, 2, "train")["step"]
+    print("n2 trains alone, %d steps behind n0" % behind)
+    for i in range(2):
+        c.write_peers(i, [0, 1, 2])
+        c.procs[i].send_signal(signal.SIGHUP)
+    c.wait_for("n2 alive at n0 and n1 after SIGHUP",
+               lambda: c.member_state(0, "n2", "alive")
+               and c.member_state(1, "n2", "alive"), 30)
+    ahead = min(c.step(0), c.step(1))
+    c.wait_for("n2 takes a peer's state",
+               lambda: ctl_json(c, 2, "train").get("refetches", 0) >= 1, 60)
+    tr = ctl_json(c, 2, "train")
+    print("n2 took a peer's state: at step %d (n0 and n1 were at %d when "
+          "they accepted it)" % (tr["step"], ahead))
+    assert tr["step"] >= ahead, (tr["step"], ahead)
+    c.wait_for("n0 and n1 take n2's slices",
+               lambda: peer_taken(c, 0, "n2") > 0
+               and peer_taken(c, 1, "n2") > 0, 60)
+    print("n0 took %d of n2's slices, n1 %d" % (
+        peer_taken(c, 0, "n2"), peer_taken(c, 1, "n2")))
+    assert ctl_json(c, 2, "train")["refetches"] == 1, \
+        "n2 asked again after catching up"
+    for i in range(3):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+
+
 def scenario_cert(c):
     run = ["--steps", "1000000", "--eval-every", "100"]
     kg = lambda *a: subprocess.run([c.keygen] + list(a), check=True,
@@ -938,7 +999,7 @@ def main():
     binary, keygen, scenario = sys.argv[1:4]
     gossipctl = sys.argv[4] if len(sys.argv) == 5 else None
     if scenario in ("serve", "wildcard", "finished", "settings",
-                    "cert", "revoke") and not gossipctl:
+                    "cert", "revoke", "far") and not gossipctl:
         print(__doc__)
         return 2
     if not os.path.isdir(DATA):
@@ -951,7 +1012,7 @@ def main():
     print("# GN_SEED=%d" % seed)
     n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
          "shuffle": 3, "serve": 3, "wildcard": 3, "finished": 2,
-         "settings": 3, "cert": 4, "revoke": 3}[scenario]
+         "settings": 3, "cert": 4, "revoke": 3, "far": 3}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     c.gossipctl = gossipctl
@@ -967,7 +1028,7 @@ def main():
          "wildcard": scenario_wildcard,
          "finished": scenario_finished,
          "settings": scenario_settings, "cert": scenario_cert,
-         "revoke": scenario_revoke}[scenario](c)
+         "revoke": scenario_revoke, "far": scenario_far}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)

@@ -494,6 +494,50 @@ static void test_stop_own_accuracy(void **state)
         node_handoff_free(h);
 }
 
+/* Under the robust merge a slice far ahead is refused, but its lead is
+ * noted: a node that far behind every partner must see that it is
+ * (gossip_plan_far_behind) and ask for a peer's state. Before 2026-12-05
+ * the box dropped such leads and the node stayed behind for good. */
+static void test_far_ahead_noted(void **state)
+{
+        struct node_handoff_cfg cfg = {
+            .plan = {.nparams = NPARAMS,
+                     .avg_every = 2,
+                     .avg_lag = 1,
+                     .parts = 2,
+                     .staleness = 3},
+            .avg_weight = 0.5f,
+            .robust = 1,
+            .wake_loop = count_wake,
+        };
+        struct node_handoff *h;
+        struct node_handoff_stats st;
+        float *spare;
+
+        (void)state;
+        assert_int_equal(node_handoff_create(&h, &cfg), 0);
+        node_handoff_set_members(h, 2, UINT64_MAX); /* one partner: m = 1 */
+        /* window (1 + 1) 2 + 3 = 7: 8 windows are 56 steps; 1000 is far */
+        spare = node_handoff_inbox_spare(h);
+        fill(spare, 32, 1.0f);
+        assert_int_equal(
+            node_handoff_deliver_params(h, peer_key, 1000, 0, 0, 32),
+            GOSSIP_ROBUST_WINDOW);
+        node_handoff_stats(h, &st);
+        assert_int_equal(st.params_stale, 1);
+        assert_false(node_handoff_far_behind(h, 1)); /* no round ends */
+        assert_true(node_handoff_far_behind(h, 2));
+        /* the leads were cleared: asked once, not at every round */
+        assert_false(node_handoff_far_behind(h, 4));
+        /* a lead inside 8 windows is skipping's, not a state's */
+        spare = node_handoff_inbox_spare(h);
+        fill(spare, 32, 1.0f);
+        node_handoff_deliver_params(h, peer_key, 40, 0, 0, 32);
+        assert_false(node_handoff_far_behind(h, 2));
+        assert_int_equal(node_handoff_catch_up(h, 2, 1000), 6);
+        node_handoff_free(h);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -505,6 +549,7 @@ int main(void)
             cmocka_unit_test(test_stop_wakes_joiner),
             cmocka_unit_test(test_stop_peer_votes),
             cmocka_unit_test(test_stop_own_accuracy),
+            cmocka_unit_test(test_far_ahead_noted),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,12 +159,13 @@ static void pack_stats(msgpack_packer *pk)
 
 static void pack_train(msgpack_packer *pk)
 {
-        msgpack_pack_map(pk, 16);
+        msgpack_pack_map(pk, 17);
         pk_kv_u(pk, "step", 120);
         pk_kv_u(pk, "epoch", 1);
         pk_kv_u(pk, "samples", 12250);
         pk_kv_u(pk, "extra_batches", 10);
         pk_kv_u(pk, "steps_skipped", 16);
+        pk_kv_u(pk, "refetches", 1);
         pk_kv_u(pk, "rollbacks_nonfinite", 2);
         pk_kv_u(pk, "rollbacks_loss", 1);
         pk_kv_u(pk, "health_snapshot_step", 100);
@@ -629,7 +630,8 @@ static void test_train(void **state)
                                    "samples/s  1900\n"
                                    "samples    12250\n"
                                    "extra      10\n"
-                                   "skipped    16\n"
+                                   "skipped    16 (peer states taken when "
+                                   "far behind: 1)\n"
                                    "lr         0.05\n"
                                    "rollbacks  2 non-finite, 1 loss "
                                    "explosion (last good: step 100)\n"
@@ -641,6 +643,7 @@ static void test_train(void **state)
         assert_string_equal(r.out,
                             "{\"step\":120,\"epoch\":1,\"samples\":12250,"
                             "\"extra_batches\":10,\"steps_skipped\":16,"
+                            "\"refetches\":1,"
                             "\"rollbacks_nonfinite\":2,"
                             "\"rollbacks_loss\":1,\"health_snapshot_step\":100,"
                             "\"loss\":0.5,"

@@ -305,6 +305,30 @@ void gossip_plan_leads_note(struct gossip_plan_leads *l, uint64_t s,
 uint64_t gossip_plan_catch_up(const struct gossip_plan_cfg *c, uint64_t t,
                               size_t alive, const struct gossip_plan_leads *l);
 
+/* ---- a node far behind: take a peer's model --------------------------
+ *
+ * Skipping closes at most one window per m arrivals while the others move
+ * on, so it cannot bring back a node that is many windows behind: one
+ * that trained alone because no peer was alive within the join wait, or
+ * whose state transfer did not arrive (an emulated arm64 board joining
+ * boards 1600 steps ahead, at 1-2 s a step against a window of a few
+ * steps, stayed 1600 steps behind for the rest of the run: its slices were
+ * refused as too old by every partner and it averaged none of theirs).
+ * The rule: at a step t that ends a round, if each of the last m slices
+ * was ahead of us by more than GOSSIP_PLAN_FAR_WINDOWS windows, ask for
+ * the state of the live member furthest ahead, as a joining node does
+ * (gossip_plan_join). Its model replaces ours: ours is that many windows
+ * older. The caller clears the leads and rate-limits the asking. One
+ * liar cannot trigger it while honest partners' slices reach us near our
+ * step (the minimum over m arrivals, as for skipping); once triggered, the
+ * state comes from the member membership says is furthest ahead, the same
+ * trust a joining node gives (docs/reliability.md, "State transfer"). */
+enum { GOSSIP_PLAN_FAR_WINDOWS = 8 };
+
+/* 1 when the rule above says: ask for a peer's state at step t. */
+int gossip_plan_far_behind(const struct gossip_plan_cfg *c, uint64_t t,
+                           size_t alive, const struct gossip_plan_leads *l);
+
 /* ---- is the exchange working? ---------------------------------------
  *
  * A node that cannot average must say so instead of training alone while
