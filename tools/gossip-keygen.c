@@ -9,6 +9,7 @@
  *                 [--addr A.B.C.D:PORT|[V6]:PORT] [--days D] [--serial HEX]
  *                 --out DEVICE.cert [--force]
  *   gossip-keygen --revoke --ca-key CA.key --serial HEX [--crl FILE]
+ *   gossip-keygen --reissue --ca-key CA.key [--crl FILE]
  *   gossip-keygen --show-cert FILE [--ca-pub FILE|KEY [--crl FILE]]
  *   gossip-keygen --show-crl FILE [--ca-pub FILE|KEY]
  *
@@ -31,8 +32,11 @@
  * CA.key's name with .crl for .key), creating it at sequence 1, else
  * raising its sequence by one, re-signs it and replaces the file
  * atomically; a list of another authority or a forged one is refused and
- * left alone. --show-cert and --show-crl print one; with --ca-pub they
- * also judge it by this machine's clock (and --crl's list).
+ * left alone. --reissue does the same with no new serial: the list's
+ * signed date moves to now, raising the time floor of every board without
+ * a clock that takes it (docs/protocol.md 12.4). --show-cert and --show-crl
+ * print one; with --ca-pub they also judge it by this machine's clock (and
+ * --crl's list).
  *
  * Exit status: 0 ok, 1 error (or, with --ca-pub, a certificate or list
  * that does not verify), 2 bad usage.
@@ -64,7 +68,7 @@ struct opts {
         /* the authority's modes and their values */
         const char *ca_key, *pub, *days, *serial, *crl, *ca_pub;
         const char *show_cert, *show_crl;
-        int force, ca, sign, revoke;
+        int force, ca, sign, revoke, reissue;
 };
 
 static int usage(const char *why)
@@ -83,6 +87,7 @@ static int usage(const char *why)
                 "[--serial HEX] --out DEVICE.cert [--force]\n"
                 "       gossip-keygen --revoke --ca-key CA.key --serial HEX "
                 "[--crl FILE]\n"
+                "       gossip-keygen --reissue --ca-key CA.key [--crl FILE]\n"
                 "       gossip-keygen --show-cert FILE [--ca-pub FILE|KEY "
                 "[--crl FILE]]\n"
                 "       gossip-keygen --show-crl FILE [--ca-pub FILE|KEY]\n"
@@ -91,7 +96,8 @@ static int usage(const char *why)
                 "overwritten\n"
                 "without --force), its peers-file line to FILE.pub, and "
                 "prints that\n"
-                "line: ADDR:PORT  PUBLIC_KEY  NAME. --ca, --sign and --revoke "
+                "line: ADDR:PORT  PUBLIC_KEY  NAME. --ca, --sign, --revoke and "
+                "--reissue "
                 "run a cluster\n"
                 "authority (docs/protocol.md section 12).\n");
         return why ? 2 : 0;
@@ -425,19 +431,19 @@ static int read_crl(const char *path, const uint8_t pk[GOSSIP_KEY_BYTES],
         return 0;
 }
 
-static int revoke(const struct opts *o)
+/* --revoke (serial) or --reissue (no serial): the list at --crl (default
+ * beside CA.key) again at the next sequence, signed now with serial added. */
+static int write_crl(const struct opts *o, const uint64_t *serial)
 {
         static uint8_t old[GOSSIP_CRL_MAX_BYTES], buf[GOSSIP_CRL_MAX_BYTES];
         static uint64_t v[GOSSIP_CRL_MAX_SERIALS];
         uint8_t pk[GOSSIP_KEY_BYTES], sk[GOSSIP_SECRET_BYTES];
-        char path[4096];
+        char path[4096], at_s[32];
         struct gossip_crl l;
-        uint64_t serial, at = now_s();
+        uint64_t at = now_s();
         uint32_t n;
         int rc;
 
-        if (parse_serial(o->serial, &serial) < 0)
-                return usage("bad --serial (1-16 hex digits, not 0)");
         if (o->crl)
                 snprintf(path, sizeof(path), "%s", o->crl);
         else if (beside(o->ca_key, ".crl", path, sizeof(path)) < 0)
@@ -446,17 +452,17 @@ static int revoke(const struct opts *o)
                 return 1;
         rc = read_crl(path, pk, old, &l, v) ? -EINVAL : 0;
         n = l.n_serials;
-        if (rc == 0 && (rc = insert_serial(v, &n, serial)) < 0)
+        if (rc == 0 && serial && (rc = insert_serial(v, &n, *serial)) < 0)
                 fprintf(stderr, "gossip-keygen: %s: serial %016llx %s\n", path,
-                        (unsigned long long)serial,
+                        (unsigned long long)*serial,
                         rc == -EEXIST ? "is revoked already"
                                       : "does not fit: the list is full");
         if (rc == 0 && l.seq == UINT64_MAX)
                 rc = -EOVERFLOW;
-        if (rc == 0) /* the floor a list gives never moves back */
-                rc = gossip_crl_sign(l.seq + 1,
-                                     at > l.issued_at ? at : l.issued_at, v, n,
-                                     sk, buf, sizeof(buf));
+        if (at < l.issued_at) /* the floor a list gives never moves back */
+                at = l.issued_at;
+        if (rc == 0)
+                rc = gossip_crl_sign(l.seq + 1, at, v, n, sk, buf, sizeof(buf));
         sodium_memzero(sk, sizeof(sk));
         if (rc < 0)
                 return 1;
@@ -465,12 +471,27 @@ static int revoke(const struct opts *o)
                 fprintf(stderr, "gossip-keygen: %s: %s\n", path, strerror(-rc));
                 return 1;
         }
+        fmt_time(at, at_s, sizeof(at_s));
+        if (serial)
+                fprintf(stderr, "gossip-keygen: revoked %016llx: ",
+                        (unsigned long long)*serial);
+        else
+                fprintf(stderr, "gossip-keygen: reissued: ");
         fprintf(stderr,
-                "gossip-keygen: revoked %016llx: %s is now sequence %llu "
-                "with %u serial%s\n",
-                (unsigned long long)serial, path,
-                (unsigned long long)(l.seq + 1), n, n == 1 ? "" : "s");
+                "%s is now sequence %llu, issued at %s, with %u "
+                "serial%s\n",
+                path, (unsigned long long)(l.seq + 1), at_s, n,
+                n == 1 ? "" : "s");
         return 0;
+}
+
+static int revoke(const struct opts *o)
+{
+        uint64_t serial;
+
+        if (parse_serial(o->serial, &serial) < 0)
+                return usage("bad --serial (1-16 hex digits, not 0)");
+        return write_crl(o, &serial);
 }
 
 /* node_file_read() into buf, *n its result; 1 (message printed) if the file
@@ -622,29 +643,32 @@ static const char **opt_slot(struct opts *o, const char *a)
 /* The flag a names, or NULL. */
 static int *flag_slot(struct opts *o, const char *a)
 {
-        return strcmp(a, "--force") == 0    ? &o->force
-               : strcmp(a, "--ca") == 0     ? &o->ca
-               : strcmp(a, "--sign") == 0   ? &o->sign
-               : strcmp(a, "--revoke") == 0 ? &o->revoke
-                                            : NULL;
+        return strcmp(a, "--force") == 0     ? &o->force
+               : strcmp(a, "--ca") == 0      ? &o->ca
+               : strcmp(a, "--sign") == 0    ? &o->sign
+               : strcmp(a, "--revoke") == 0  ? &o->revoke
+               : strcmp(a, "--reissue") == 0 ? &o->reissue
+                                             : NULL;
 }
 
 /* Which mode the options ask for, or a usage message in *why. */
 static int pick_mode(const struct opts *o, const char **why)
 {
-        int modes = !!o->ca + !!o->sign + !!o->revoke + !!o->show_cert +
-                    !!o->show_crl + !!o->show;
+        int modes = !!o->ca + !!o->sign + !!o->revoke + !!o->reissue +
+                    !!o->show_cert + !!o->show_crl + !!o->show;
 
         *why = "give exactly one of --out FILE, --show FILE, --ca, --sign, "
-               "--revoke, --show-cert FILE, --show-crl FILE";
+               "--revoke, --reissue, --show-cert FILE, --show-crl FILE";
         if (modes > 1 || (modes == 0 && !o->out))
                 return 0;
         if (o->show && o->out)
                 return 0;
         if ((o->ca || o->sign) && !o->out)
                 return *why = "--ca and --sign need --out FILE", 0;
-        if ((o->sign || o->revoke) && !o->ca_key)
-                return *why = "--sign and --revoke need --ca-key FILE", 0;
+        if ((o->sign || o->revoke || o->reissue) && !o->ca_key)
+                return *why = "--sign, --revoke and --reissue need --ca-key "
+                              "FILE",
+                       0;
         if (o->sign && (!o->pub || !o->name))
                 return *why = "--sign needs --pub FILE|KEY and --name NAME", 0;
         if (o->revoke && !o->serial)
@@ -696,6 +720,8 @@ int main(int argc, char **argv)
                 return sign_cert(&o);
         if (o.revoke)
                 return revoke(&o);
+        if (o.reissue)
+                return write_crl(&o, NULL);
         if (o.show_cert)
                 return show_cert(&o);
         if (o.show_crl)

@@ -308,6 +308,33 @@ static void test_authority(void **state)
         assert_non_null(strstr(r.out, "0000000000000005\n"
                                       "    0000000000000abc\n"));
 
+        /* reissue: the next sequence, the same serials, a date never
+         * earlier than the list's (here: now, or the old date if the
+         * clock went back); without --ca-key it is a usage error */
+        keygen(&r, "--reissue", "--ca-key", ca, NULL);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.err, "reissued"));
+        {
+                static uint8_t b3[GOSSIP_CRL_MAX_BYTES];
+                size_t n3 = slurp(crl, b3, sizeof(b3));
+                struct gossip_crl l3;
+                uint64_t before = l.issued_at;
+
+                assert_int_equal(gossip_crl_merge(&l, b3, n3, ca_pk, &l3),
+                                 GOSSIP_CRL_OK);
+                assert_int_equal(l3.seq, 3);
+                assert_int_equal(l3.n_serials, 2);
+                assert_true(gossip_crl_has(&l3, 5) &&
+                            gossip_crl_has(&l3, 0xabc));
+                assert_true(l3.issued_at >= before);
+        }
+        keygen(&r, "--reissue", NULL);
+        assert_int_equal(r.status, 2);
+        assert_non_null(strstr(r.err, "--ca-key"));
+        keygen(&r, "--show-crl", crl, "--ca-pub", capub, NULL);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "sequence    3"));
+
         /* bad input: refused, nothing written */
         keygen(&r, "--sign", "--ca-key", ca, "--pub", devpub, "--name", "a b",
                "--out", cert2, "--force", NULL);

@@ -59,7 +59,7 @@ _gossip_keygen()
         --addr|--name|--days|--serial) return ;;
         esac
         COMPREPLY=($(compgen -W "--out --show --force --addr --name --ca \
---sign --revoke --ca-key --pub --days --serial --crl --ca-pub --show-cert \
+--sign --revoke --reissue --ca-key --pub --days --serial --crl --ca-pub --show-cert \
 --show-crl --help --version" -- "$cur"))
 }
 
