@@ -280,7 +280,7 @@ static int load_authority(struct node_cluster *c, char *err, size_t errlen)
         if (!o->authority_path)
                 return 0;
         /* --crl, else the list a member told us last run, if any */
-        have_crl = node_cluster__crl_path(o, crl, sizeof(crl)) == 0;
+        have_crl = node_options_crl_path(o, crl, sizeof(crl)) == 0;
         rc = node_authority_load(&c->auth, o->authority_path, o->cert_path,
                                  have_crl ? crl : NULL, c->pk,
                                  node_cluster__unix_ms() / 1000, err, errlen);

@@ -58,10 +58,6 @@ enum {
         NODE_CLUSTER_REFUSED_MAX = 64,
 };
 
-/* Where the revocation list is kept without --crl: in --checkpoint-dir,
- * beside the checkpoints (the unit's StateDirectory, writable). */
-#define NODE_CLUSTER_CRL_FILE "authority.crl"
-
 struct node_cluster;
 struct node_evlog;
 
@@ -87,7 +83,7 @@ void node_cluster_leave(struct node_cluster *c, void (*done)(void *arg),
  * negative code with the message in err (the old set stays then). */
 int node_cluster_reload(struct node_cluster *c, char *err, size_t errlen);
 
-/* Loop: re-read the revocation list file (--crl, else NODE_CLUSTER_CRL_FILE
+/* Loop: re-read the revocation list file (--crl, else NODE_OPTIONS_CRL_FILE
  * in --checkpoint-dir) and offer it to the protocol core: a newer list is
  * taken, applied and sent to every live member; what happened is logged.
  * Nothing without --authority. */

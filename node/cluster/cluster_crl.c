@@ -1,14 +1,15 @@
 /*
  * cluster_crl.c - the authority's revocation list on this node's disk
  * (docs/operations.md, "Revoking a device"). The list lives in one file:
- * --crl, or else authority.crl in --checkpoint-dir. It is read at start
+ * --crl, or else authority.crl in --checkpoint-dir (node_options_crl_path,
+ * also what --check-config reads). It is read at start
  * (node_authority_load, cluster.c), read again on SIGHUP and offered to
  * the protocol core (gossip_set_crl: taken only when newer, then spread
  * to every live member), and written, atomically, whenever the core
  * takes a newer list from a member (on_crl), so that a restarted node
  * refuses the revoked at once instead of after its first SYNC.
  *
- * Loop thread only. Called by cluster.c (the callback, the path, the
+ * Loop thread only. Called by cluster.c (the callback, the
  * reload) and cluster_report.c; calls no other cluster*.c file (the
  * caller re-arms the protocol timer after a reload).
  */
@@ -20,20 +21,6 @@
 #include <string.h>
 
 #include "service/evlog.h"
-
-int node_cluster__crl_path(const struct node_options *o, char *buf, size_t len)
-{
-        int n;
-
-        if (o->crl_path)
-                n = snprintf(buf, len, "%s", o->crl_path);
-        else if (o->checkpoint_dir)
-                n = snprintf(buf, len, "%s/%s", o->checkpoint_dir,
-                             NODE_CLUSTER_CRL_FILE);
-        else
-                return -ENOENT;
-        return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
 
 /* 1 if path holds exactly bytes[0..len) (a list re-read on SIGHUP is
  * not written back). */
@@ -67,7 +54,7 @@ void node_cluster__on_crl(void *ctx, const void *bytes, size_t len,
                          "this node's certificate (serial %016llx) is in "
                          "it: members that hold the list refuse this node",
                          (unsigned long long)c->auth.c.serial);
-        if (node_cluster__crl_path(c->o, path, sizeof(path)) != 0) {
+        if (node_options_crl_path(c->o, path, sizeof(path)) != 0) {
                 node_log(NODE_LOG_WARN,
                          "revocation list not saved: no --crl and no "
                          "--checkpoint-dir (a restart forgets it until a "
@@ -95,7 +82,7 @@ int node_cluster__crl_reload(struct node_cluster *c)
         int v;
 
         if (!c->has_authority ||
-            node_cluster__crl_path(c->o, path, sizeof(path)) != 0)
+            node_options_crl_path(c->o, path, sizeof(path)) != 0)
                 return 0;
         if (!(buf = malloc(GOSSIP_CRL_MAX_BYTES)))
                 return -ENOMEM;

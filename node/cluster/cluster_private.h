@@ -126,14 +126,12 @@ const struct node_refusal *node_cluster__refusal(const struct node_cluster *c,
 const struct node_refusal *
 node_cluster__refusal_at(const struct node_cluster *c, size_t i);
 
-/* cluster_crl.c: the list's file (--crl, else NODE_CLUSTER_CRL_FILE in
- * --checkpoint-dir) into buf: 0, -ENOENT (neither given) or
- * -ENAMETOOLONG; gossip_config.on_crl (ctx: the cluster): log the list,
+/* cluster_crl.c (the list's file: node_options_crl_path):
+ * gossip_config.on_crl (ctx: the cluster): log the list,
  * save it there unless it holds it already; read it again and offer it
  * to the core (SIGHUP; the caller re-arms the timer): 0 or a negative
  * errno, logged; why key was dropped on its certificate's word (a
  * static string), NULL if it was not. */
-int node_cluster__crl_path(const struct node_options *o, char *buf, size_t len);
 void node_cluster__on_crl(void *ctx, const void *bytes, size_t len,
                           uint64_t seq);
 int node_cluster__crl_reload(struct node_cluster *c);

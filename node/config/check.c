@@ -310,8 +310,9 @@ static int check_authority(const struct node_options *o, struct report *r,
         struct node_authority a;
         struct gossip_addr seed;
         uint8_t pk[GOSSIP_KEY_BYTES], sk[GOSSIP_SECRET_BYTES];
-        char id[NODE_KEY_ID_SIZE];
-        int rc, have_pk = 0;
+        char id[NODE_KEY_ID_SIZE], crl[4096];
+        struct gossip_crl l;
+        int rc, have_pk = 0, have_crl;
 
         if (o->seed_addr) {
                 rc = check_addr("seed-addr", o->seed_addr, &seed, err, errlen);
@@ -328,8 +329,10 @@ static int check_authority(const struct node_options *o, struct report *r,
                         return rc;
                 have_pk = 1;
         }
+        /* the list the node would read: --crl, or the one it saved */
+        have_crl = node_options_crl_path(o, crl, sizeof(crl)) == 0;
         rc = node_authority_load(&a, o->authority_path, o->cert_path,
-                                 o->crl_path, have_pk ? pk : NULL,
+                                 have_crl ? crl : NULL, have_pk ? pk : NULL,
                                  (uint64_t)time(NULL), err, errlen);
         if (rc)
                 return rc;
@@ -342,10 +345,16 @@ static int check_authority(const struct node_options *o, struct report *r,
                     o->cert_path, a.c.name, (unsigned long long)a.c.serial,
                     (unsigned long long)a.c.not_after,
                     have_pk ? "" : " (not matched to a key: no --key)");
-        if (o->crl_path)
-                say(r, "crl", "%s: %s", o->crl_path,
-                    a.crl_len ? "a list of this authority"
-                              : "none yet (the node keeps it there)");
+        if (have_crl && a.crl_len &&
+            gossip_crl_decode(a.crl, a.crl_len, &l, NULL) == GOSSIP_CRL_OK)
+                say(r, "crl",
+                    "%s: sequence %llu, %u serial%s revoked, "
+                    "issued at %llu (unix)",
+                    crl, (unsigned long long)l.seq, l.n_serials,
+                    l.n_serials == 1 ? "" : "s",
+                    (unsigned long long)l.issued_at);
+        else if (have_crl)
+                say(r, "crl", "%s: none yet (the node keeps it there)", crl);
         node_authority_free(&a);
         return 0;
 }

@@ -280,6 +280,20 @@ int node_options_clustered(const struct node_options *o)
         return o->peers_path || o->cert_path;
 }
 
+int node_options_crl_path(const struct node_options *o, char *buf, size_t len)
+{
+        int n;
+
+        if (o->crl_path)
+                n = snprintf(buf, len, "%s", o->crl_path);
+        else if (o->checkpoint_dir)
+                n = snprintf(buf, len, "%s/%s", o->checkpoint_dir,
+                             NODE_OPTIONS_CRL_FILE);
+        else
+                return -ENOENT;
+        return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 const char *node_options_help(void)
 {
         return help_text;

@@ -193,6 +193,16 @@ const char *node_options_help(void);
  * alone. */
 int node_options_clustered(const struct node_options *o);
 
+/* Where the revocation list is kept without --crl: in --checkpoint-dir,
+ * beside the checkpoints (the unit's StateDirectory, writable). */
+#define NODE_OPTIONS_CRL_FILE "authority.crl"
+
+/* The revocation list's file (--crl, else NODE_OPTIONS_CRL_FILE in
+ * --checkpoint-dir) into buf: 0, -ENOENT (neither given) or
+ * -ENAMETOOLONG. The node reads and saves it there; --check-config reads
+ * it. */
+int node_options_crl_path(const struct node_options *o, char *buf, size_t len);
+
 /* Short names of the enum values ("sgd", "cosine", "int8", "info", ...). */
 const char *node_options_optimizer_name(int v);
 const char *node_options_sched_name(int v);

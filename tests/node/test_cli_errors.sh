@@ -181,6 +181,19 @@ EOF
                 --authority "$tmp/ca.pub"
         check 0 '^seed +5 \(--seed\)$' --config "$tmp/g.conf" \
                 --authority "$tmp/ca.pub" --seed 5
+        # the list the node saved in --checkpoint-dir is the one read
+        # (no --crl): its sequence and serials shown; a forged one refused
+        mkdir -p "$tmp/ckd"
+        check 0 '^crl +.*/ckd/authority\.crl: none yet' --config "$tmp/g.conf" \
+                --authority "$tmp/ca.pub" --checkpoint-dir "$tmp/ckd"
+        "$keygen" --revoke --ca-key "$tmp/ca.key" --serial 7 \
+                --crl "$tmp/ckd/authority.crl" >/dev/null 2>&1
+        check 0 '^crl +.*/ckd/authority\.crl: sequence 1, 1 serial revoked' \
+                --config "$tmp/g.conf" --authority "$tmp/ca.pub" \
+                --checkpoint-dir "$tmp/ckd"
+        printf 'x' >>"$tmp/ckd/authority.crl"
+        check 1 'authority\.crl' --config "$tmp/g.conf" \
+                --authority "$tmp/ca.pub" --checkpoint-dir "$tmp/ckd"
 fi
 
 # corrupt checkpoint: refused with the loader's message, never ignored
