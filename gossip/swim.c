@@ -575,7 +575,9 @@ static void apply_alive(struct gossip *g, struct swim_member *m,
                 m->addr = u->addr;
         else if (u->addr.family)
                 g->st.addrs_refused++;
-        if (u->name[0])
+        /* a member trusted on its certificate is named by it: the
+         * authority signed that name, an update is anyone's word */
+        if (u->name[0] && !m->by_cert)
                 memcpy(m->name, u->name, GOSSIP_NAME_MAX);
         if (u->version[0])
                 memcpy(m->version, u->version, GOSSIP_VERSION_MAX);

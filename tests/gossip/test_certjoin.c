@@ -237,6 +237,15 @@ static void test_joins_with_certificate(void **state)
                 assert_int_equal(mi.cert_serial, 100 + JOINER);
                 assert_int_equal(mi.cert_not_after, T0 + 86400);
         }
+        /* and names it as the certificate does ("dev102"), not as its
+         * updates do (its configured "n2"), after seconds of them */
+        sim_run_until(s, sim_now(s) + 3000);
+        for (size_t i = 0; i < LISTED; i++) {
+                assert_int_equal(
+                    gossip_member_get(sim_node(s, i), sim_key(s, JOINER), &mi),
+                    0);
+                assert_string_equal(mi.name, "dev102");
+        }
 
         /* the refused ones: through 0 and through 1, then 5 s of life */
         for (size_t k = SELF_SIGNED; k < N; k++)
