@@ -205,12 +205,55 @@ static void join_all(struct node_cluster *c)
         node_cluster__arm(c);
 }
 
+/* Alone for NODE_CLUSTER_ALONE_WARN_MS with somewhere to join: one
+ * warning that names what to check. */
+static void say_alone(struct node_cluster *c)
+{
+        char where[NODE_ADDR_STR_SIZE + 64] = "", auth[160] = "";
+        char seed[NODE_ADDR_STR_SIZE], id[NODE_KEY_ID_SIZE];
+        size_t others = c->npeers - (c->listed ? 1 : 0);
+
+        if (c->has_seed) {
+                node_addr_format(&c->seed_addr, seed, sizeof(seed));
+                snprintf(where, sizeof(where), "seed %s%s", seed,
+                         others ? ", " : "");
+        }
+        if (others)
+                snprintf(where + strlen(where), sizeof(where) - strlen(where),
+                         "%zu in the peers file", others);
+        if (c->has_authority) {
+                node_key_id(c->auth.pk, id);
+                snprintf(auth, sizeof(auth),
+                         "; is it of authority %s (a member refuses another "
+                         "authority's certificate and only counts it: "
+                         "gossipctl stats, certs wrong_authority)",
+                         id);
+        }
+        node_log(NODE_LOG_WARN,
+                 "no member has answered in %d s (%s): is one up and "
+                 "reachable%s? Training alone meanwhile",
+                 NODE_CLUSTER_ALONE_WARN_MS / 1000, where, auth);
+}
+
 static void on_join_timer(uv_timer_t *t)
 {
         struct node_cluster *c = t->data;
+        uint64_t now = uv_now(c->loop);
 
-        if (!c->leaving && gossip_alive_count(c->g) <= 1)
-                join_all(c);
+        if (c->leaving || gossip_alive_count(c->g) > 1) {
+                c->alone_since = 0;
+                c->alone_said = 0;
+                return;
+        }
+        if (!c->alone_since)
+                c->alone_since = now;
+        else if (!c->alone_said &&
+                 now - c->alone_since >= NODE_CLUSTER_ALONE_WARN_MS &&
+                 (c->has_seed || c->npeers > (c->listed ? 1u : 0u))) {
+                c->alone_said = 1;
+                say_alone(c);
+        }
+        join_all(c);
 }
 
 /* ---- set-up ------------------------------------------------------------- */

@@ -44,6 +44,12 @@ struct node_handoff;
 enum {
         /* While alone, retry the join to every peer this often. */
         NODE_CLUSTER_JOIN_RETRY_MS = 2000,
+        /* Alone this long with somewhere to join (peers, a seed): say
+         * so, once per spell alone. A member answers a JOIN within a
+         * probe period or two; 30 s is a dead seed, a firewall, or a
+         * refusal that tells the refused nothing (a certificate of
+         * another authority is only counted at the member). */
+        NODE_CLUSTER_ALONE_WARN_MS = 30000,
         /* After gossip_leave, keep the loop running this long so the LEAVE
          * reaches a few members (several probe-period piggybacks). */
         NODE_CLUSTER_LEAVE_LINGER_MS = 600,

@@ -91,6 +91,9 @@ struct node_cluster {
         struct node_authority auth;
         int has_authority, has_seed;
         struct gossip_addr seed_addr;
+        /* join retries while alone (cluster.c on_join_timer) */
+        uint64_t alone_since; /* loop ms; 0: not alone */
+        int alone_said;
         struct node_view view; /* members and partner choice */
         struct node_join join; /* state transfer for a live join */
         int leaving, closing;

@@ -39,7 +39,9 @@ Fashion-MNIST shard per node). Scenarios:
          (n0's address): it is alive at n0 and n1 and they at n2, it
          trains and exchanges with them, and `gossipctl certs` at n0 shows
          its serial; n3, whose certificate another authority signed, is
-         never a member and n0 counts it (stats: certs wrong_authority).
+         never a member and n0 counts it (stats: certs wrong_authority);
+         n3 warns once, 30 s after its start, that no member answers and
+         names its authority.
          Needs GOSSIPCTL.
   revoke revoking a device (issue 33 item 1): n0 and n1 trust each other
          by peers file, n2 joins on its certificate alone; its serial is
@@ -661,6 +663,17 @@ def scenario_cert(c):
     assert node["certs"].get("wrong_authority", 0) >= 1, node["certs"]
     print("n0 refused n3: certs %s, rejects %s"
           % (node["certs"], node["rejects"]))
+    # n3 is told nothing by the member that refuses it: it says itself,
+    # once, after NODE_CLUSTER_ALONE_WARN_MS alone, what to check
+    alone = re.compile(r"no member has answered in 30 s \(seed "
+                       r"127\.0\.0\.1:%d\): is one up and reachable; is it "
+                       r"of authority [0-9a-f]+ " % c.ports[0])
+    c.wait_for("n3's warning that no member answers",
+               lambda: alone.search(open(c.log_path(3)).read()),
+               max(0.0, 90 - (time.time() - t0)))
+    assert len(alone.findall(open(c.log_path(3)).read())) == 1
+    assert not alone.search(open(c.log_path(2)).read()), \
+        "n2, a member, said it was alone"
     for i in range(4):
         assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
 
