@@ -47,6 +47,7 @@
 #include "base/gn_errbuf.h"
 #include "base/gn_rng.h"
 #include "train/handoff.h"
+#include "train/kernel.h"
 #include "gossip/plan.h"
 #include "nn/reservoir.h"
 #include "gossip/robust.h"
@@ -124,7 +125,9 @@ struct node_trainer {
         struct nn_optim *optim;
         struct nn_lr_schedule lr;
         char spec[NN_SPEC_MAX];
-        size_t nparams, nopt;
+        size_t nparams, nopt; /* nparams: from the spec and the data's
+                                 header at create, checked at the load */
+        int loaded;           /* data, model and checkpoint ready */
         uint64_t steps_per_epoch;
         char ckpt_path[4096];
 
@@ -283,6 +286,8 @@ int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len)
         void *p;
         int rc;
 
+        if (!t->loaded) /* a request that came while the data loaded */
+                return NN_EINVAL;
         fill_ckpt(t, &ck, meta);
         /* A state crosses a link to a joining peer: quasi-global momentum
          * goes as its buffer m alone, as a local-momentum velocity (the
@@ -370,6 +375,59 @@ static int adopt_state(struct node_trainer *t, const struct nn_checkpoint *ck,
 
 /* ---- set-up ------------------------------------------------------------- */
 
+/* What the cluster needs before the data is loaded (docs/design.md, "Join
+ * first"): the parameter count and the canonical spec, from the spec and
+ * the sample shape in the data set's header. A missing data set or a
+ * spec that does not build for it is reported here, before the node
+ * joins, in the words setup_data and setup_model would use. */
+static int setup_shape(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        struct nn_dataset sh;
+        int rc, c, h, w;
+
+        rc = nn_dataset_probe_dir(o->data_dir, 1, &sh, err, errlen);
+        if (rc)
+                return rc;
+        c = (int)sh.channels;
+        h = (int)sh.rows;
+        w = (int)sh.cols;
+        rc = nn_spec_nparams(o->model, c, h, w, &t->nparams);
+        if (rc == 0)
+                rc = nn_spec_canonical(o->model, c, h, w, t->spec,
+                                       sizeof(t->spec));
+        if (rc)
+                return gn_fail(err, errlen, rc,
+                               "--model: '%s' does not build for %dx%dx%d "
+                               "input: %s",
+                               o->model, c, h, w, nn_strerror(rc));
+        return 0;
+}
+
+/* BLIS's kernels, when main() left their probe to us (train/kernel.h;
+ * a program that started BLIS itself, as the tests do, left nothing):
+ * here, on the training thread, the probe's seconds pass while the node
+ * is already a member. */
+static int setup_kernel(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        struct node_kernel_req req = {
+            .spec = o->model,
+            .batch = (int)((o->batch + o->threads - 1) / o->threads),
+            .override = o->blis_arch,
+        };
+        char line[512];
+        int rc;
+
+        if (!node_kernel_pending())
+                return 0;
+        rc = node_kernel_setup(&req, line, sizeof(line), err, errlen);
+        if (rc)
+                return rc == -EIO ? NN_EIO : NN_EINVAL;
+        node_log(NODE_LOG_INFO, "%s", line);
+        return 0;
+}
+
 static int setup_data(struct node_trainer *t, char *err, size_t errlen)
 {
         const struct node_options *o = t->o;
@@ -422,8 +480,15 @@ static int setup_model(struct node_trainer *t, char *err, size_t errlen)
                                "classes",
                                o->model, nn_model_classes(t->model),
                                t->train_all.classes);
+        /* the cluster was opened with the size setup_shape computed; a
+         * data set replaced between the two reads must not change it */
+        if (nn_model_nparams(t->model) != t->nparams)
+                return gn_fail(err, errlen, NN_EMISMATCH,
+                               "--data %s: its shape changed while the node "
+                               "started (%zu parameters, %zu at the start)",
+                               o->data_dir, nn_model_nparams(t->model),
+                               t->nparams);
         snprintf(t->spec, sizeof(t->spec), "%s", nn_model_spec(t->model));
-        t->nparams = nn_model_nparams(t->model);
         if (o->fill_batches) {
                 t->fill_size = o->fill_size ? o->fill_size : o->batch / 4;
                 if (t->fill_size == 0 || t->fill_size > o->batch)
@@ -550,26 +615,50 @@ int node_trainer_create(const struct node_options *o,
         /* nothing measured before the first progress window: reported nil */
         t->st.loss = t->st.acc = t->st.sps = NAN;
         t->last_eval_acc = NAN;
+        t->st.loading = 1;
         nn_threads_set((int)o->threads);
-        rc = setup_data(t, err, errlen);
+        rc = setup_shape(t, err, errlen);
+        if (rc) {
+                node_trainer_free(t);
+                return rc;
+        }
+        t->st.params = t->nparams;
+        *out = t;
+        return 0;
+}
+
+/* Training thread, first thing: BLIS's kernels, the data, the model and
+ * the checkpoint (node_trainer_load's contract); between the long parts
+ * a stop asked meanwhile ends it (NN_ECANCELED, no message). */
+static int load(struct node_trainer *t, char *err, size_t errlen)
+{
+        int rc = setup_kernel(t, err, errlen);
+
+        if (rc == 0 && !atomic_load(&t->stop_flag))
+                rc = setup_data(t, err, errlen);
+        if (rc == 0 && !atomic_load(&t->stop_flag))
+                rc = setup_model(t, err, errlen);
         if (rc)
-                goto out;
-        rc = setup_model(t, err, errlen);
-        if (rc)
-                goto out;
+                return rc;
+        if (atomic_load(&t->stop_flag))
+                return -ECANCELED;
         setup_schedule(t);
         rc = setup_resume(t, err, errlen);
         if (rc)
-                goto out;
-        t->st.params = t->nparams;
+                return rc;
+        t->loaded = 1;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.loading = 0;
         t->st.step = t->step;
         t->st.resumed_from = t->step;
         t->st.epoch = (uint32_t)nn_batcher_epoch(&t->batcher);
-        *out = t;
-out:
-        if (rc)
-                node_trainer_free(t);
-        return rc;
+        pthread_mutex_unlock(&t->stats_lock);
+        return 0;
+}
+
+int node_trainer_load(struct node_trainer *t, char *err, size_t errlen)
+{
+        return t->loaded ? 0 : load(t, err, errlen);
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -1311,14 +1400,43 @@ static void cluster_stop_note(struct node_trainer *t, int reason)
         }
 }
 
+/* The run ends before it began: the load failed or a stop came first.
+ * Nothing was trained, so nothing is saved (an older checkpoint stays as
+ * it was) and nothing is evaluated. */
+static int end_unloaded(struct node_trainer *t, int rc)
+{
+        int reason = rc == -ECANCELED ? NODE_STOP_SIGNAL : NODE_STOP_ERROR;
+
+        if (reason == NODE_STOP_ERROR) {
+                if (!t->errmsg[0])
+                        snprintf(t->errmsg, sizeof(t->errmsg),
+                                 "loading: %s", nn_strerror(rc));
+                node_log(NODE_LOG_ERROR, "%s", t->errmsg);
+        } else {
+                rc = 0;
+                node_log(NODE_LOG_INFO, "done (signal) while loading");
+        }
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.running = 0;
+        t->st.stop_reason = reason;
+        pthread_mutex_unlock(&t->stats_lock);
+        t->run_rc = rc;
+        if (t->h->on_done)
+                t->h->on_done(t->h->ctx, t);
+        return rc;
+}
+
 int node_trainer_run(struct node_trainer *t)
 {
         int reason = NODE_STOP_NONE, rc;
 
-        t->t_start = mono_s();
         pthread_mutex_lock(&t->stats_lock);
         t->st.running = 1;
         pthread_mutex_unlock(&t->stats_lock);
+        rc = node_trainer_load(t, t->errmsg, sizeof(t->errmsg));
+        if (rc)
+                return end_unloaded(t, rc);
+        t->t_start = mono_s();
         initial_state(t);
         t->loss_ok = 1;
         health_snapshot(t); /* the starting model is good: checked */
@@ -1446,6 +1564,11 @@ const char *node_trainer_error(const struct node_trainer *t)
 struct nn_model *node_trainer_model(struct node_trainer *t)
 {
         return t->model;
+}
+
+size_t node_trainer_nparams(const struct node_trainer *t)
+{
+        return t->nparams;
 }
 
 size_t node_trainer_opt_len(const struct node_trainer *t)
