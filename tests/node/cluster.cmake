@@ -15,9 +15,10 @@ endif()
 # on its finished checkpoint; nodes bound to 0.0.0.0 tell their
 # peers-file address, not the wildcard; a node joins with only a
 # certificate, the authority's key and a seed address, and is dropped by
-# every member once its serial is revoked (need gossipctl).
+# every member once its serial is revoked; a node is a member while its
+# data loads (need gossipctl).
 if(TARGET gossipnode AND TARGET gossip-keygen AND TARGET gossipctl)
-  foreach(s serve wildcard finished settings cert revoke)
+  foreach(s serve wildcard finished settings cert revoke joinfirst)
     add_test(NAME test_cluster_${s}
              COMMAND /usr/bin/python3
                      ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py
