@@ -143,8 +143,8 @@ int main(int argc, char **argv)
                 goto out;
         }
         if (rc == NODE_OPT_VERSION) {
-                rc = kernel_setup(&o, 0, kline, sizeof(kline), err,
-                                  sizeof(err));
+                rc =
+                    kernel_setup(&o, 0, kline, sizeof(kline), err, sizeof(err));
                 printf("gossipnode %s\n%s\n", node_version(), rc ? err : kline);
                 if (node_kernel_started())
                         nn_lib_finalize();

@@ -615,8 +615,8 @@ int node_kernel_choose(const struct node_kernel_req *req, struct node_kernel *k,
  * left to later (no_probe) waits for it. */
 static atomic_int started, pending;
 
-int node_kernel_setup(const struct node_kernel_req *req, char *line,
-                      size_t len, char *err, size_t errlen)
+int node_kernel_setup(const struct node_kernel_req *req, char *line, size_t len,
+                      char *err, size_t errlen)
 {
         struct node_kernel k;
         int rc = node_kernel_choose(req, &k, err, errlen);

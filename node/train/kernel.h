@@ -97,8 +97,8 @@ int node_kernel_choose(const struct node_kernel_req *req, struct node_kernel *k,
  * (a bad --blis-arch) or -EIO (BLIS did not start), message in err.
  * Once it has succeeded, BLIS is started (node_kernel_started) and
  * nn_lib_finalize is the caller's at exit. */
-int node_kernel_setup(const struct node_kernel_req *req, char *line,
-                      size_t len, char *err, size_t errlen);
+int node_kernel_setup(const struct node_kernel_req *req, char *line, size_t len,
+                      char *err, size_t errlen);
 
 /* 1 once node_kernel_setup has started BLIS (any thread). */
 int node_kernel_started(void);

@@ -125,9 +125,11 @@ struct node_trainer {
         struct nn_optim *optim;
         struct nn_lr_schedule lr;
         char spec[NN_SPEC_MAX];
-        size_t nparams, nopt; /* nparams: from the spec and the data's
-                                 header at create, checked at the load */
-        int loaded;           /* data, model and checkpoint ready */
+        size_t nparams, nopt;    /* nparams: from the spec and the data's
+                                    header at create, checked at the load */
+        int loaded;              /* data, model and checkpoint ready */
+        struct nn_checkpoint ck; /* read at create, taken at the load */
+        int has_ck;
         uint64_t steps_per_epoch;
         char ckpt_path[4096];
 
@@ -549,12 +551,14 @@ static void setup_schedule(struct node_trainer *t)
         t->lr.gamma = TRAINER_STEP_GAMMA;
 }
 
-/* Resume from DIR/model.ckpt when it exists (and not --fresh). A file that
- * is there but unusable is an error: never silently start over. */
-static int setup_resume(struct node_trainer *t, char *err, size_t errlen)
+/* Read DIR/model.ckpt when it exists (and not --fresh), checked against
+ * the spec and size (before the join: a corrupt or foreign file is
+ * refused before the node is a member); setup_resume takes it once the
+ * model exists. A file that is there but unusable is an error: never
+ * silently start over. */
+static int setup_checkpoint(struct node_trainer *t, char *err, size_t errlen)
 {
         const struct node_options *o = t->o;
-        struct nn_checkpoint ck;
         struct stat sb;
         int rc, n;
 
@@ -575,21 +579,33 @@ static int setup_resume(struct node_trainer *t, char *err, size_t errlen)
         if (o->fresh || stat(t->ckpt_path, &sb) != 0)
                 return 0;
         rc = nn_checkpoint_load_expect(t->ckpt_path, t->spec, t->nparams,
-                                       UINT64_MAX, &ck, err, errlen);
-        if (rc)
-                return rc;
-        rc = adopt_state(t, &ck, t->ckpt_path, err, errlen);
+                                       UINT64_MAX, &t->ck, err, errlen);
+        if (rc == 0)
+                t->has_ck = 1;
+        return rc;
+}
+
+/* Resume from the checkpoint setup_checkpoint read, if any. */
+static int setup_resume(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        int rc;
+
+        if (!t->has_ck)
+                return 0;
+        rc = adopt_state(t, &t->ck, t->ckpt_path, err, errlen);
         if (rc == 0) {
-                meta_apply(t, &ck);
+                meta_apply(t, &t->ck);
                 t->resumed = 1;
-                if (ck.seed != o->seed)
+                if (t->ck.seed != o->seed)
                         node_log(NODE_LOG_WARN,
                                  "checkpoint was written with --seed %llu, "
                                  "running with %llu",
-                                 (unsigned long long)ck.seed,
+                                 (unsigned long long)t->ck.seed,
                                  (unsigned long long)o->seed);
         }
-        nn_checkpoint_free(&ck);
+        nn_checkpoint_free(&t->ck);
+        t->has_ck = 0;
         return rc;
 }
 
@@ -618,6 +634,8 @@ int node_trainer_create(const struct node_options *o,
         t->st.loading = 1;
         nn_threads_set((int)o->threads);
         rc = setup_shape(t, err, errlen);
+        if (rc == 0)
+                rc = setup_checkpoint(t, err, errlen);
         if (rc) {
                 node_trainer_free(t);
                 return rc;
@@ -1409,8 +1427,8 @@ static int end_unloaded(struct node_trainer *t, int rc)
 
         if (reason == NODE_STOP_ERROR) {
                 if (!t->errmsg[0])
-                        snprintf(t->errmsg, sizeof(t->errmsg),
-                                 "loading: %s", nn_strerror(rc));
+                        snprintf(t->errmsg, sizeof(t->errmsg), "loading: %s",
+                                 nn_strerror(rc));
                 node_log(NODE_LOG_ERROR, "%s", t->errmsg);
         } else {
                 rc = 0;
@@ -1530,6 +1548,8 @@ void node_trainer_free(struct node_trainer *t)
         if (!t)
                 return;
         node_trainer_join(t);
+        if (t->has_ck)
+                nn_checkpoint_free(&t->ck);
         nn_optim_free(t->optim);
         nn_model_free(t->model);
         nn_batcher_free(&t->batcher);
