@@ -347,7 +347,9 @@ static const char *state_kind_name(enum nn_optim_state_kind k)
 
 /* Take over params, optimizer state and step from a decoded checkpoint
  * (ours from disk, or a peer's). It must match the model (checked). */
-static int adopt_state(struct node_trainer *t, const struct nn_checkpoint *ck,
+/* The optimizer half of adopt_state: checked and loaded (converted)
+ * into t->optim; the model need not exist yet. */
+static int adopt_optim(struct node_trainer *t, const struct nn_checkpoint *ck,
                        const char *name, char *err, size_t errlen)
 {
         int rc;
@@ -368,11 +370,26 @@ static int adopt_state(struct node_trainer *t, const struct nn_checkpoint *ck,
                          state_kind_name(nn_optim_state_kind(t->optim)));
                 return NN_EMISMATCH;
         }
+        return 0;
+}
+
+/* The parameters and the step of ck (optimizer taken: adopt_optim). */
+static void adopt_params(struct node_trainer *t, const struct nn_checkpoint *ck)
+{
         memcpy(nn_model_params(t->model), ck->params,
                t->nparams * sizeof(float));
         nn_optim_set_steps(t->optim, ck->step);
         t->step = t->start_step = ck->step;
-        return 0;
+}
+
+static int adopt_state(struct node_trainer *t, const struct nn_checkpoint *ck,
+                       const char *name, char *err, size_t errlen)
+{
+        int rc = adopt_optim(t, ck, name, err, errlen);
+
+        if (rc == 0)
+                adopt_params(t, ck);
+        return rc;
 }
 
 /* ---- set-up ------------------------------------------------------------- */
@@ -403,6 +420,32 @@ static int setup_shape(struct node_trainer *t, char *err, size_t errlen)
                                "--model: '%s' does not build for %dx%dx%d "
                                "input: %s",
                                o->model, c, h, w, nn_strerror(rc));
+        return 0;
+}
+
+/* The optimizer, at create: it needs only the parameter count, and a
+ * checkpoint's optimizer state is checked against it before the join. */
+static int setup_optim(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        struct nn_optim_config oc = {0};
+        int rc;
+
+        oc.kind =
+            o->optimizer == NODE_OPTIM_ADAM ? NN_OPTIM_ADAM : NN_OPTIM_SGD;
+        oc.lr = o->lr;
+        oc.momentum = o->optimizer == NODE_OPTIM_ADAM ? 0 : o->momentum;
+        oc.quasi_global = o->momentum_kind == NODE_MOMENTUM_QUASI_GLOBAL;
+        oc.quasi_global_bound = TRAINER_QG_BOUND;
+        oc.weight_decay = o->weight_decay;
+        oc.beta1 = 0.9f;
+        oc.beta2 = 0.999f;
+        oc.eps = 1e-8f;
+        rc = nn_optim_create(&oc, t->nparams, &t->optim);
+        if (rc)
+                return gn_fail(err, errlen, rc, "optimizer: %s",
+                               nn_strerror(rc));
+        t->nopt = nn_optim_state_len(t->optim);
         return 0;
 }
 
@@ -466,7 +509,6 @@ static int setup_data(struct node_trainer *t, char *err, size_t errlen)
 static int setup_model(struct node_trainer *t, char *err, size_t errlen)
 {
         const struct node_options *o = t->o;
-        struct nn_optim_config oc = {0};
         int rc, c = (int)t->train_all.channels, h = (int)t->train_all.rows,
                 w = (int)t->train_all.cols;
 
@@ -504,21 +546,6 @@ static int setup_model(struct node_trainer *t, char *err, size_t errlen)
                                                   : TRAINER_EVAL_BATCH));
         if (rc)
                 return gn_fail(err, errlen, rc, "model: %s", nn_strerror(rc));
-        oc.kind =
-            o->optimizer == NODE_OPTIM_ADAM ? NN_OPTIM_ADAM : NN_OPTIM_SGD;
-        oc.lr = o->lr;
-        oc.momentum = o->optimizer == NODE_OPTIM_ADAM ? 0 : o->momentum;
-        oc.quasi_global = o->momentum_kind == NODE_MOMENTUM_QUASI_GLOBAL;
-        oc.quasi_global_bound = TRAINER_QG_BOUND;
-        oc.weight_decay = o->weight_decay;
-        oc.beta1 = 0.9f;
-        oc.beta2 = 0.999f;
-        oc.eps = 1e-8f;
-        rc = nn_optim_create(&oc, t->nparams, &t->optim);
-        if (rc)
-                return gn_fail(err, errlen, rc, "optimizer: %s",
-                               nn_strerror(rc));
-        t->nopt = nn_optim_state_len(t->optim);
         t->good_params = malloc(t->nparams * sizeof(float));
         t->good_opt = malloc((t->nopt ? t->nopt : 1) * sizeof(float));
         if (!t->good_params || !t->good_opt)
@@ -580,33 +607,30 @@ static int setup_checkpoint(struct node_trainer *t, char *err, size_t errlen)
                 return 0;
         rc = nn_checkpoint_load_expect(t->ckpt_path, t->spec, t->nparams,
                                        UINT64_MAX, &t->ck, err, errlen);
-        if (rc == 0)
-                t->has_ck = 1;
-        return rc;
+        if (rc)
+                return rc;
+        t->has_ck = 1;
+        return adopt_optim(t, &t->ck, t->ckpt_path, err, errlen);
 }
 
-/* Resume from the checkpoint setup_checkpoint read, if any. */
-static int setup_resume(struct node_trainer *t, char *err, size_t errlen)
+/* Resume from the checkpoint setup_checkpoint read and checked, if any. */
+static void setup_resume(struct node_trainer *t)
 {
         const struct node_options *o = t->o;
-        int rc;
 
         if (!t->has_ck)
-                return 0;
-        rc = adopt_state(t, &t->ck, t->ckpt_path, err, errlen);
-        if (rc == 0) {
-                meta_apply(t, &t->ck);
-                t->resumed = 1;
-                if (t->ck.seed != o->seed)
-                        node_log(NODE_LOG_WARN,
-                                 "checkpoint was written with --seed %llu, "
-                                 "running with %llu",
-                                 (unsigned long long)t->ck.seed,
-                                 (unsigned long long)o->seed);
-        }
+                return;
+        adopt_params(t, &t->ck);
+        meta_apply(t, &t->ck);
+        t->resumed = 1;
+        if (t->ck.seed != o->seed)
+                node_log(NODE_LOG_WARN,
+                         "checkpoint was written with --seed %llu, "
+                         "running with %llu",
+                         (unsigned long long)t->ck.seed,
+                         (unsigned long long)o->seed);
         nn_checkpoint_free(&t->ck);
         t->has_ck = 0;
-        return rc;
 }
 
 int node_trainer_create(const struct node_options *o,
@@ -635,6 +659,8 @@ int node_trainer_create(const struct node_options *o,
         nn_threads_set((int)o->threads);
         rc = setup_shape(t, err, errlen);
         if (rc == 0)
+                rc = setup_optim(t, err, errlen);
+        if (rc == 0)
                 rc = setup_checkpoint(t, err, errlen);
         if (rc) {
                 node_trainer_free(t);
@@ -661,9 +687,7 @@ static int load(struct node_trainer *t, char *err, size_t errlen)
         if (atomic_load(&t->stop_flag))
                 return -ECANCELED;
         setup_schedule(t);
-        rc = setup_resume(t, err, errlen);
-        if (rc)
-                return rc;
+        setup_resume(t);
         t->loaded = 1;
         pthread_mutex_lock(&t->stats_lock);
         t->st.loading = 0;

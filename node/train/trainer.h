@@ -102,12 +102,12 @@ struct node_train_stats {
 
 /* Make a trainer for o: the model's size and canonical spec from its
  * spec and the sample shape in the data set's header, so that the node
- * can join before the load (node_trainer_nparams), and the checkpoint in
- * o->checkpoint_dir read and checked against them unless o->fresh
- * (milliseconds of reading, no data, no BLIS). o, hooks and ev must
- * outlive the trainer. 0, or a negative NN_E* / errno code with one line
- * in err (no data set found, a model that does not build for its shape,
- * a corrupt or mismatched checkpoint); *out is NULL then. */
+ * can join before the load (node_trainer_nparams), the optimizer, and
+ * the checkpoint in o->checkpoint_dir read and checked against them
+ * unless o->fresh (its optimizer state taken; no data, no BLIS). o, hooks and
+ * ev must outlive the trainer. 0, or a negative NN_E* / errno code with one
+ * line in err (no data set found, a model that does not build for its shape, a
+ * corrupt or mismatched checkpoint); *out is NULL then. */
 int node_trainer_create(const struct node_options *o,
                         const struct node_trainer_hooks *hooks,
                         struct node_evlog *ev, struct node_trainer **out,
@@ -118,9 +118,9 @@ int node_trainer_create(const struct node_options *o,
  * kernel probe if main() left it pending (train/kernel.h), the data,
  * the model and optimizer, the resume from the checkpoint read at
  * create. 0, -ECANCELED (node_trainer_stop came first), or a negative
- * NN_E* code with one line in err (a corrupt data file, a checkpoint
- * whose optimizer state does not fit, ...). Stats say `loading` until
- * it has succeeded. */
+ * NN_E* code with one line in err (a corrupt data file, a data set
+ * whose shape changed since create). Stats say `loading` until it has
+ * succeeded. */
 int node_trainer_load(struct node_trainer *t, char *err, size_t errlen);
 
 /* Join a cluster: exchange through the box h (which must outlive the
