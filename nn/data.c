@@ -181,15 +181,16 @@ static int idx_open(const char *path, uint8_t *h, size_t hlen, uint32_t magic,
         return rc;
 }
 
-static int idx_images(const char *path, struct nn_dataset *ds, char *err,
-                      size_t errlen)
+/* Opens an IDX image file and takes n, rows, cols and channels from its
+ * 16-byte header, within the bounds; on success *f is open at the first
+ * pixel, on error it is closed and err names the file. */
+static int idx_images_head(const char *path, struct nn_dataset *ds, gzFile *f,
+                           char *err, size_t errlen)
 {
         uint8_t h[16];
-        gzFile f = NULL;
-        size_t want, got;
-        int rc, extra;
+        int rc;
 
-        rc = idx_open(path, h, sizeof(h), NN_DATA_IDX_IMAGES, "image", &f, err,
+        rc = idx_open(path, h, sizeof(h), NN_DATA_IDX_IMAGES, "image", f, err,
                       errlen);
         if (rc != 0)
                 return rc;
@@ -206,9 +207,23 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
                     "images, rows*cols <= %d)",
                     path, ds->n, ds->rows, ds->cols, NN_DATA_MAX_N,
                     NN_DATA_MAX_SAMPLE_BYTES);
-                rc = NN_EFORMAT;
-                goto out;
+                gzclose(*f);
+                *f = NULL;
+                return NN_EFORMAT;
         }
+        return 0;
+}
+
+static int idx_images(const char *path, struct nn_dataset *ds, char *err,
+                      size_t errlen)
+{
+        gzFile f = NULL;
+        size_t want, got;
+        int rc, extra;
+
+        rc = idx_images_head(path, ds, &f, err, errlen);
+        if (rc != 0)
+                return rc;
         want = (size_t)ds->n * ds->rows * ds->cols;
         rc = read_body(f, want, &ds->images, &got, &extra);
         if (rc == NN_EFORMAT && extra)
@@ -230,7 +245,6 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
         else if (rc == NN_ENOMEM)
                 gn_seterr(err, errlen, "%s: out of memory for %zu bytes", path,
                           want);
-out:
         gzclose(f);
         return rc;
 }
@@ -434,11 +448,10 @@ static int find_idx(char *buf, size_t len, const char *dir, const char *stem)
         return join(buf, len, dir, stem) == 0 && exists(buf);
 }
 
-static int load_dir_cifar(const char *dir, int train, struct nn_dataset *out,
-                          char *err, size_t errlen)
+/* The CIFAR-10 batch files of dir for the training (train) or test
+ * part, in order; their count (0: none here). */
+static int cifar_paths(const char *dir, int train, char paths[5][PATH_MAX])
 {
-        char paths[5][PATH_MAX];
-        const char *ptrs[5];
         char name[32];
         int i, n = 0;
 
@@ -448,53 +461,91 @@ static int load_dir_cifar(const char *dir, int train, struct nn_dataset *out,
                 else
                         snprintf(name, sizeof(name), "test_batch.bin");
                 if (join(paths[n], PATH_MAX, dir, name) == 0 &&
-                    exists(paths[n])) {
-                        ptrs[n] = paths[n];
+                    exists(paths[n]))
                         n++;
-                }
         }
-        if (n == 0)
-                return 1; /* not here */
-        return nn_dataset_load_cifar(ptrs, n, out, err, errlen);
+        return n;
 }
 
-int nn_dataset_load_dir(const char *dir, int train, struct nn_dataset *out,
-                        char *err, size_t errlen)
+/* Where a known data set of dir is, as nn_dataset_load_dir looks for it:
+ * IDX (1: img and lbl set), CIFAR-10 (2: cdir set to the directory that
+ * holds the batches), or a negative code with err set. */
+static int locate_dir(const char *dir, int train, char *img, char *lbl,
+                      char *cdir, char *err, size_t errlen)
 {
         const char *pre = train ? "train" : "t10k";
-        char img[PATH_MAX], lbl[PATH_MAX], stem[64], sub[PATH_MAX];
-        int rc;
+        char stem[64], paths[5][PATH_MAX];
 
-        memset(out, 0, sizeof(*out));
         if (dir == NULL) {
                 gn_seterr(err, errlen, "nn_dataset_load_dir: no directory");
                 return NN_EINVAL;
         }
         snprintf(stem, sizeof(stem), "%s-images-idx3-ubyte", pre);
-        if (find_idx(img, sizeof(img), dir, stem)) {
+        if (find_idx(img, PATH_MAX, dir, stem)) {
                 snprintf(stem, sizeof(stem), "%s-labels-idx1-ubyte", pre);
-                if (!find_idx(lbl, sizeof(lbl), dir, stem)) {
-                        gn_seterr(err, errlen,
-                                  "%s/%s[.gz]: cannot open: missing (images "
-                                  "are in %s)",
-                                  dir, stem, img);
-                        return NN_EIO;
-                }
-                return nn_dataset_load_idx(img, lbl, out, err, errlen);
+                if (find_idx(lbl, PATH_MAX, dir, stem))
+                        return 1;
+                gn_seterr(err, errlen,
+                          "%s/%s[.gz]: cannot open: missing (images are in "
+                          "%s)",
+                          dir, stem, img);
+                return NN_EIO;
         }
-        rc = load_dir_cifar(dir, train, out, err, errlen);
-        if (rc <= 0)
-                return rc;
-        if (join(sub, sizeof(sub), dir, "cifar-10-batches-bin") == 0) {
-                rc = load_dir_cifar(sub, train, out, err, errlen);
-                if (rc <= 0)
-                        return rc;
-        }
+        snprintf(cdir, PATH_MAX, "%s", dir);
+        if (cifar_paths(cdir, train, paths) > 0)
+                return 2;
+        if (join(cdir, PATH_MAX, dir, "cifar-10-batches-bin") == 0 &&
+            cifar_paths(cdir, train, paths) > 0)
+                return 2;
         gn_seterr(err, errlen,
                   "%s: no data set found (looked for %s-images-idx3-ubyte[.gz] "
                   "and %s)",
                   dir, pre, train ? "data_batch_N.bin" : "test_batch.bin");
         return NN_EIO;
+}
+
+int nn_dataset_load_dir(const char *dir, int train, struct nn_dataset *out,
+                        char *err, size_t errlen)
+{
+        char img[PATH_MAX], lbl[PATH_MAX], cdir[PATH_MAX], paths[5][PATH_MAX];
+        const char *ptrs[5];
+        int rc, n;
+
+        memset(out, 0, sizeof(*out));
+        rc = locate_dir(dir, train, img, lbl, cdir, err, errlen);
+        if (rc == 1)
+                return nn_dataset_load_idx(img, lbl, out, err, errlen);
+        if (rc < 0)
+                return rc;
+        n = cifar_paths(cdir, train, paths);
+        for (int i = 0; i < n; i++)
+                ptrs[i] = paths[i];
+        return nn_dataset_load_cifar(ptrs, n, out, err, errlen);
+}
+
+int nn_dataset_probe_dir(const char *dir, int train, struct nn_dataset *out,
+                         char *err, size_t errlen)
+{
+        char img[PATH_MAX], lbl[PATH_MAX], cdir[PATH_MAX];
+        gzFile f = NULL;
+        int rc;
+
+        memset(out, 0, sizeof(*out));
+        rc = locate_dir(dir, train, img, lbl, cdir, err, errlen);
+        if (rc == 1) {
+                rc = idx_images_head(img, out, &f, err, errlen);
+                if (rc == 0)
+                        gzclose(f);
+        } else if (rc == 2) {
+                out->channels = NN_DATA_CIFAR_CHANNELS;
+                out->rows = out->cols = NN_DATA_CIFAR_SIDE;
+                rc = 0;
+        }
+        if (rc == 0)
+                out->classes = NN_DATA_CLASSES;
+        else
+                memset(out, 0, sizeof(*out));
+        return rc;
 }
 
 void nn_dataset_free(struct nn_dataset *ds)

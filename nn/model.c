@@ -370,6 +370,24 @@ static size_t layout(struct nn_model *m)
         return off;
 }
 
+int nn_spec_nparams(const char *spec, int in_channels, int in_h, int in_w,
+                    size_t *nparams)
+{
+        struct nn_model *m = calloc(1, sizeof(*m));
+        size_t n = 0;
+
+        if (!m)
+                return NN_ENOMEM;
+        if (parse_spec(spec, in_channels, in_h, in_w, m, m->spec,
+                       sizeof(m->spec)) == 0)
+                n = layout(m);
+        free(m);
+        if (n == 0)
+                return NN_EINVAL;
+        *nparams = n;
+        return 0;
+}
+
 /* He-uniform for layers followed by ReLU (bound sqrt(6/fan_in)), Xavier-
  * uniform otherwise (bound sqrt(6/(fan_in+fan_out))), biases zero.  Only
  * exact float arithmetic and sqrt: identical on every IEEE machine. */

@@ -34,28 +34,24 @@
 #include "service/version.h"
 
 /* Chooses BLIS's kernels (before its first call: kernel.h) and starts
- * BLIS; 0, or 2 for a bad --blis-arch, 1 otherwise, message in err. */
-static int kernel_setup(const struct node_options *o, char *line, size_t len,
-                        char *err, size_t errlen)
+ * BLIS; 0, 2 for a bad --blis-arch, 1 otherwise, message in err. With
+ * defer, a choice that needs a probe is left to the trainer, which runs
+ * it on its thread while the node is already a member (-EAGAIN: 0 here,
+ * BLIS not started). */
+static int kernel_setup(const struct node_options *o, int defer, char *line,
+                        size_t len, char *err, size_t errlen)
 {
-        struct node_kernel k;
         struct node_kernel_req req = {
             .spec = o->model,
             .batch = (int)((o->batch + o->threads - 1) / o->threads),
             .override = o->blis_arch,
+            .no_probe = defer,
         };
-        int rc = node_kernel_choose(&req, &k, err, errlen);
+        int rc = node_kernel_setup(&req, line, len, err, errlen);
 
-        if (rc)
-                return rc == -EINVAL ? 2 : 1;
-        if (nn_lib_init() != 0) {
-                snprintf(err, errlen, "cannot initialise BLIS");
-                return 1;
-        }
-        /* what BLIS really runs, whoever chose it */
-        snprintf(k.arch, sizeof(k.arch), "%s", nn_blis_arch_active());
-        node_kernel_describe(&k, line, len);
-        return 0;
+        if (rc == -EAGAIN && defer)
+                return 0;
+        return rc == 0 ? 0 : rc == -EINVAL ? 2 : 1;
 }
 
 /* Is --check-config on the command line? Then every problem, a bad
@@ -147,13 +143,17 @@ int main(int argc, char **argv)
                 goto out;
         }
         if (rc == NODE_OPT_VERSION) {
-                rc = kernel_setup(&o, kline, sizeof(kline), err, sizeof(err));
+                rc =
+                    kernel_setup(&o, 0, kline, sizeof(kline), err, sizeof(err));
                 printf("gossipnode %s\n%s\n", node_version(), rc ? err : kline);
-                nn_lib_finalize();
+                if (node_kernel_started())
+                        nn_lib_finalize();
                 rc = 0;
                 goto out;
         }
-        rc = kernel_setup(&o, kline, sizeof(kline), err, sizeof(err));
+        /* a probe would keep the node out of the cluster for seconds on a
+         * slow device: the trainer runs it after the join */
+        rc = kernel_setup(&o, 1, kline, sizeof(kline), err, sizeof(err));
         if (rc) {
                 fprintf(stderr, "gossipnode: %s\n", err);
                 goto out;
@@ -164,7 +164,8 @@ int main(int argc, char **argv)
         node_log_setup(stderr, o.name ? o.name : "node", o.log_level);
         node_log_set_journal(node_sd_journal_stream(STDERR_FILENO));
         rc = node_daemon_run(&o, err, sizeof(err));
-        nn_lib_finalize();
+        if (node_kernel_started()) /* the trainer may have stopped first */
+                nn_lib_finalize();
         if (rc) {
                 fprintf(stderr, "%sgossipnode: %s\n",
                         node_sd_journal_stream(STDERR_FILENO) ? "<3>" : "",

@@ -585,6 +585,8 @@ static void print_train(FILE *f, const msgpack_object *d)
         char a[64];
         const msgpack_object *run = ctlc_get(d, "running");
 
+        fprintf(f, "%-10s %s\n", "state",
+                ctlc_str(ctlc_get(d, "state"), a, sizeof(a)));
         fprintf(f, "%-10s %s\n", "model",
                 ctlc_str(ctlc_get(d, "model"), a, sizeof(a)));
         fprintf(f, "%-10s %s\n", "step",

@@ -2,8 +2,12 @@
  * daemon.c - the loop thread: signals, the trainer's thread, the cluster,
  * the control socket and the metrics endpoint.
  *
- * A run: set-up (event log; trainer: data, model, checkpoint; cluster: key,
+ * A run: set-up (event log; trainer: the model's size only; cluster: key,
  * peers, transport, protocol; control socket; metrics), loop, tear-down.
+ * The node joins first: the training thread loads the data, the model and
+ * the checkpoint (and runs BLIS's kernel probe if main() left it) while
+ * the loop already answers membership, gossipctl and metrics; the train
+ * state says `loading` until then (docs/design.md, "Join first").
  * The run ends when the trainer has finished (a stop criterion, or a stop
  * asked by SIGTERM/SIGINT or the control command "leave") and, in a
  * cluster, the leave has been announced and has lingered long enough to
@@ -289,6 +293,7 @@ static void on_sd_timer(uv_timer_t *h)
                  ready ? "READY=1\n" : "",
                  d->serving    ? "training finished, serving: at"
                  : d->sd_ready ? "training"
+                 : st.loading  ? "loading the data"
                                : "joining",
                  (unsigned long long)st.step,
                  sd_val(c, sizeof(c), "%.3f", st.loss),
@@ -336,13 +341,24 @@ static void pack_exchange(struct daemon *d, msgpack_packer *pk)
             pk, gossip_plan_health_say(&hs.exchange, why, sizeof(why)));
 }
 
+/* "loading" (data, model, kernels: not training yet), "training",
+ * "serving" (finished, still a member) or "finished". */
+static const char *train_state(const struct daemon *d,
+                               const struct node_train_stats *st)
+{
+        if (st->running || !st->stop_reason) /* or not started yet */
+                return st->loading ? "loading" : "training";
+        return d->serving ? "serving" : "finished";
+}
+
 static void pack_train(struct daemon *d, msgpack_packer *pk)
 {
         struct node_train_stats st;
 
         node_trainer_stats(d->trainer, &st);
-        msgpack_pack_map(pk, 17);
+        msgpack_pack_map(pk, 18);
         pack_exchange(d, pk);
+        node_ctl_pack_kstr(pk, "state", train_state(d, &st));
         node_ctl_pack_ku64(pk, "step", st.step);
         node_ctl_pack_ku64(pk, "rollbacks_nonfinite", st.rollbacks_nonfinite);
         node_ctl_pack_ku64(pk, "rollbacks_loss", st.rollbacks_loss);
@@ -487,6 +503,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
         }
         d->hooks.on_done = hook_done;
         d->hooks.ctx = d;
+        /* the size only: the load runs on the training thread */
         rc = node_trainer_create(o, &d->hooks, d->ev, &d->trainer, err, errlen);
         if (rc)
                 return rc;
@@ -505,10 +522,9 @@ static int setup(struct daemon *d, char *err, size_t errlen)
                 return rc;
         }
         if (node_options_clustered(o)) {
-                rc = node_cluster_open(
-                    &d->cluster, &d->loop, o, d->ev,
-                    nn_model_nparams(node_trainer_model(d->trainer)), err,
-                    errlen);
+                rc = node_cluster_open(&d->cluster, &d->loop, o, d->ev,
+                                       node_trainer_nparams(d->trainer), err,
+                                       errlen);
                 if (rc)
                         return rc;
                 node_trainer_attach(d->trainer,
@@ -549,7 +565,10 @@ int node_daemon_run(const struct node_options *o, char *err, size_t errlen)
         loop_ok = d.done_async.loop != NULL;
         if (rc == 0)
                 node_log(NODE_LOG_INFO, "gossipnode %s, %s", node_version(),
-                         node_kernel_summary());
+                         node_kernel_pending()
+                             ? "BLIS kernels to be measured while the data "
+                               "loads"
+                             : node_kernel_summary());
         if (rc == 0) {
                 rc = node_trainer_start(d.trainer);
                 if (rc)

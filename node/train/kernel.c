@@ -4,8 +4,9 @@
  * Order of business in node_kernel_choose: an explicit --blis-arch wins,
  * then BLIS_ARCH_TYPE from the environment (the user's own override), then
  * a cache line with this CPU's, this BLIS's and these shapes' key, then a
- * probe.  The probe forks one child per candidate and round (nothing else
- * runs then: this is before BLIS's first call and before any thread), and
+ * probe.  The probe forks one child per candidate and round (before
+ * BLIS's first call; on the training thread while the loop runs: kernel.h
+ * says why that is safe), and
  * each child initialises BLIS with its own BLIS_ARCH_TYPE, times every
  * shape repeatedly for its share of the budget and writes the sum of the
  * shapes' best times to a pipe.  The shapes are the model's own (nn/) at
@@ -19,6 +20,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,6 +344,11 @@ static double probe_one(int id, const struct nn_gemm_shape *s, int n,
                 char v[16];
 
                 close(fd[0]);
+                /* the loop's handlers (libuv's) would keep a child that
+                 * systemd's stop reaches alive until its deadline */
+                signal(SIGTERM, SIG_DFL);
+                signal(SIGINT, SIG_DFL);
+                signal(SIGHUP, SIG_DFL);
                 snprintf(v, sizeof(v), "%d", id);
                 setenv("BLIS_ARCH_TYPE", v, 1);
                 unsetenv("BLIS_ARCH_DEBUG");
@@ -599,10 +606,46 @@ int node_kernel_choose(const struct node_kernel_req *req, struct node_kernel *k,
                 arch_set(k, id, "cached");
                 return 0;
         }
+        if (req->no_probe)
+                return -EAGAIN;
         return choose_probe(req, path[0] ? path : NULL, k, err, errlen);
 }
 
-/* The last description main() made, for the daemon's first log line. */
+/* Set once BLIS has started (node_kernel_setup), and while a choice
+ * left to later (no_probe) waits for it. */
+static atomic_int started, pending;
+
+int node_kernel_setup(const struct node_kernel_req *req, char *line, size_t len,
+                      char *err, size_t errlen)
+{
+        struct node_kernel k;
+        int rc = node_kernel_choose(req, &k, err, errlen);
+
+        atomic_store(&pending, rc == -EAGAIN);
+        if (rc)
+                return rc;
+        if (nn_lib_init() != 0) {
+                snprintf(err, errlen, "cannot initialise BLIS");
+                return -EIO;
+        }
+        atomic_store(&started, 1);
+        /* what BLIS really runs, whoever chose it */
+        snprintf(k.arch, sizeof(k.arch), "%s", nn_blis_arch_active());
+        node_kernel_describe(&k, line, len);
+        return 0;
+}
+
+int node_kernel_started(void)
+{
+        return atomic_load(&started);
+}
+
+int node_kernel_pending(void)
+{
+        return atomic_load(&pending);
+}
+
+/* The last description made, for the daemon's or the trainer's log. */
 static char summary[512];
 
 const char *node_kernel_summary(void)

@@ -11,7 +11,16 @@
  * initialised there, result through a pipe), keeps the fastest, caches the
  * choice in a small text file keyed by CPU, BLIS version and shapes, and
  * sets BLIS_ARCH_TYPE in this process.  It must run before BLIS's first
- * call (nn_lib_init) and before any thread starts.  A child that crashes
+ * call (nn_lib_init).  main() chooses before any thread starts when no
+ * probe is needed (an override, the environment, a cache hit: cheap);
+ * a probe, which takes seconds on a slow device, runs on the training
+ * thread while the loop already answers membership (docs/design.md,
+ * "Join first").  Then the loop thread runs beside the forks and the
+ * setenv: each child execs nothing, resets the loop's signal handlers to
+ * the defaults (a stop that reaches the cgroup ends it) and only starts
+ * BLIS and times GEMMs; this process sets BLIS_ARCH_TYPE once, the one
+ * variable it adds to its environment after start, which glibc does
+ * without freeing the array a concurrent getenv() reads.  A child that crashes
  * (missing instruction, BLIS abort) is dropped; one that overruns its
  * deadline is tried again with a longer one (a slow CPU) until the
  * probe's cap, NODE_KERNEL_PROBE_MAX_MS.  If no candidate finished, BLIS
@@ -54,6 +63,9 @@ struct node_kernel_req {
         int probe_max_ms;       /* 0: NODE_KERNEL_PROBE_MAX_MS */
         int child_delay_ms;     /* tests: each child first sleeps this
                                    long, as on a slow CPU; 0 otherwise */
+        int no_probe;           /* 1: where a probe would run, choose
+                                   nothing and return -EAGAIN (the
+                                   caller probes later, on a thread) */
 };
 
 struct node_kernel_cand {
@@ -72,18 +84,36 @@ struct node_kernel {
 };
 
 /* Chooses the kernel set as req says and sets BLIS_ARCH_TYPE accordingly
- * (or leaves BLIS to decide).  Returns 0, or -EINVAL (unknown or unusable
+ * (or leaves BLIS to decide).  Returns 0, -EAGAIN (req->no_probe and a
+ * probe is due: nothing set), or -EINVAL (unknown or unusable
  * --blis-arch name; message in err); a bad spec or a failing cache
  * is not an error (noted in k->cache_note). */
 int node_kernel_choose(const struct node_kernel_req *req, struct node_kernel *k,
                        char *err, size_t errlen);
+
+/* node_kernel_choose, then BLIS's start (nn_lib_init), and one line in
+ * `line` saying what BLIS really runs (node_kernel_describe).  0,
+ * -EAGAIN (req->no_probe: nothing done, call again without it), -EINVAL
+ * (a bad --blis-arch) or -EIO (BLIS did not start), message in err.
+ * Once it has succeeded, BLIS is started (node_kernel_started) and
+ * nn_lib_finalize is the caller's at exit. */
+int node_kernel_setup(const struct node_kernel_req *req, char *line, size_t len,
+                      char *err, size_t errlen);
+
+/* 1 once node_kernel_setup has started BLIS (any thread). */
+int node_kernel_started(void);
+
+/* 1 while the last node_kernel_setup left its probe for later (no_probe,
+ * -EAGAIN): the trainer then runs it (any thread). */
+int node_kernel_pending(void);
 
 /* Writes one line describing k ("zen3 (probed in 0.31 s: skx 2.10 ms,
  * zen3 1.87 ms, ...)") into buf. */
 void node_kernel_describe(const struct node_kernel *k, char *buf, size_t len);
 
 /* The text of the last node_kernel_describe() call ("" before any): the
- * daemon logs it once its set-up has succeeded. */
+ * daemon logs it at start when main() chose, else the trainer when it
+ * has probed. */
 const char *node_kernel_summary(void);
 
 /* The CPU's identity as the cache keys it: vendor, family, model, stepping,

@@ -47,6 +47,7 @@
 #include "base/gn_errbuf.h"
 #include "base/gn_rng.h"
 #include "train/handoff.h"
+#include "train/kernel.h"
 #include "gossip/plan.h"
 #include "nn/reservoir.h"
 #include "gossip/robust.h"
@@ -128,7 +129,11 @@ struct node_trainer {
         struct nn_optim *optim;
         struct nn_lr_schedule lr;
         char spec[NN_SPEC_MAX];
-        size_t nparams, nopt;
+        size_t nparams, nopt;    /* nparams: from the spec and the data's
+                                    header at create, checked at the load */
+        int loaded;              /* data, model and checkpoint ready */
+        struct nn_checkpoint ck; /* read at create, taken at the load */
+        int has_ck;
         uint64_t steps_per_epoch;
         char ckpt_path[4096];
 
@@ -288,6 +293,8 @@ int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len)
         void *p;
         int rc;
 
+        if (!t->loaded) /* a request that came while the data loaded */
+                return NN_EINVAL;
         fill_ckpt(t, &ck, meta);
         /* A state crosses a link to a joining peer: quasi-global momentum
          * goes as its buffer m alone, as a local-momentum velocity (the
@@ -345,7 +352,9 @@ static const char *state_kind_name(enum nn_optim_state_kind k)
 
 /* Take over params, optimizer state and step from a decoded checkpoint
  * (ours from disk, or a peer's). It must match the model (checked). */
-static int adopt_state(struct node_trainer *t, const struct nn_checkpoint *ck,
+/* The optimizer half of adopt_state: checked and loaded (converted)
+ * into t->optim; the model need not exist yet. */
+static int adopt_optim(struct node_trainer *t, const struct nn_checkpoint *ck,
                        const char *name, char *err, size_t errlen)
 {
         int rc;
@@ -366,14 +375,108 @@ static int adopt_state(struct node_trainer *t, const struct nn_checkpoint *ck,
                          state_kind_name(nn_optim_state_kind(t->optim)));
                 return NN_EMISMATCH;
         }
+        return 0;
+}
+
+/* The parameters and the step of ck (optimizer taken: adopt_optim). */
+static void adopt_params(struct node_trainer *t, const struct nn_checkpoint *ck)
+{
         memcpy(nn_model_params(t->model), ck->params,
                t->nparams * sizeof(float));
         nn_optim_set_steps(t->optim, ck->step);
         t->step = t->start_step = ck->step;
-        return 0;
+}
+
+static int adopt_state(struct node_trainer *t, const struct nn_checkpoint *ck,
+                       const char *name, char *err, size_t errlen)
+{
+        int rc = adopt_optim(t, ck, name, err, errlen);
+
+        if (rc == 0)
+                adopt_params(t, ck);
+        return rc;
 }
 
 /* ---- set-up ------------------------------------------------------------- */
+
+/* What the cluster needs before the data is loaded (docs/design.md, "Join
+ * first"): the parameter count and the canonical spec, from the spec and
+ * the sample shape in the data set's header. A missing data set or a
+ * spec that does not build for it is reported here, before the node
+ * joins, in the words setup_data and setup_model would use. */
+static int setup_shape(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        struct nn_dataset sh;
+        int rc, c, h, w;
+
+        rc = nn_dataset_probe_dir(o->data_dir, 1, &sh, err, errlen);
+        if (rc)
+                return rc;
+        c = (int)sh.channels;
+        h = (int)sh.rows;
+        w = (int)sh.cols;
+        rc = nn_spec_nparams(o->model, c, h, w, &t->nparams);
+        if (rc == 0)
+                rc = nn_spec_canonical(o->model, c, h, w, t->spec,
+                                       sizeof(t->spec));
+        if (rc)
+                return gn_fail(err, errlen, rc,
+                               "--model: '%s' does not build for %dx%dx%d "
+                               "input: %s",
+                               o->model, c, h, w, nn_strerror(rc));
+        return 0;
+}
+
+/* The optimizer, at create: it needs only the parameter count, and a
+ * checkpoint's optimizer state is checked against it before the join. */
+static int setup_optim(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        struct nn_optim_config oc = {0};
+        int rc;
+
+        oc.kind =
+            o->optimizer == NODE_OPTIM_ADAM ? NN_OPTIM_ADAM : NN_OPTIM_SGD;
+        oc.lr = o->lr;
+        oc.momentum = o->optimizer == NODE_OPTIM_ADAM ? 0 : o->momentum;
+        oc.quasi_global = o->momentum_kind == NODE_MOMENTUM_QUASI_GLOBAL;
+        oc.quasi_global_bound = TRAINER_QG_BOUND;
+        oc.weight_decay = o->weight_decay;
+        oc.beta1 = 0.9f;
+        oc.beta2 = 0.999f;
+        oc.eps = 1e-8f;
+        rc = nn_optim_create(&oc, t->nparams, &t->optim);
+        if (rc)
+                return gn_fail(err, errlen, rc, "optimizer: %s",
+                               nn_strerror(rc));
+        t->nopt = nn_optim_state_len(t->optim);
+        return 0;
+}
+
+/* BLIS's kernels, when main() left their probe to us (train/kernel.h;
+ * a program that started BLIS itself, as the tests do, left nothing):
+ * here, on the training thread, the probe's seconds pass while the node
+ * is already a member. */
+static int setup_kernel(struct node_trainer *t, char *err, size_t errlen)
+{
+        const struct node_options *o = t->o;
+        struct node_kernel_req req = {
+            .spec = o->model,
+            .batch = (int)((o->batch + o->threads - 1) / o->threads),
+            .override = o->blis_arch,
+        };
+        char line[512];
+        int rc;
+
+        if (!node_kernel_pending())
+                return 0;
+        rc = node_kernel_setup(&req, line, sizeof(line), err, errlen);
+        if (rc)
+                return rc == -EIO ? NN_EIO : NN_EINVAL;
+        node_log(NODE_LOG_INFO, "%s", line);
+        return 0;
+}
 
 static int setup_data(struct node_trainer *t, char *err, size_t errlen)
 {
@@ -411,7 +514,6 @@ static int setup_data(struct node_trainer *t, char *err, size_t errlen)
 static int setup_model(struct node_trainer *t, char *err, size_t errlen)
 {
         const struct node_options *o = t->o;
-        struct nn_optim_config oc = {0};
         int rc, c = (int)t->train_all.channels, h = (int)t->train_all.rows,
                 w = (int)t->train_all.cols;
 
@@ -427,8 +529,15 @@ static int setup_model(struct node_trainer *t, char *err, size_t errlen)
                                "classes",
                                o->model, nn_model_classes(t->model),
                                t->train_all.classes);
+        /* the cluster was opened with the size setup_shape computed; a
+         * data set replaced between the two reads must not change it */
+        if (nn_model_nparams(t->model) != t->nparams)
+                return gn_fail(err, errlen, NN_EMISMATCH,
+                               "--data %s: its shape changed while the node "
+                               "started (%zu parameters, %zu at the start)",
+                               o->data_dir, nn_model_nparams(t->model),
+                               t->nparams);
         snprintf(t->spec, sizeof(t->spec), "%s", nn_model_spec(t->model));
-        t->nparams = nn_model_nparams(t->model);
         if (o->fill_batches) {
                 t->fill_size = o->fill_size ? o->fill_size : o->batch / 4;
                 if (t->fill_size == 0 || t->fill_size > o->batch)
@@ -442,21 +551,6 @@ static int setup_model(struct node_trainer *t, char *err, size_t errlen)
                                                   : TRAINER_EVAL_BATCH));
         if (rc)
                 return gn_fail(err, errlen, rc, "model: %s", nn_strerror(rc));
-        oc.kind =
-            o->optimizer == NODE_OPTIM_ADAM ? NN_OPTIM_ADAM : NN_OPTIM_SGD;
-        oc.lr = o->lr;
-        oc.momentum = o->optimizer == NODE_OPTIM_ADAM ? 0 : o->momentum;
-        oc.quasi_global = o->momentum_kind == NODE_MOMENTUM_QUASI_GLOBAL;
-        oc.quasi_global_bound = TRAINER_QG_BOUND;
-        oc.weight_decay = o->weight_decay;
-        oc.beta1 = 0.9f;
-        oc.beta2 = 0.999f;
-        oc.eps = 1e-8f;
-        rc = nn_optim_create(&oc, t->nparams, &t->optim);
-        if (rc)
-                return gn_fail(err, errlen, rc, "optimizer: %s",
-                               nn_strerror(rc));
-        t->nopt = nn_optim_state_len(t->optim);
         t->good_params = malloc(t->nparams * sizeof(float));
         t->good_opt = malloc((t->nopt ? t->nopt : 1) * sizeof(float));
         if (!t->good_params || !t->good_opt)
@@ -489,12 +583,14 @@ static void setup_schedule(struct node_trainer *t)
         t->lr.gamma = TRAINER_STEP_GAMMA;
 }
 
-/* Resume from DIR/model.ckpt when it exists (and not --fresh). A file that
- * is there but unusable is an error: never silently start over. */
-static int setup_resume(struct node_trainer *t, char *err, size_t errlen)
+/* Read DIR/model.ckpt when it exists (and not --fresh), checked against
+ * the spec and size (before the join: a corrupt or foreign file is
+ * refused before the node is a member); setup_resume takes it once the
+ * model exists. A file that is there but unusable is an error: never
+ * silently start over. */
+static int setup_checkpoint(struct node_trainer *t, char *err, size_t errlen)
 {
         const struct node_options *o = t->o;
-        struct nn_checkpoint ck;
         struct stat sb;
         int rc, n;
 
@@ -515,22 +611,31 @@ static int setup_resume(struct node_trainer *t, char *err, size_t errlen)
         if (o->fresh || stat(t->ckpt_path, &sb) != 0)
                 return 0;
         rc = nn_checkpoint_load_expect(t->ckpt_path, t->spec, t->nparams,
-                                       UINT64_MAX, &ck, err, errlen);
+                                       UINT64_MAX, &t->ck, err, errlen);
         if (rc)
                 return rc;
-        rc = adopt_state(t, &ck, t->ckpt_path, err, errlen);
-        if (rc == 0) {
-                meta_apply(t, &ck);
-                t->resumed = 1;
-                if (ck.seed != o->seed)
-                        node_log(NODE_LOG_WARN,
-                                 "checkpoint was written with --seed %llu, "
-                                 "running with %llu",
-                                 (unsigned long long)ck.seed,
-                                 (unsigned long long)o->seed);
-        }
-        nn_checkpoint_free(&ck);
-        return rc;
+        t->has_ck = 1;
+        return adopt_optim(t, &t->ck, t->ckpt_path, err, errlen);
+}
+
+/* Resume from the checkpoint setup_checkpoint read and checked, if any. */
+static void setup_resume(struct node_trainer *t)
+{
+        const struct node_options *o = t->o;
+
+        if (!t->has_ck)
+                return;
+        adopt_params(t, &t->ck);
+        meta_apply(t, &t->ck);
+        t->resumed = 1;
+        if (t->ck.seed != o->seed)
+                node_log(NODE_LOG_WARN,
+                         "checkpoint was written with --seed %llu, "
+                         "running with %llu",
+                         (unsigned long long)t->ck.seed,
+                         (unsigned long long)o->seed);
+        nn_checkpoint_free(&t->ck);
+        t->has_ck = 0;
 }
 
 int node_trainer_create(const struct node_options *o,
@@ -555,26 +660,52 @@ int node_trainer_create(const struct node_options *o,
         /* nothing measured before the first progress window: reported nil */
         t->st.loss = t->st.acc = t->st.sps = NAN;
         t->last_eval_acc = NAN;
+        t->st.loading = 1;
         nn_threads_set((int)o->threads);
-        rc = setup_data(t, err, errlen);
-        if (rc)
-                goto out;
-        rc = setup_model(t, err, errlen);
-        if (rc)
-                goto out;
-        setup_schedule(t);
-        rc = setup_resume(t, err, errlen);
-        if (rc)
-                goto out;
+        rc = setup_shape(t, err, errlen);
+        if (rc == 0)
+                rc = setup_optim(t, err, errlen);
+        if (rc == 0)
+                rc = setup_checkpoint(t, err, errlen);
+        if (rc) {
+                node_trainer_free(t);
+                return rc;
+        }
         t->st.params = t->nparams;
+        *out = t;
+        return 0;
+}
+
+/* Training thread, first thing: BLIS's kernels, the data, the model and
+ * the checkpoint (node_trainer_load's contract); between the long parts
+ * a stop asked meanwhile ends it (NN_ECANCELED, no message). */
+static int load(struct node_trainer *t, char *err, size_t errlen)
+{
+        int rc = setup_kernel(t, err, errlen);
+
+        if (rc == 0 && !atomic_load(&t->stop_flag))
+                rc = setup_data(t, err, errlen);
+        if (rc == 0 && !atomic_load(&t->stop_flag))
+                rc = setup_model(t, err, errlen);
+        if (rc)
+                return rc;
+        if (atomic_load(&t->stop_flag))
+                return -ECANCELED;
+        setup_schedule(t);
+        setup_resume(t);
+        t->loaded = 1;
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.loading = 0;
         t->st.step = t->step;
         t->st.resumed_from = t->step;
         t->st.epoch = (uint32_t)nn_batcher_epoch(&t->batcher);
-        *out = t;
-out:
-        if (rc)
-                node_trainer_free(t);
-        return rc;
+        pthread_mutex_unlock(&t->stats_lock);
+        return 0;
+}
+
+int node_trainer_load(struct node_trainer *t, char *err, size_t errlen)
+{
+        return t->loaded ? 0 : load(t, err, errlen);
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -1354,14 +1485,43 @@ static void cluster_stop_note(struct node_trainer *t, int reason)
         }
 }
 
+/* The run ends before it began: the load failed or a stop came first.
+ * Nothing was trained, so nothing is saved (an older checkpoint stays as
+ * it was) and nothing is evaluated. */
+static int end_unloaded(struct node_trainer *t, int rc)
+{
+        int reason = rc == -ECANCELED ? NODE_STOP_SIGNAL : NODE_STOP_ERROR;
+
+        if (reason == NODE_STOP_ERROR) {
+                if (!t->errmsg[0])
+                        snprintf(t->errmsg, sizeof(t->errmsg), "loading: %s",
+                                 nn_strerror(rc));
+                node_log(NODE_LOG_ERROR, "%s", t->errmsg);
+        } else {
+                rc = 0;
+                node_log(NODE_LOG_INFO, "done (signal) while loading");
+        }
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.running = 0;
+        t->st.stop_reason = reason;
+        pthread_mutex_unlock(&t->stats_lock);
+        t->run_rc = rc;
+        if (t->h->on_done)
+                t->h->on_done(t->h->ctx, t);
+        return rc;
+}
+
 int node_trainer_run(struct node_trainer *t)
 {
         int reason = NODE_STOP_NONE, rc;
 
-        t->t_start = mono_s();
         pthread_mutex_lock(&t->stats_lock);
         t->st.running = 1;
         pthread_mutex_unlock(&t->stats_lock);
+        rc = node_trainer_load(t, t->errmsg, sizeof(t->errmsg));
+        if (rc)
+                return end_unloaded(t, rc);
+        t->t_start = mono_s();
         initial_state(t);
         t->loss_ok = 1;
         health_snapshot(t); /* the starting model is good: checked */
@@ -1455,6 +1615,8 @@ void node_trainer_free(struct node_trainer *t)
         if (!t)
                 return;
         node_trainer_join(t);
+        if (t->has_ck)
+                nn_checkpoint_free(&t->ck);
         nn_optim_free(t->optim);
         nn_model_free(t->model);
         nn_batcher_free(&t->batcher);
@@ -1489,6 +1651,11 @@ const char *node_trainer_error(const struct node_trainer *t)
 struct nn_model *node_trainer_model(struct node_trainer *t)
 {
         return t->model;
+}
+
+size_t node_trainer_nparams(const struct node_trainer *t)
+{
+        return t->nparams;
 }
 
 size_t node_trainer_opt_len(const struct node_trainer *t)

@@ -4,7 +4,11 @@
  * A struct node_trainer owns everything the learning needs: the training
  * shard and the test set (from nn/data.h), the batcher, the model and its
  * optimizer (nn/nn.h), the learning-rate schedule and the checkpoint file
- * (nn/checkpoint.h). It knows nothing of sockets. In a cluster it is
+ * (nn/checkpoint.h). It knows nothing of sockets. It is made in two
+ * halves: node_trainer_create learns only the model's size (what the
+ * cluster needs to open), and the training thread loads everything else
+ * first thing (node_trainer_load), while the loop already answers
+ * membership. In a cluster it is
  * attached to the hand-off box (node/train/handoff.h) and runs the exchange
  * itself, asking the exchange plan (gossip/plan.h) at two points of each
  * step; nothing calls back into it:
@@ -93,18 +97,32 @@ struct node_train_stats {
         uint64_t rollbacks_loss;       /* loss > factor x its running median */
         uint64_t health_snapshot_step; /* step of the last good snapshot */
         int running;                   /* 1 while the thread runs */
+        int loading;     /* 1 until the data, model and checkpoint are ready */
         int stop_reason; /* enum node_stop_reason, 0 while running */
 };
 
-/* Load the data, build the model and optimizer, and resume from the
- * checkpoint in o->checkpoint_dir unless o->fresh. o, hooks and ev must
- * outlive the trainer. 0, or a negative NN_E* / errno code with one line in
- * err (a missing data set, a bad model spec, a corrupt or mismatched
- * checkpoint, ...); *out is NULL then. */
+/* Make a trainer for o: the model's size and canonical spec from its
+ * spec and the sample shape in the data set's header, so that the node
+ * can join before the load (node_trainer_nparams), the optimizer, and
+ * the checkpoint in o->checkpoint_dir read and checked against them
+ * unless o->fresh (its optimizer state taken; no data, no BLIS). o, hooks and
+ * ev must outlive the trainer. 0, or a negative NN_E* / errno code with one
+ * line in err (no data set found, a model that does not build for its shape, a
+ * corrupt or mismatched checkpoint); *out is NULL then. */
 int node_trainer_create(const struct node_options *o,
                         const struct node_trainer_hooks *hooks,
                         struct node_evlog *ev, struct node_trainer **out,
                         char *err, size_t errlen);
+
+/* The slow half of the set-up, which node_trainer_run does first on the
+ * training thread (callable before it; then the run skips it): BLIS's
+ * kernel probe if main() left it pending (train/kernel.h), the data,
+ * the model and optimizer, the resume from the checkpoint read at
+ * create. 0, -ECANCELED (node_trainer_stop came first), or a negative
+ * NN_E* code with one line in err (a corrupt data file, a data set
+ * whose shape changed since create). Stats say `loading` until it has
+ * succeeded. */
+int node_trainer_load(struct node_trainer *t, char *err, size_t errlen);
 
 /* Join a cluster: exchange through the box h (which must outlive the
  * run). Before node_trainer_start; without it the node trains alone. */
@@ -149,10 +167,13 @@ const char *node_trainer_reason_name(int reason);
  * Training thread only. 0, NN_ENOMEM or NN_EINVAL. */
 int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len);
 
-/* The model (training thread only), e.g. for its spec and sizes. */
+/* The model (training thread only; NULL until loaded). */
 struct nn_model *node_trainer_model(struct node_trainer *t);
 
-/* Number of floats of optimizer state (any thread; fixed at create). */
+/* Number of parameters (any thread; fixed at create). */
+size_t node_trainer_nparams(const struct node_trainer *t);
+
+/* Number of floats of optimizer state (once loaded; fixed then). */
 size_t node_trainer_opt_len(const struct node_trainer *t);
 
 /* The canonical model spec (any thread; fixed at create). */

@@ -16,9 +16,9 @@ endif()
 # peers-file address, not the wildcard; a node joins with only a
 # certificate, the authority's key and a seed address, and is dropped by
 # every member once its serial is revoked; a node far behind takes a
-# peer's state (need gossipctl).
+# peer's state; a node is a member while its data loads (need gossipctl).
 if(TARGET gossipnode AND TARGET gossip-keygen AND TARGET gossipctl)
-  foreach(s serve wildcard finished settings cert revoke far)
+  foreach(s serve wildcard finished settings cert revoke far joinfirst)
     add_test(NAME test_cluster_${s}
              COMMAND /usr/bin/python3
                      ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py

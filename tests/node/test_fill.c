@@ -95,7 +95,7 @@ static void attach_box(struct seen *s, struct node_trainer *t, uint32_t fill,
 {
         struct node_handoff_cfg hc = {0};
 
-        s->n = nn_model_nparams(node_trainer_model(t));
+        s->n = node_trainer_nparams(t);
         hc.plan.nparams = s->n;
         hc.plan.avg_every = 1;
         hc.plan.avg_lag = 1;

@@ -7,7 +7,7 @@ named by $JOURNAL_STREAM; WATCHDOG_USEC is 1 s. The node trains alone for
 watchdog assertions, a flaky max() of no gaps). Asserted: READY=1 with
 the whole STATUS=training step line comes once the first step has run
 (so `systemctl status` shows the step at once; before it only
-"STATUS=joining", no pings); STATUS= lines carry an increasing step and "-" for values not known yet; WATCHDOG=1
+"STATUS=loading the data" or "STATUS=joining", no pings); STATUS= lines carry an increasing step and "-" for values not known yet; WATCHDOG=1
 pings come at most 1.5 s apart while it steps (the final evaluation may
 pause them: it is not a step); STOPPING=1 comes before the exit; the exit
 status is 0; and every log line has a journald priority prefix. A second
@@ -175,10 +175,12 @@ def main():
     print("exit %d, %d notifications; first: %r" %
           (rc, len(texts), texts[0] if texts else None))
     assert rc == 0, rc
-    # before READY=1 only "joining" status, and no watchdog ping
+    # before READY=1 only "loading the data" or "joining" status (the
+    # trainer loads while the node is a member), and no watchdog ping
     ready = [i for i, t in enumerate(texts)
              if t.startswith("READY=1\nSTATUS=training step ")][0]
-    assert all(t.startswith("STATUS=joining") and "WATCHDOG" not in t
+    assert all(t.startswith(("STATUS=joining", "STATUS=loading the data"))
+               and "WATCHDOG" not in t
                for t in texts[:ready]), texts[:ready + 1]
     steps = [int(m.group(1)) for t in texts
              for m in [re.search(r"STATUS=training step (\d+),", t)] if m]

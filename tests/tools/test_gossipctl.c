@@ -159,7 +159,8 @@ static void pack_stats(msgpack_packer *pk)
 
 static void pack_train(msgpack_packer *pk)
 {
-        msgpack_pack_map(pk, 17);
+        msgpack_pack_map(pk, 18);
+        pk_kv_str(pk, "state", "training");
         pk_kv_u(pk, "step", 120);
         pk_kv_u(pk, "epoch", 1);
         pk_kv_u(pk, "samples", 12250);
@@ -621,7 +622,8 @@ static void test_train(void **state)
 
         ctl(&r, g_sock, "train", NULL);
         assert_int_equal(r.status, 0);
-        assert_string_equal(r.out, "model      784-512-10\n"
+        assert_string_equal(r.out, "state      training\n"
+                                   "model      784-512-10\n"
                                    "step       120\n"
                                    "epoch      1\n"
                                    "loss       0.5000\n"
@@ -641,7 +643,8 @@ static void test_train(void **state)
         ctl(&r, g_sock, "train", "--json", NULL);
         assert_int_equal(r.status, 0);
         assert_string_equal(r.out,
-                            "{\"step\":120,\"epoch\":1,\"samples\":12250,"
+                            "{\"state\":\"training\",\"step\":120,"
+                            "\"epoch\":1,\"samples\":12250,"
                             "\"extra_batches\":10,\"steps_skipped\":16,"
                             "\"refetches\":1,"
                             "\"rollbacks_nonfinite\":2,"

@@ -70,6 +70,17 @@ int nn_dataset_load_cifar(const char *const *paths, int npaths,
 int nn_dataset_load_dir(const char *dir, int train, struct nn_dataset *out,
                         char *err, size_t errlen);
 
+/* Finds the data set as nn_dataset_load_dir does and reads only what
+ * tells its sample shape: an IDX image file's 16-byte header (CIFAR-10's
+ * shape is fixed). Fills out's channels, rows, cols, classes (10: a
+ * wider IDX set's count is known only from its labels) and n (0 for
+ * CIFAR-10, counted only by reading it); images and labels stay NULL.
+ * The labels file is looked for, not read. Milliseconds where the load
+ * takes seconds on a slow device: enough to size a model before it.
+ * Same error contract as nn_dataset_load_dir. */
+int nn_dataset_probe_dir(const char *dir, int train, struct nn_dataset *out,
+                         char *err, size_t errlen);
+
 /* Frees what the data set owns (nothing for a view) and zeroes it. */
 void nn_dataset_free(struct nn_dataset *ds);
 

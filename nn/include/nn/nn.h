@@ -157,6 +157,14 @@ void nn_model_free(struct nn_model *m);
 int nn_spec_canonical(const char *spec, int in_channels, int in_h, int in_w,
                       char *out, size_t outlen);
 
+/* The number of floats nn_model_create would lay out for the same
+ * arguments, without allocating the model's buffers or drawing weights:
+ * what a node needs to know before it loads its data (the cluster's
+ * settings, the exchange's buffers). 0, or NN_EINVAL / NN_ENOMEM as
+ * nn_model_create; *nparams is set only on success. */
+int nn_spec_nparams(const char *spec, int in_channels, int in_h, int in_w,
+                    size_t *nparams);
+
 /* Number of floats in the parameter (and gradient) buffer. */
 size_t nn_model_nparams(const struct nn_model *m);
 
