@@ -17,8 +17,8 @@ const struct gossip_robust_cfg gossip_robust_grads_cfg = {
 const char *gossip_robust_reason_name(int reason)
 {
         static const char *names[GOSSIP_ROBUST_REASONS] = {
-            "accepted",    "clipped",       "far",     "nonfinite",
-            "not_partner", "out_of_window", "mismatch"};
+            "accepted",    "clipped",       "far",      "nonfinite",
+            "not_partner", "out_of_window", "mismatch", "duplicate"};
 
         if (reason < 0 || reason >= GOSSIP_ROBUST_REASONS)
                 return NULL;
@@ -219,6 +219,20 @@ void gossip_robust_peer_note(struct gossip_robust_peer *p, int reason)
         p->hist = ((p->hist << 1) | (reason != GOSSIP_ROBUST_ACCEPTED)) & mask;
         if (p->nhist < GOSSIP_ROBUST_HISTORY)
                 p->nhist++;
+}
+
+int gossip_robust_peer_once(struct gossip_robust_peer *p, uint64_t step,
+                            uint64_t lo)
+{
+        for (uint32_t i = 0; i < p->seen_n; i++)
+                if (p->seen_step[i] == step && p->seen_lo[i] == lo)
+                        return 0;
+        p->seen_step[p->seen_next] = step;
+        p->seen_lo[p->seen_next] = lo;
+        p->seen_next = (p->seen_next + 1) % GOSSIP_ROBUST_SEEN;
+        if (p->seen_n < GOSSIP_ROBUST_SEEN)
+                p->seen_n++;
+        return 1;
 }
 
 uint32_t gossip_robust_peer_bad(const struct gossip_robust_peer *p)

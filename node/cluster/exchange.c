@@ -759,7 +759,7 @@ static void log_robust(struct node_exchange *ex,
         node_log(NODE_LOG_INFO,
                  "robust merge %s: %llu accepted, %llu clipped, refused "
                  "%llu far, %llu nonfinite, %llu not_partner, %llu "
-                 "out_of_window, %llu mismatch",
+                 "out_of_window, %llu mismatch, %llu duplicate",
                  ex->o->robust ? "on" : "off",
                  (unsigned long long)r[GOSSIP_ROBUST_ACCEPTED],
                  (unsigned long long)r[GOSSIP_ROBUST_CLIPPED],
@@ -767,7 +767,8 @@ static void log_robust(struct node_exchange *ex,
                  (unsigned long long)r[GOSSIP_ROBUST_NONFINITE],
                  (unsigned long long)r[GOSSIP_ROBUST_NOT_PARTNER],
                  (unsigned long long)r[GOSSIP_ROBUST_WINDOW],
-                 (unsigned long long)r[GOSSIP_ROBUST_MISMATCH]);
+                 (unsigned long long)r[GOSSIP_ROBUST_MISMATCH],
+                 (unsigned long long)r[GOSSIP_ROBUST_DUPLICATE]);
         mi = node_view_members(ex->view, &n);
         for (size_t i = 1; mi && i < n; i++) {
                 if (node_handoff_robust_peer(ex->h, mi[i].key, &rp))
@@ -775,8 +776,8 @@ static void log_robust(struct node_exchange *ex,
                 node_log(NODE_LOG_INFO,
                          "robust merge peer %s%s: %llu accepted, %llu "
                          "clipped, %llu far, %llu nonfinite, %llu "
-                         "not_partner, %llu out_of_window, %llu mismatch; "
-                         "%u bad of the last %u",
+                         "not_partner, %llu out_of_window, %llu mismatch, "
+                         "%llu duplicate; %u bad of the last %u",
                          node_view_member_name(&mi[i]),
                          gossip_robust_peer_suspect(&rp) ? " suspect_model"
                                                          : "",
@@ -787,6 +788,7 @@ static void log_robust(struct node_exchange *ex,
                          (unsigned long long)rp.count[4],
                          (unsigned long long)rp.count[5],
                          (unsigned long long)rp.count[6],
+                         (unsigned long long)rp.count[7],
                          gossip_robust_peer_bad(&rp), rp.nhist);
         }
         free(mi);
@@ -834,7 +836,8 @@ void node_exchange_log_summary(struct node_exchange *ex)
             "sent %llu (%llu skipped busy, %llu skipped: uplink still busy), "
             "averaged %llu (%llu against "
             "our copy of the same step) of %llu received (%llu too old, "
-            "%llu answered already, %llu replaced by a newer one); %llu "
+            "%llu copies, %llu answered already, %llu replaced by a newer "
+            "one); %llu "
             "states sent",
             (unsigned long long)ex->st.grads_sent,
             (unsigned long long)ex->st.grads_no_partner,
@@ -851,6 +854,7 @@ void node_exchange_log_summary(struct node_exchange *ex)
             (unsigned long long)hs.params_delta,
             (unsigned long long)hs.params_received,
             (unsigned long long)hs.params_stale,
+            (unsigned long long)hs.params_dup,
             (unsigned long long)hs.params_answered,
             (unsigned long long)hs.params_replaced,
             (unsigned long long)ex->join->states_sent);

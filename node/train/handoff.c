@@ -1013,6 +1013,19 @@ int node_handoff_deliver_params(struct node_handoff *h,
                 pthread_mutex_unlock(&h->mu);
                 return GOSSIP_ROBUST_WINDOW;
         }
+        if (h->cfg.robust) {
+                /* one contribution per sender, step and slice: a copy
+                 * would be averaged in once more */
+                struct gossip_robust_peer *p =
+                    gossip_robust_peer_get(&h->peers, from);
+
+                if (p && !gossip_robust_peer_once(p, step, lo)) {
+                        h->st.params_dup++;
+                        robust_count(h, from, GOSSIP_ROBUST_DUPLICATE);
+                        pthread_mutex_unlock(&h->mu);
+                        return GOSSIP_ROBUST_DUPLICATE;
+                }
+        }
         if (h->ninbox == NODE_HANDOFF_INBOX) {
                 /* full: the oldest round goes, its buffer is reused */
                 old = h->inbox[0];

@@ -72,6 +72,7 @@ struct node_handoff_stats {
         uint64_t params_applied;         /* averaged in */
         uint64_t params_delta;           /* of those, against our copy */
         uint64_t params_stale;           /* refused as too old */
+        uint64_t params_dup;             /* refused: a copy (robust merge) */
         uint64_t params_answered;        /* not used: answered by a later one */
         uint64_t params_replaced;        /* pushed out of a full inbox */
         uint64_t params_busy;            /* our slice not posted: slot busy */

@@ -247,6 +247,34 @@ static void test_peer_suspect(void **state)
                             "out_of_window");
 }
 
+/* A sender's contribution of a step and slice is taken once: its copies
+ * are refused while it is among the last GOSSIP_ROBUST_SEEN, and a copy
+ * is never judged (a duplicate says who and when, not what). */
+static void test_peer_once(void **state)
+{
+        struct gossip_robust_peer p;
+
+        (void)state;
+        memset(&p, 0, sizeof(p));
+        assert_true(gossip_robust_peer_once(&p, 100, 0));
+        assert_false(gossip_robust_peer_once(&p, 100, 0));     /* a copy */
+        assert_true(gossip_robust_peer_once(&p, 100, 101762)); /* other part */
+        assert_true(gossip_robust_peer_once(&p, 101, 0));      /* other step */
+        for (int i = 0; i < 7; i++)
+                assert_false(gossip_robust_peer_once(&p, 100, 0));
+        /* GOSSIP_ROBUST_SEEN newer ones push it out */
+        for (uint64_t s = 200; s < 200 + GOSSIP_ROBUST_SEEN; s++)
+                assert_true(gossip_robust_peer_once(&p, s, 0));
+        assert_true(gossip_robust_peer_once(&p, 100, 0));
+        assert_false(
+            gossip_robust_peer_once(&p, 200 + GOSSIP_ROBUST_SEEN - 1, 0));
+        gossip_robust_peer_note(&p, GOSSIP_ROBUST_DUPLICATE);
+        assert_int_equal(p.count[GOSSIP_ROBUST_DUPLICATE], 1);
+        assert_int_equal(p.nhist, 0);
+        assert_string_equal(gossip_robust_reason_name(GOSSIP_ROBUST_DUPLICATE),
+                            "duplicate");
+}
+
 /* Gradients (mine may be NULL: judged against zero with a given scale). */
 static void test_against_zero(void **state)
 {
@@ -329,6 +357,7 @@ int main(void)
             cmocka_unit_test(test_radius_band),
             cmocka_unit_test(test_liar_cannot_raise_radius),
             cmocka_unit_test(test_peer_suspect),
+            cmocka_unit_test(test_peer_once),
             cmocka_unit_test(test_against_zero),
             cmocka_unit_test(test_rms_both),
         };

@@ -535,6 +535,18 @@ static void test_far_ahead_noted(void **state)
         node_handoff_deliver_params(h, peer_key, 40, 0, 0, 32);
         assert_false(node_handoff_far_behind(h, 2));
         assert_int_equal(node_handoff_catch_up(h, 2, 1000), 6);
+        /* the robust box takes a sender's (step, slice) once */
+        spare = node_handoff_inbox_spare(h);
+        fill(spare, 32, 1.0f);
+        assert_int_equal(node_handoff_deliver_params(h, peer_key, 3, 0, 0, 32),
+                         GOSSIP_ROBUST_ACCEPTED);
+        spare = node_handoff_inbox_spare(h);
+        fill(spare, 32, 1.0f);
+        assert_int_equal(node_handoff_deliver_params(h, peer_key, 3, 0, 0, 32),
+                         GOSSIP_ROBUST_DUPLICATE);
+        node_handoff_stats(h, &st);
+        assert_int_equal(st.params_dup, 1);
+        assert_int_equal(st.robust[GOSSIP_ROBUST_DUPLICATE], 1);
         node_handoff_free(h);
 }
 

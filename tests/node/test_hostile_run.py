@@ -6,7 +6,8 @@
 nodes clean, in the same test.
 
 --designed: the attacks designed for the defence (issue 32; default
---attacks drift,alie, --nodes 4, --steps DESIGNED_STEPS): one clean run,
+--attacks drift,alie,drift*4, --nodes 4, --steps DESIGNED_STEPS): one
+clean run,
 then one run per attack, the liar (hostile_peer NAME) lying in each of its
 scheduled turns for the whole run. Today's defence does not stop these
 (docs/history/liar-attacks.md), so what is asserted is that each attack
@@ -17,7 +18,9 @@ each); the honest nodes counted almost all of it as scheduled (not_partner
 at most NOT_PARTNER_FRAC of what they judged, the views' churn at start);
 none of it was refused (no far, no nonfinite) and at least INSIDE_FRAC of
 it was accepted unclipped: it stayed inside the radius; no honest node
-rolled back. drift's mean offset from its bases is its parameter. Each
+rolled back. drift's mean offset from its bases is its parameter. A lie
+sent C times (NAME*C) is taken once: the copies are refused as
+`duplicate`, and no honest node's slice ever is (clean run). Each
 honest node's accuracy, clean and attacked, is printed, not asserted.
 
 --stop: the forged cluster-wide stop instead (issue 33 item 3). n0 and n1
@@ -171,12 +174,12 @@ def robust_counts(log, peer):
     """The robust-merge line about `peer` in a node's summary."""
     m = re.search(r"robust merge peer %s( suspect_model)?: (\d+) accepted, "
                   r"(\d+) clipped, (\d+) far, (\d+) nonfinite, (\d+) "
-                  r"not_partner, (\d+) out_of_window, (\d+) mismatch"
-                  % peer, log)
+                  r"not_partner, (\d+) out_of_window, (\d+) mismatch, "
+                  r"(\d+) duplicate" % peer, log)
     if not m:
         return None
     keys = ["accepted", "clipped", "far", "nonfinite", "not_partner",
-            "out_of_window", "mismatch"]
+            "out_of_window", "mismatch", "duplicate"]
     d = dict(zip(keys, map(int, m.groups()[1:])))
     d["suspect_model"] = m.group(1) is not None
     return d
@@ -310,7 +313,13 @@ def attacked(c, hostile, tmp, steps, seed, opts, check):
 def designed(c, hostile, tmp, steps, seed, attacks):
     """The designed attacks (--designed); raises AssertionError."""
     honest, liar = c.n - 1, "n%d" % (c.n - 1)
-    clean, _, _ = run(c, hostile, tmp, "clean", steps, "on", None, seed)
+    clean, logs, _ = run(c, hostile, tmp, "clean", steps, "on", None, seed)
+    # an honest node sends each step's slice once: no copy is refused
+    for i in range(honest):
+        for j in range(honest):
+            rc = robust_counts(logs[i], "n%d" % j) if i != j else None
+            assert not rc or rc["duplicate"] == 0, \
+                "n%d refused copies from honest n%d: %s" % (i, j, rc)
     for a in attacks:
         att, logs, out = run(c, hostile, tmp, a, steps, "on", a, seed)
         print("liar: " + " | ".join(out.strip().splitlines()[-2:]))
@@ -339,6 +348,12 @@ def designed(c, hostile, tmp, steps, seed, attacks):
             assert rc["accepted"] >= INSIDE_FRAC * judged, \
                 "n%d: %s did not stay inside the radius: %s" % (i, a, rc)
             assert rollbacks(logs[i]) == 0, "n%d rolled back" % i
+            # NAME*C: each lie sent C times; all but the first refused
+            # as copies (at least half of the C - 1 per judged lie: some
+            # copies arrive when the step has left the window)
+            copies = int(a.split("*")[1]) if "*" in a else 1
+            assert rc["duplicate"] >= (copies - 1) * judged / 2, \
+                "n%d: %s's copies were not refused: %s" % (i, a, rc)
         if name == "drift":
             want = float(a.split(":")[1].split("*")[0]) if ":" in a \
                 else 0.015
@@ -360,7 +375,7 @@ def main():
     mode_designed = "--designed" in args
     if mode_designed:
         opts.update({"--steps": str(DESIGNED_STEPS), "--nodes": "4",
-                     "--attacks": "drift,alie"})
+                     "--attacks": "drift,alie,drift*4"})
     rest = [a for a in args[3:]
             if a not in ("--no-assert", "--health", "--stop", "--designed")]
     for k, v in zip(rest[::2], rest[1::2]):

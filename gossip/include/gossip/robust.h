@@ -64,6 +64,14 @@ enum {
         GOSSIP_ROBUST_SUSPECT_BAD = 10,
         /* Peers tracked (a cluster of Pi-class nodes is smaller). */
         GOSSIP_ROBUST_PEERS = 64,
+        /* Slices remembered per peer to refuse a copy (gossip_robust_
+         * peer_once). An honest node sends each (step, slice) once per
+         * partner and the wire refuses replays, so a copy is the sender's
+         * own doing: a liar that sent each lie 8 times had each copy
+         * averaged in and cost 8 points (history/liar-attacks.md). 16 is
+         * four rounds of every part at P = 4; a copy sent later than that
+         * is out of the window or answered. */
+        GOSSIP_ROBUST_SEEN = 16,
 };
 
 /* Why a contribution was refused, clipped or taken (counters index). */
@@ -75,7 +83,8 @@ enum gossip_robust_reason {
         GOSSIP_ROBUST_NOT_PARTNER = 4, /* not our scheduled sender */
         GOSSIP_ROBUST_WINDOW = 5,      /* step outside the window */
         GOSSIP_ROBUST_MISMATCH = 6,    /* shape or codec not ours */
-        GOSSIP_ROBUST_REASONS = 7,
+        GOSSIP_ROBUST_DUPLICATE = 7,   /* that step and slice sent again */
+        GOSSIP_ROBUST_REASONS = 8,
 };
 
 /* The factors (two presets below: parameters and gradients). */
@@ -112,6 +121,9 @@ struct gossip_robust_peer {
         uint64_t count[GOSSIP_ROBUST_REASONS];
         uint32_t hist;  /* bit i: the i-th newest judged verdict was bad */
         uint32_t nhist; /* judged verdicts seen (saturates at HISTORY) */
+        /* the last SEEN (step, first element) taken from it, a ring */
+        uint64_t seen_step[GOSSIP_ROBUST_SEEN], seen_lo[GOSSIP_ROBUST_SEEN];
+        uint32_t seen_n, seen_next;
 };
 
 struct gossip_robust_peers {
@@ -120,7 +132,7 @@ struct gossip_robust_peers {
 };
 
 /* "accepted", "clipped", "far", "nonfinite", "not_partner",
- * "out_of_window", "mismatch"; NULL for anything else. */
+ * "out_of_window", "mismatch", "duplicate"; NULL for anything else. */
 const char *gossip_robust_reason_name(int reason);
 
 /* Per-element RMS of a (n floats), of a - b (b may be NULL: of a); NaN if
@@ -174,6 +186,11 @@ gossip_robust_peer_find(const struct gossip_robust_peers *t,
 /* Count one outcome; ACCEPTED, CLIPPED, FAR and NONFINITE also enter the
  * history (the last three as bad). */
 void gossip_robust_peer_note(struct gossip_robust_peer *p, int reason);
+
+/* 1 the first time p sends the slice starting at element lo of step
+ * (recorded), 0 for a copy of one of its last GOSSIP_ROBUST_SEEN. */
+int gossip_robust_peer_once(struct gossip_robust_peer *p, uint64_t step,
+                            uint64_t lo);
 
 /* Bad verdicts among the last HISTORY. */
 uint32_t gossip_robust_peer_bad(const struct gossip_robust_peer *p);
