@@ -99,7 +99,12 @@ static void test_probe_caches_and_reuses(void **state)
         assert_int_equal(node_kernel_choose(&r, &k, err, sizeof(err)), 0);
         assert_string_equal(k.how, "probed");
         assert_true(k.ncand >= 1);
-        assert_true(k.probe_s > 0 && k.probe_s < 5 * slowdown());
+        /* bounded by the probe's own cap, not by a guess at this host's
+         * speed: under ThreadSanitizer on a host at load 50 the probe took
+         * over 5 s and a 5 s bound failed CI (design: measured by
+         * benchmarks, never by timed unit tests) */
+        assert_true(k.probe_s > 0 &&
+                    k.probe_s < NODE_KERNEL_PROBE_MAX_MS / 1000.0 + 5.0);
         assert_true(nn_blis_arch_usable(nn_blis_arch_id(k.arch)) > 0);
         assert_int_equal(atoi(getenv("BLIS_ARCH_TYPE")),
                          nn_blis_arch_id(k.arch));
