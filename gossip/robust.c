@@ -17,7 +17,7 @@ const struct gossip_robust_cfg gossip_robust_grads_cfg = {
 const char *gossip_robust_reason_name(int reason)
 {
         static const char *names[GOSSIP_ROBUST_REASONS] = {
-            "accepted",    "clipped",       "far",     "nonfinite",
+            "accepted",    "clipped",       "far",      "nonfinite",
             "not_partner", "out_of_window", "mismatch", "quarantined"};
 
         if (reason < 0 || reason >= GOSSIP_ROBUST_REASONS)

@@ -18,8 +18,7 @@ void nn_health_init(struct nn_health *h, uint32_t classes, float rms0)
 
 float nn_health_norm_bound(const struct nn_health *h)
 {
-        return h->norm_max > 0 ? NN_HEALTH_NORM_MULT * h->norm_max
-                               : INFINITY;
+        return h->norm_max > 0 ? NN_HEALTH_NORM_MULT * h->norm_max : INFINITY;
 }
 
 static int verdict(struct nn_health_verdict *v, int reason, float value,
@@ -55,8 +54,8 @@ static void learn(struct nn_health *h, float loss, float acc, float rms)
                 h->norm_max = rms;
 }
 
-int nn_health_judge_eval(struct nn_health *h, float loss, float acc,
-                         float rms, struct nn_health_verdict *v)
+int nn_health_judge_eval(struct nn_health *h, float loss, float acc, float rms,
+                         struct nn_health_verdict *v)
 {
         float floor_acc = h->best_acc - NN_HEALTH_ACC_MARGIN;
 
@@ -82,9 +81,12 @@ int nn_health_judge_eval(struct nn_health *h, float loss, float acc,
 
 const char *nn_health_reason_name(int reason)
 {
-        static const char *names[NN_HEALTH_REASONS] = {
-            "ok",             "non-finite model", "loss explosion",
-            "worse than chance", "parameter norm", "accuracy drop"};
+        static const char *names[NN_HEALTH_REASONS] = {"ok",
+                                                       "non-finite model",
+                                                       "loss explosion",
+                                                       "worse than chance",
+                                                       "parameter norm",
+                                                       "accuracy drop"};
 
         if (reason < 0 || reason >= NN_HEALTH_REASONS)
                 return 0;

@@ -921,8 +921,7 @@ static void health_verified(struct node_trainer *t)
 
 /* What an absolute verdict measured, in words, for its journal line. */
 static void health_say(const struct nn_health *mh,
-                       const struct nn_health_verdict *v, char *buf,
-                       size_t len)
+                       const struct nn_health_verdict *v, char *buf, size_t len)
 {
         switch (v->reason) {
         case NN_HEALTH_CHANCE:
@@ -971,9 +970,8 @@ static void health_diverged(struct node_trainer *t,
                  "model health: %s at step %llu: %s; rolled back to the "
                  "model of step %llu (last healthy evaluation), refusing "
                  "%zu peer(s) merged since for %d steps",
-                 nn_health_reason_name(v->reason),
-                 (unsigned long long)t->step, what,
-                 (unsigned long long)t->ver_step, k,
+                 nn_health_reason_name(v->reason), (unsigned long long)t->step,
+                 what, (unsigned long long)t->ver_step, k,
                  GOSSIP_ROBUST_QUARANTINE_STEPS);
         pthread_mutex_lock(&t->stats_lock);
         if (v->reason == NN_HEALTH_CHANCE)
@@ -999,8 +997,8 @@ static int health_eval(struct node_trainer *t, float test_loss, float acc)
 {
         struct nn_health_verdict v;
 
-        switch (nn_health_judge_eval(&t->mh, test_loss, acc, params_rms(t),
-                                     &v)) {
+        switch (
+            nn_health_judge_eval(&t->mh, test_loss, acc, params_rms(t), &v)) {
         case NN_HEALTH_OK:
                 health_verified(t);
                 return 0;

@@ -351,8 +351,8 @@ static void test_quarantine(void **state)
         gossip_robust_peer_merged(honest, 260);
         gossip_robust_peer_merged(honest, 240); /* older: newest kept */
         gossip_robust_peer_merged(old, 250);
-        assert_int_equal(gossip_robust_quarantine(&t, 250, 300,
-                                                  GOSSIP_ROBUST_QUARANTINE_STEPS),
+        assert_int_equal(gossip_robust_quarantine(
+                             &t, 250, 300, GOSSIP_ROBUST_QUARANTINE_STEPS),
                          2);
         assert_true(gossip_robust_peer_refused(liar, 300));
         assert_true(gossip_robust_peer_refused(honest, end - 1));

@@ -139,8 +139,7 @@ static void test_norm(void **state)
         /* the floor: 2 x the starting model's RMS */
         assert_true(nn_health_norm_bound(&h) == 0.1f);
         assert_int_equal(judge_norm(&h, 0.1f), NN_HEALTH_OK);
-        assert_int_equal(nn_health_judge_norm(&h, 0.1001f, &v),
-                         NN_HEALTH_NORM);
+        assert_int_equal(nn_health_judge_norm(&h, 0.1001f, &v), NN_HEALTH_NORM);
         assert_true(v.value == 0.1001f && v.limit == 0.1f);
         assert_int_equal(judge_norm(&h, NAN), NN_HEALTH_NONFINITE);
         /* learned from a healthy evaluation */

@@ -129,10 +129,10 @@ struct gossip_robust_verdict {
 struct gossip_robust_peer {
         uint8_t key[GOSSIP_KEY_BYTES];
         uint64_t count[GOSSIP_ROBUST_REASONS];
-        uint32_t hist;  /* bit i: the i-th newest judged verdict was bad */
-        uint32_t nhist; /* judged verdicts seen (saturates at HISTORY) */
-        uint64_t merged;       /* our step of its newest merged
-                                * contribution, plus 1; 0: none */
+        uint32_t hist;   /* bit i: the i-th newest judged verdict was bad */
+        uint32_t nhist;  /* judged verdicts seen (saturates at HISTORY) */
+        uint64_t merged; /* our step of its newest merged
+                          * contribution, plus 1; 0: none */
         uint64_t refuse_until; /* QUARANTINED while our step is below */
 };
 

@@ -76,13 +76,13 @@ enum nn_health_reason {
 };
 
 struct nn_health {
-        float chance;      /* ln(classes) */
-        float norm_max;    /* largest parameter RMS at a healthy evaluation
-                            * (the starting model's at init) */
-        float best_acc;    /* best accuracy at a healthy evaluation, % */
-        uint32_t healthy;  /* healthy evaluations */
-        uint32_t worse;    /* evaluations in a row worse than chance */
-        int beat_chance;   /* a healthy evaluation was below chance */
+        float chance;     /* ln(classes) */
+        float norm_max;   /* largest parameter RMS at a healthy evaluation
+                           * (the starting model's at init) */
+        float best_acc;   /* best accuracy at a healthy evaluation, % */
+        uint32_t healthy; /* healthy evaluations */
+        uint32_t worse;   /* evaluations in a row worse than chance */
+        int beat_chance;  /* a healthy evaluation was below chance */
 };
 
 struct nn_health_verdict {
@@ -107,8 +107,8 @@ int nn_health_judge_norm(const struct nn_health *h, float rms,
  * and fills v->reason: OK (the references learn from it), NONFINITE,
  * CHANCE, NORM or ACCURACY (the first that fires, in that order; the
  * run of evaluations worse than chance restarts after a verdict). */
-int nn_health_judge_eval(struct nn_health *h, float loss, float acc,
-                         float rms, struct nn_health_verdict *v);
+int nn_health_judge_eval(struct nn_health *h, float loss, float acc, float rms,
+                         struct nn_health_verdict *v);
 
 /* "ok", "non-finite model", "loss explosion", "worse than chance",
  * "parameter norm", "accuracy drop"; NULL for anything else. */
