@@ -984,6 +984,23 @@ static void health_diverged(struct node_trainer *t,
         pthread_mutex_unlock(&t->stats_lock);
 }
 
+/* The absolute criteria from the starting model (checked: it is the
+ * verified snapshot). On label-skewed data the test set is no judge. */
+static void health_start(struct node_trainer *t)
+{
+        uint32_t classes = (uint32_t)nn_model_classes(t->model);
+        int bal = nn_health_balanced(t->shard.labels, t->shard.n, classes);
+
+        nn_health_init(&t->mh, classes, params_rms(t), bal);
+        health_verified(t);
+        if (!bal)
+                node_log(NODE_LOG_INFO,
+                         "model health: our data is label-skewed (a class "
+                         "under %.0f%% of an even share): judging by "
+                         "parameter norm, not by test accuracy or loss",
+                         100.0 * NN_HEALTH_BALANCE);
+}
+
 /* The absolute criteria at an evaluation (nn_health_judge_eval): 0
  * healthy (the model becomes the verified snapshot), else rolled back.
  * A non-finite test loss goes back to the last 10-step snapshot, as a
@@ -997,9 +1014,20 @@ static int health_eval(struct node_trainer *t, float test_loss, float acc)
 {
         struct nn_health_verdict v;
 
+        uint32_t restarts = t->mh.restarts;
+
         switch (
             nn_health_judge_eval(&t->mh, test_loss, acc, params_rms(t), &v)) {
         case NN_HEALTH_OK:
+                if (t->mh.restarts != restarts)
+                        node_log(NODE_LOG_WARN,
+                                 "model health: %s again at step %llu "
+                                 "(%.4g against %.4g), %d times in a row "
+                                 "with our peers refused: our own training "
+                                 "does it; judging from this model on",
+                                 nn_health_reason_name(t->mh.restart_reason),
+                                 (unsigned long long)t->step, (double)v.value,
+                                 (double)v.limit, NN_HEALTH_RESTART);
                 health_verified(t);
                 return 0;
         case NN_HEALTH_NONFINITE:
@@ -1463,9 +1491,7 @@ int node_trainer_run(struct node_trainer *t)
         initial_state(t);
         t->loss_ok = 1;
         health_snapshot(t); /* the starting model is good: checked */
-        nn_health_init(&t->mh, (uint32_t)nn_model_classes(t->model),
-                       params_rms(t));
-        health_verified(t);
+        health_start(t);
         {
                 node_evlog_start(t->ev, t->spec, t->nparams, t->o->shard_i,
                                  t->o->shard_n, t->o->seed, t->step,

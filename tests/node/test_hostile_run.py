@@ -109,6 +109,10 @@ DESIGNED_STEPS = 1000
 DRIFT_ATTACK = "drift*8"
 DRIFT_STEPS = 1500
 DRIFT_TOL = 8.0
+# Evaluations are where the chance and accuracy criteria look: every 50
+# steps (30 in the run; the batch losses' relative test sees the louder
+# pushes between them).
+DRIFT_EVAL_EVERY = 50
 ABSOLUTE = r"model health: (worse than chance|parameter norm|accuracy drop)"
 MIN_TURNS = 5
 NOT_PARTNER_FRAC = 0.25
@@ -368,9 +372,13 @@ def designed(c, hostile, tmp, steps, seed, attacks):
 def drift(c, hostile, tmp, steps, seed):
     """Model health against a slow divergence (--drift); raises
     AssertionError."""
-    clean, clogs, _ = run(c, hostile, tmp, "clean", steps, "on", None, seed)
+    clean, clogs, _ = run(c, hostile, tmp, "clean", steps, "on", None, seed,
+                          node_args=lambda i: ["--eval-every",
+                                               str(DRIFT_EVAL_EVERY)])
     att, logs, out = run(c, hostile, tmp, "attacked", steps, "on",
-                         DRIFT_ATTACK, seed)
+                         DRIFT_ATTACK, seed,
+                         node_args=lambda i: ["--eval-every",
+                                              str(DRIFT_EVAL_EVERY)])
     print("liar: " + " | ".join(out.strip().splitlines()[-2:]))
     verdicts = 0
     for i in range(2):

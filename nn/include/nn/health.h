@@ -19,6 +19,14 @@
  *             below the best this node reached, after ACC_WARMUP healthy
  *             evaluations.
  *
+ * The test-set criteria (chance, accuracy) apply only when our own data
+ * is balanced (nn_health_balanced): a node on label-skewed data (two
+ * classes of its own) sees its test accuracy swing by 20-30 points and its
+ * test loss cross chance as it averages with peers who know the other
+ * classes (measured: clean 4-node runs with --partition classes:2 and
+ * dirichlet:0.1, docs/benchmarks.md), and judged so it was rolled back
+ * dozens of times in a clean run. Such a node is judged by the norm alone.
+ *
  * The references (best accuracy, largest RMS, "has beaten chance") are
  * learned only from evaluations that passed every criterion, so a model
  * poisoned a little at a time cannot raise the bar it is judged against
@@ -38,6 +46,7 @@
 #ifndef NN_HEALTH_H
 #define NN_HEALTH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Tunables, with their reasons. */
@@ -52,12 +61,26 @@ enum {
          * first evaluations of a run climb fast and a best reached early
          * is no reference yet. */
         NN_HEALTH_ACC_WARMUP = 3,
+        /* Test-set verdicts in a row (no healthy evaluation between)
+         * after which the references restart from the model at hand
+         * instead of a further verdict: after a rollback the peers merged
+         * since are refused, so a model that still fails its next
+         * evaluations is failing by its own training (data, schedule),
+         * and pinning it to an old model would stop it learning. */
+        NN_HEALTH_RESTART = 3,
 };
+/* Our data is balanced when every class has at least this share of an
+ * even split (half of n / classes): an IID shard of 20000 samples is
+ * within a few % of even; classes:2 and dirichlet:0.1 cuts leave classes
+ * empty. */
+#define NN_HEALTH_BALANCE 0.5f
 /* Accuracy more than this many points below the node's own best is a
- * verdict: honest evaluations of one run move by 1-3 points after the
- * first few (docs/history/liar-attacks.md, clean and single-lie runs; a
- * liar's 8 copies per turn took a node from 82 % to 28-39 %). */
-#define NN_HEALTH_ACC_MARGIN 15.0f
+ * verdict: after the first evaluations an honest node's test accuracy
+ * moves by 1-3 points from one evaluation to the next (clean and
+ * single-lie runs, evaluated every 50 steps, docs/benchmarks.md's
+ * Robustness runs); copies of a liar's slice took nodes from 82-85 % to
+ * 28-75 %. 10 points is 3x the honest movement. */
+#define NN_HEALTH_ACC_MARGIN 10.0f
 /* Parameter RMS above this many times the largest seen at a healthy
  * evaluation is a verdict: honest training grows the RMS by well under
  * 1.5x between two evaluations once past the first (measured in
@@ -76,13 +99,17 @@ enum nn_health_reason {
 };
 
 struct nn_health {
-        float chance;     /* ln(classes) */
-        float norm_max;   /* largest parameter RMS at a healthy evaluation
-                           * (the starting model's at init) */
-        float best_acc;   /* best accuracy at a healthy evaluation, % */
-        uint32_t healthy; /* healthy evaluations */
-        uint32_t worse;   /* evaluations in a row worse than chance */
-        int beat_chance;  /* a healthy evaluation was below chance */
+        float chance;       /* ln(classes) */
+        float norm_max;     /* largest parameter RMS at a healthy evaluation
+                             * (the starting model's at init) */
+        float best_acc;     /* best accuracy at a healthy evaluation, % */
+        uint32_t healthy;   /* healthy evaluations */
+        uint32_t worse;     /* evaluations in a row worse than chance */
+        int beat_chance;    /* a healthy evaluation was below chance */
+        int judge_test;     /* the test-set criteria apply (balanced data) */
+        uint32_t failed;    /* test-set verdicts since a healthy evaluation */
+        uint32_t restarts;  /* times the references restarted */
+        int restart_reason; /* the verdict the last restart replaced */
 };
 
 struct nn_health_verdict {
@@ -91,9 +118,15 @@ struct nn_health_verdict {
         float limit; /* what it was compared with */
 };
 
-/* Start with the starting model's parameter RMS (the norm floor) and the
- * model's class count (>= 2). */
-void nn_health_init(struct nn_health *h, uint32_t classes, float rms0);
+/* Start with the starting model's parameter RMS (the norm floor), the
+ * model's class count (>= 2) and whether the test-set criteria apply
+ * (judge_test: nn_health_balanced of our training labels). */
+void nn_health_init(struct nn_health *h, uint32_t classes, float rms0,
+                    int judge_test);
+
+/* 1 if every class below `classes` has at least NN_HEALTH_BALANCE x
+ * n / classes of the n labels, else 0. */
+int nn_health_balanced(const uint8_t *labels, size_t n, uint32_t classes);
 
 /* The parameter RMS above which the norm criterion fires. */
 float nn_health_norm_bound(const struct nn_health *h);
@@ -105,8 +138,11 @@ int nn_health_judge_norm(const struct nn_health *h, float rms,
 
 /* At an evaluation: test loss, accuracy (%) and parameter RMS. Returns
  * and fills v->reason: OK (the references learn from it), NONFINITE,
- * CHANCE, NORM or ACCURACY (the first that fires, in that order; the
- * run of evaluations worse than chance restarts after a verdict). */
+ * NORM, CHANCE or ACCURACY (the first that fires, in that order; the
+ * run of evaluations worse than chance restarts after a verdict). The
+ * NN_HEALTH_RESTART-th test-set verdict in a row is OK instead: the
+ * references restart from this model (restarts counts it). Without
+ * judge_test only NONFINITE and NORM are judged. */
 int nn_health_judge_eval(struct nn_health *h, float loss, float acc, float rms,
                          struct nn_health_verdict *v);
 
