@@ -17,8 +17,9 @@ const struct gossip_robust_cfg gossip_robust_grads_cfg = {
 const char *gossip_robust_reason_name(int reason)
 {
         static const char *names[GOSSIP_ROBUST_REASONS] = {
-            "accepted",    "clipped",       "far",      "nonfinite",
-            "not_partner", "out_of_window", "mismatch", "duplicate"};
+            "accepted",  "clipped",     "far",
+            "nonfinite", "not_partner", "out_of_window",
+            "mismatch",  "quarantined", "duplicate"};
 
         if (reason < 0 || reason >= GOSSIP_ROBUST_REASONS)
                 return NULL;
@@ -233,6 +234,36 @@ int gossip_robust_peer_once(struct gossip_robust_peer *p, uint64_t step,
         if (p->seen_n < GOSSIP_ROBUST_SEEN)
                 p->seen_n++;
         return 1;
+}
+
+void gossip_robust_peer_merged(struct gossip_robust_peer *p, uint64_t step)
+{
+        if (step + 1 > p->merged)
+                p->merged = step + 1;
+}
+
+size_t gossip_robust_quarantine(struct gossip_robust_peers *t, uint64_t since,
+                                uint64_t now, uint64_t steps)
+{
+        uint64_t until = now + steps < now ? UINT64_MAX : now + steps;
+        size_t k = 0;
+
+        for (size_t i = 0; i < t->n; i++) {
+                struct gossip_robust_peer *p = &t->p[i];
+
+                if (!p->merged || p->merged - 1 <= since)
+                        continue;
+                if (until > p->refuse_until)
+                        p->refuse_until = until;
+                k++;
+        }
+        return k;
+}
+
+int gossip_robust_peer_refused(const struct gossip_robust_peer *p,
+                               uint64_t step)
+{
+        return step < p->refuse_until;
 }
 
 uint32_t gossip_robust_peer_bad(const struct gossip_robust_peer *p)

@@ -759,7 +759,8 @@ static void log_robust(struct node_exchange *ex,
         node_log(NODE_LOG_INFO,
                  "robust merge %s: %llu accepted, %llu clipped, refused "
                  "%llu far, %llu nonfinite, %llu not_partner, %llu "
-                 "out_of_window, %llu mismatch, %llu duplicate",
+                 "out_of_window, %llu mismatch, %llu quarantined, %llu "
+                 "duplicate",
                  ex->o->robust ? "on" : "off",
                  (unsigned long long)r[GOSSIP_ROBUST_ACCEPTED],
                  (unsigned long long)r[GOSSIP_ROBUST_CLIPPED],
@@ -768,6 +769,7 @@ static void log_robust(struct node_exchange *ex,
                  (unsigned long long)r[GOSSIP_ROBUST_NOT_PARTNER],
                  (unsigned long long)r[GOSSIP_ROBUST_WINDOW],
                  (unsigned long long)r[GOSSIP_ROBUST_MISMATCH],
+                 (unsigned long long)r[GOSSIP_ROBUST_QUARANTINED],
                  (unsigned long long)r[GOSSIP_ROBUST_DUPLICATE]);
         mi = node_view_members(ex->view, &n);
         for (size_t i = 1; mi && i < n; i++) {
@@ -777,7 +779,8 @@ static void log_robust(struct node_exchange *ex,
                          "robust merge peer %s%s: %llu accepted, %llu "
                          "clipped, %llu far, %llu nonfinite, %llu "
                          "not_partner, %llu out_of_window, %llu mismatch, "
-                         "%llu duplicate; %u bad of the last %u",
+                         "%llu quarantined, %llu duplicate; %u bad of the "
+                         "last %u",
                          node_view_member_name(&mi[i]),
                          gossip_robust_peer_suspect(&rp) ? " suspect_model"
                                                          : "",
@@ -789,6 +792,7 @@ static void log_robust(struct node_exchange *ex,
                          (unsigned long long)rp.count[5],
                          (unsigned long long)rp.count[6],
                          (unsigned long long)rp.count[7],
+                         (unsigned long long)rp.count[8],
                          gossip_robust_peer_bad(&rp), rp.nhist);
         }
         free(mi);

@@ -594,6 +594,64 @@ static void robust_count(struct node_handoff *h, const uint8_t *key, int reason)
                 gossip_robust_peer_note(p, reason);
 }
 
+/* Is the sender of a contribution in quarantine at our step (mu held)? */
+static int robust_refused(struct node_handoff *h, const uint8_t *key,
+                          uint64_t step)
+{
+        const struct gossip_robust_peer *p =
+            gossip_robust_peer_find(&h->peers, key);
+
+        return h->cfg.robust && p && gossip_robust_peer_refused(p, step);
+}
+
+/* A contribution of key was merged at our step (mu held). */
+static void robust_merged(struct node_handoff *h, const uint8_t *key,
+                          uint64_t step)
+{
+        struct gossip_robust_peer *p;
+
+        if (h->cfg.robust && (p = gossip_robust_peer_get(&h->peers, key)))
+                gossip_robust_peer_merged(p, step);
+}
+
+/* Drop the inbox's slices from peers in quarantine, counted, before the
+ * plan sees them (mu held): they must not answer a part either. The
+ * entries keep their buffers (each entry owns one), order unchanged. */
+static void drop_quarantined(struct node_handoff *h, uint64_t step)
+{
+        struct in_slice keep[NODE_HANDOFF_INBOX], out[NODE_HANDOFF_INBOX];
+        size_t nk = 0, no = 0;
+
+        for (size_t i = 0; i < h->ninbox; i++) {
+                if (robust_refused(h, h->inbox[i].from, step)) {
+                        robust_count(h, h->inbox[i].from,
+                                     GOSSIP_ROBUST_QUARANTINED);
+                        out[no++] = h->inbox[i];
+                } else {
+                        keep[nk++] = h->inbox[i];
+                }
+        }
+        if (!no)
+                return;
+        memcpy(h->inbox, keep, nk * sizeof(keep[0]));
+        memcpy(h->inbox + nk, out, no * sizeof(out[0]));
+        h->ninbox = nk;
+}
+
+size_t node_handoff_quarantine(struct node_handoff *h, uint64_t since,
+                               uint64_t now)
+{
+        size_t k = 0;
+
+        if (!h->cfg.robust)
+                return 0;
+        pthread_mutex_lock(&h->mu);
+        k = gossip_robust_quarantine(&h->peers, since, now,
+                                     GOSSIP_ROBUST_QUARANTINE_STEPS);
+        pthread_mutex_unlock(&h->mu);
+        return k;
+}
+
 /* Robust merge of one slice against mine (our copy it is averaged with),
  * on the training thread with mu released: rs_params is the trainer's.
  * Returns the verdict; theirs is clipped in place when it says so. */
@@ -663,6 +721,7 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         size_t nw = 0;
 
         pthread_mutex_lock(&h->mu);
+        drop_quarantined(h, step);
         judge_inbox(h, c, step, n, jd);
         /* the order of the rule, the last arrival first */
         for (size_t i = h->ninbox; i-- > 0;) {
@@ -729,6 +788,8 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
                             reason[j] != GOSSIP_ROBUST_NONFINITE)
                                 h->st.radius_params = radius[j];
                 }
+                if (rc[j] == 0)
+                        robust_merged(h, work[j].from, step);
                 if (use[j] == GOSSIP_PLAN_DELTA)
                         h->st.params_delta += rc[j] == 0;
                 h->st.params_applied += rc[j] == 0;
@@ -935,6 +996,11 @@ int node_handoff_offer_gradient(struct node_handoff *h,
 
         *late = 0;
         pthread_mutex_lock(&h->mu);
+        if (robust_refused(h, key, h->local_step)) {
+                robust_count(h, key, GOSSIP_ROBUST_QUARANTINED);
+                pthread_mutex_unlock(&h->mu);
+                return GOSSIP_EINVAL;
+        }
         if (h->cfg.robust && lo <= h->cfg.plan.nparams &&
             count <= h->cfg.plan.nparams - lo &&
             robust_gradient(h, key, lo, v, count)) {
@@ -943,6 +1009,8 @@ int node_handoff_offer_gradient(struct node_handoff *h,
         }
         late0 = h->merge.st.late;
         rc = gossip_merge_offer_range(&h->merge, key, step, lo, v, count);
+        if (rc == 0)
+                robust_merged(h, key, h->local_step);
         *late = h->merge.st.late != late0;
         changed(h);
         pthread_mutex_unlock(&h->mu);

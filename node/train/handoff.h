@@ -285,6 +285,14 @@ int node_handoff_robust_peer(struct node_handoff *h,
 /* 1 if robust merge is on (fixed at create). */
 int node_handoff_robust(const struct node_handoff *h);
 
+/* Training thread, after a model-health verdict at step now rolled the
+ * model back to a snapshot holding the merges up to step since: refuse, for
+ * GOSSIP_ROBUST_QUARANTINE_STEPS, the slices and gradients of every peer
+ * merged since (gossip_robust_quarantine), counted as QUARANTINED.
+ * Returns how many peers; 0 with robust merge off (nothing refused). */
+size_t node_handoff_quarantine(struct node_handoff *h, uint64_t since,
+                               uint64_t now);
+
 /* Membership as the plan needs it: live members (ourselves included) and
  * the slowest live peer's step (UINT64_MAX: none). */
 void node_handoff_set_members(struct node_handoff *h, size_t alive,

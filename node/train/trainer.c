@@ -42,6 +42,7 @@
 
 #include "nn/checkpoint.h"
 #include "nn/data.h"
+#include "nn/health.h"
 #include "service/evlog.h"
 #include "base/gn_endian.h"
 #include "base/gn_errbuf.h"
@@ -161,9 +162,14 @@ struct node_trainer {
         uint64_t acc_correct, acc_batches;
 
         /* Model health (training thread): the last good snapshot and the
-         * running median of healthy step losses. */
+         * running median of healthy step losses; the absolute criteria
+         * (nn/health.h) and the snapshot of the last evaluation that
+         * passed them (ver_*), the one their verdicts return to. */
         float *good_params, *good_opt;
         uint64_t good_step;
+        struct nn_health mh;
+        float *ver_params, *ver_opt;
+        uint64_t ver_step;
         int loss_ok;            /* the last step's loss was recorded */
         uint32_t rollbacks_run; /* rollbacks since the last healthy step */
         struct gossip_robust_stat losses;
@@ -553,7 +559,9 @@ static int setup_model(struct node_trainer *t, char *err, size_t errlen)
                 return gn_fail(err, errlen, rc, "model: %s", nn_strerror(rc));
         t->good_params = malloc(t->nparams * sizeof(float));
         t->good_opt = malloc((t->nopt ? t->nopt : 1) * sizeof(float));
-        if (!t->good_params || !t->good_opt)
+        t->ver_params = malloc(t->nparams * sizeof(float));
+        t->ver_opt = malloc((t->nopt ? t->nopt : 1) * sizeof(float));
+        if (!t->good_params || !t->good_opt || !t->ver_params || !t->ver_opt)
                 return gn_fail(err, errlen, NN_ENOMEM, "out of memory");
         return 0;
 }
@@ -777,7 +785,7 @@ static void progress(struct node_trainer *t, struct window *w, double lr)
 static void health_rollback(struct node_trainer *t, int why, float loss);
 static void health_snapshot(struct node_trainer *t);
 static int fetch_state(struct node_trainer *t);
-static int health_eval(const struct node_trainer *t, float test_loss);
+static int health_eval(struct node_trainer *t, float test_loss, float acc);
 
 static int evaluate(struct node_trainer *t, struct window *ew)
 {
@@ -791,9 +799,8 @@ static int evaluate(struct node_trainer *t, struct window *ew)
 
         rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
                                (int)t->test.n, &loss, &acc);
-        if (rc == 0 && (rc = health_eval(t, loss)) != 0) {
+        if (rc == 0 && health_eval(t, loss, 100.0f * acc) != 0) {
                 /* never report, checkpoint or end with a broken model */
-                health_rollback(t, rc, loss);
                 rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
                                        (int)t->test.n, &loss, &acc);
         }
@@ -1015,9 +1022,10 @@ static void health_snapshot(struct node_trainer *t)
         pthread_mutex_unlock(&t->stats_lock);
 }
 
-/* Why this step's loss says the model is broken: 0 healthy, 1 not
- * finite, 2 exploded against the running median. A healthy loss is
- * recorded. */
+/* Why this step's loss says the model is broken: NN_HEALTH_OK,
+ * _NONFINITE, or _EXPLOSION against the running median (the relative
+ * criterion; the absolute ones are nn/health.h's, at evaluations and
+ * 10-step snapshots). A healthy loss is recorded. */
 static int health_loss(struct node_trainer *t, float loss)
 {
         struct gossip_robust_verdict v = {.reason = GOSSIP_ROBUST_ACCEPTED};
@@ -1027,10 +1035,10 @@ static int health_loss(struct node_trainer *t, float loss)
 
         t->loss_ok = 0;
         if (!isfinite(loss))
-                return 1;
+                return NN_HEALTH_NONFINITE;
         if (warm && loss > TRAINER_HEALTH_LOSS_FACTOR * med &&
             loss > TRAINER_HEALTH_FLOOR_CHANCE * chance)
-                return 2;
+                return NN_HEALTH_EXPLOSION;
         t->rollbacks_run = 0;
         if (warm && loss > TRAINER_HEALTH_RECORD_FACTOR * med &&
             loss > TRAINER_HEALTH_RECORD_CHANCE * chance)
@@ -1041,41 +1049,199 @@ static int health_loss(struct node_trainer *t, float loss)
         return 0;
 }
 
-/* The test for an evaluation's test loss (nothing is recorded): not
- * finite. Not an explosion test: the test set holds every class, a node's
- * own data may hold two (skew), and a healthy model of those two then
- * scores a test loss above guessing (5.8 against ln 10 = 2.3 at step 100
- * of a classes:2 run); the batch losses on our own data are the judge. */
-static int health_eval(const struct node_trainer *t, float test_loss)
+/* The parameters' RMS (NaN if one is not finite). */
+static float params_rms(const struct node_trainer *t)
 {
-        (void)t;
-        return isfinite(test_loss) ? 0 : 1;
+        return gossip_robust_rms(nn_model_params(t->model), NULL, t->nparams);
 }
 
-/* Back to the last good snapshot (the step count goes on: the cluster's
- * schedule is by step). why: 1 non-finite, 2 loss explosion. */
-static void health_rollback(struct node_trainer *t, int why, float loss)
+/* The model and optimizer state from a snapshot; what was built on the
+ * model it replaces goes (extra batches, our held ring copies). */
+static void health_restore(struct node_trainer *t, const float *params,
+                           const float *opt)
 {
-        memcpy(nn_model_params(t->model), t->good_params,
-               t->nparams * sizeof(float));
+        memcpy(nn_model_params(t->model), params, t->nparams * sizeof(float));
         if (t->nopt)
-                memcpy(nn_optim_state(t->optim), t->good_opt,
-                       t->nopt * sizeof(float));
+                memcpy(nn_optim_state(t->optim), opt, t->nopt * sizeof(float));
         t->acc_n = 0; /* extra batches of the broken model */
         t->acc_loss = 0;
         t->acc_correct = 0;
         t->acc_batches = 0;
         if (t->box)
                 node_handoff_forget_own(t->box);
+}
+
+/* The model just passed an evaluation and every absolute criterion: it is
+ * the snapshot their verdicts return to. */
+static void health_verified(struct node_trainer *t)
+{
+        memcpy(t->ver_params, nn_model_params(t->model),
+               t->nparams * sizeof(float));
+        if (t->nopt)
+                memcpy(t->ver_opt, nn_optim_state(t->optim),
+                       t->nopt * sizeof(float));
+        t->ver_step = t->step;
+}
+
+/* What an absolute verdict measured, in words, for its journal line. */
+static void health_say(const struct nn_health *mh,
+                       const struct nn_health_verdict *v, char *buf, size_t len)
+{
+        switch (v->reason) {
+        case NN_HEALTH_CHANCE:
+                snprintf(buf, len,
+                         "test loss %.4g above chance (ln classes = %.4g) at "
+                         "%d evaluations in a row",
+                         (double)v->value, (double)v->limit,
+                         NN_HEALTH_CHANCE_EVALS);
+                break;
+        case NN_HEALTH_NORM:
+                snprintf(buf, len,
+                         "parameter RMS %.4g above %.4g (%.1f x the largest "
+                         "at a healthy evaluation)",
+                         (double)v->value, (double)v->limit,
+                         (double)NN_HEALTH_NORM_MULT);
+                break;
+        default:
+                snprintf(buf, len,
+                         "test accuracy %.2f%% below %.2f%% (best %.2f%% "
+                         "less %.0f points)",
+                         (double)v->value, (double)v->limit,
+                         (double)mh->best_acc, (double)NN_HEALTH_ACC_MARGIN);
+        }
+}
+
+/* An absolute verdict (a slow divergence): back to the model of the last
+ * healthy evaluation, and refuse for a while every peer merged since it
+ * (the box, gossip_robust_quarantine). One journal line names the
+ * criterion and its values. */
+static void health_diverged(struct node_trainer *t,
+                            const struct nn_health_verdict *v)
+{
+        char what[160];
+        size_t k = 0;
+
+        health_restore(t, t->ver_params, t->ver_opt);
+        /* the 10-step snapshot may hold the diverged model: replace it */
+        memcpy(t->good_params, t->ver_params, t->nparams * sizeof(float));
+        if (t->nopt)
+                memcpy(t->good_opt, t->ver_opt, t->nopt * sizeof(float));
+        t->good_step = t->ver_step;
+        if (t->box)
+                k = node_handoff_quarantine(t->box, t->ver_step, t->step);
+        health_say(&t->mh, v, what, sizeof(what));
+        node_log(NODE_LOG_WARN,
+                 "model health: %s at step %llu: %s; rolled back to the "
+                 "model of step %llu (last healthy evaluation), refusing "
+                 "%zu peer(s) merged since for %d steps",
+                 nn_health_reason_name(v->reason), (unsigned long long)t->step,
+                 what, (unsigned long long)t->ver_step, k,
+                 GOSSIP_ROBUST_QUARANTINE_STEPS);
+        pthread_mutex_lock(&t->stats_lock);
+        if (v->reason == NN_HEALTH_CHANCE)
+                t->st.rollbacks_chance++;
+        else if (v->reason == NN_HEALTH_NORM)
+                t->st.rollbacks_norm++;
+        else
+                t->st.rollbacks_accuracy++;
+        t->st.health_snapshot_step = t->good_step;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
+/* The absolute criteria from the starting model (checked: it is the
+ * verified snapshot). On label-skewed data the test set is no judge. */
+static void health_start(struct node_trainer *t)
+{
+        uint32_t classes = (uint32_t)nn_model_classes(t->model);
+        int bal = nn_health_balanced(t->shard.labels, t->shard.n, classes);
+
+        nn_health_init(&t->mh, classes, params_rms(t), bal);
+        health_verified(t);
+        if (!bal)
+                node_log(NODE_LOG_INFO,
+                         "model health: our data is label-skewed (a class "
+                         "under %.0f%% of an even share): judging by "
+                         "parameter norm, not by test accuracy or loss",
+                         100.0 * NN_HEALTH_BALANCE);
+}
+
+/* The absolute criteria at an evaluation (nn_health_judge_eval): 0
+ * healthy (the model becomes the verified snapshot), else rolled back.
+ * A non-finite test loss goes back to the last 10-step snapshot, as a
+ * non-finite batch loss does. Not an explosion test against the batch
+ * losses' median: the test set holds every class, a node's own data may
+ * hold two (skew), and a healthy model of those two then scores a test
+ * loss above guessing (5.8 against ln 10 = 2.3 at step 100 of a
+ * classes:2 run); the chance criterion applies only once the model has
+ * beaten chance (nn/health.h). */
+static int health_eval(struct node_trainer *t, float test_loss, float acc)
+{
+        struct nn_health_verdict v;
+
+        uint32_t restarts = t->mh.restarts;
+
+        switch (
+            nn_health_judge_eval(&t->mh, test_loss, acc, params_rms(t), &v)) {
+        case NN_HEALTH_OK:
+                if (t->mh.restarts != restarts)
+                        node_log(NODE_LOG_WARN,
+                                 "model health: %s again at step %llu "
+                                 "(%.4g against %.4g), %d times in a row "
+                                 "with our peers refused: our own training "
+                                 "does it; judging from this model on",
+                                 nn_health_reason_name(t->mh.restart_reason),
+                                 (unsigned long long)t->step, (double)v.value,
+                                 (double)v.limit, NN_HEALTH_RESTART);
+                health_verified(t);
+                return 0;
+        case NN_HEALTH_NONFINITE:
+                health_rollback(t, NN_HEALTH_NONFINITE, test_loss);
+                return 1;
+        default:
+                health_diverged(t, &v);
+                return 1;
+        }
+}
+
+/* The norm criterion between evaluations, before a 10-step snapshot: 0
+ * healthy, 1 rolled back (the step is skipped, as for a broken loss). */
+static int health_norm(struct node_trainer *t)
+{
+        struct nn_health_verdict v;
+
+        switch (nn_health_judge_norm(&t->mh, params_rms(t), &v)) {
+        case NN_HEALTH_OK:
+                return 0;
+        case NN_HEALTH_NONFINITE:
+                health_rollback(t, NN_HEALTH_NONFINITE, NAN);
+                return 1;
+        default:
+                health_diverged(t, &v);
+                return 1;
+        }
+}
+
+/* Back to the last good snapshot (the step count goes on: the cluster's
+ * schedule is by step), and refuse for a while every peer merged since
+ * it (the box, gossip_robust_quarantine). why: NN_HEALTH_NONFINITE or
+ * _EXPLOSION. */
+static void health_rollback(struct node_trainer *t, int why, float loss)
+{
+        size_t k = 0;
+
+        health_restore(t, t->good_params, t->good_opt);
+        if (t->box)
+                k = node_handoff_quarantine(t->box, t->good_step, t->step);
         node_log(NODE_LOG_WARN,
                  "model health: %s at step %llu (loss %g, running median "
-                 "%g): rolled back to the snapshot of step %llu",
-                 why == 1 ? "non-finite model" : "loss explosion",
-                 (unsigned long long)t->step, (double)loss,
-                 (double)gossip_robust_median(&t->losses),
-                 (unsigned long long)t->good_step);
+                 "%g): rolled back to the snapshot of step %llu, refusing "
+                 "%zu peer(s) merged since for %d steps",
+                 nn_health_reason_name(why), (unsigned long long)t->step,
+                 (double)loss, (double)gossip_robust_median(&t->losses),
+                 (unsigned long long)t->good_step, k,
+                 GOSSIP_ROBUST_QUARANTINE_STEPS);
         pthread_mutex_lock(&t->stats_lock);
-        if (why == 1)
+        if (why == NN_HEALTH_NONFINITE)
                 t->st.rollbacks_nonfinite++;
         else
                 t->st.rollbacks_loss++;
@@ -1200,8 +1366,11 @@ static int train_step(struct node_trainer *t, struct window *pw,
         }
         /* the parameters that just scored a healthy loss are a good
          * snapshot (taken before this step's update and averaging) */
-        if (t->step % TRAINER_HEALTH_SNAP_EVERY == 0)
+        if (t->step % TRAINER_HEALTH_SNAP_EVERY == 0) {
+                if (health_norm(t))
+                        return 0; /* diverged: nothing of it is posted */
                 health_snapshot(t);
+        }
         if (t->acc_n) { /* the extra batches trained since the last step */
                 fold_extra(t, n);
                 xn = t->acc_n;
@@ -1525,6 +1694,7 @@ int node_trainer_run(struct node_trainer *t)
         initial_state(t);
         t->loss_ok = 1;
         health_snapshot(t); /* the starting model is good: checked */
+        health_start(t);
         {
                 node_evlog_start(t->ev, t->spec, t->nparams, t->o->shard_i,
                                  t->o->shard_n, t->o->seed, t->step,
@@ -1628,6 +1798,8 @@ void node_trainer_free(struct node_trainer *t)
         free(t->gacc);
         free(t->good_params);
         free(t->good_opt);
+        free(t->ver_params);
+        free(t->ver_opt);
         free(t->shuf_img);
         free(t->shuf_lab);
         free(t->shuf_out);

@@ -93,8 +93,12 @@ struct node_train_stats {
         uint64_t evals;         /* evaluations done */
         uint64_t params;        /* model size in floats */
         uint64_t resumed_from;  /* step the run started at */
-        uint64_t rollbacks_nonfinite;  /* model health: NaN/Inf loss/params */
-        uint64_t rollbacks_loss;       /* loss > factor x its running median */
+        uint64_t rollbacks_nonfinite; /* model health: NaN/Inf loss/params */
+        uint64_t rollbacks_loss;      /* loss > factor x its running median */
+        /* model health's absolute criteria (nn/health.h) */
+        uint64_t rollbacks_chance;     /* test loss worse than chance */
+        uint64_t rollbacks_norm;       /* parameter RMS beyond its bound */
+        uint64_t rollbacks_accuracy;   /* accuracy far below our best */
         uint64_t health_snapshot_step; /* step of the last good snapshot */
         int running;                   /* 1 while the thread runs */
         int loading;     /* 1 until the data, model and checkpoint are ready */

@@ -4,7 +4,10 @@
  * slightly off) judged against a trained-looking model after a warm-up of
  * honest distances; the median and the radius's band; centered clipping
  * lands exactly on the radius; liars never raise the radius; a peer is
- * suspect_model at 11 bad of its last 20 and not at 10. Seed from GN_SEED.
+ * suspect_model at 11 bad of its last 20 and not at 10; after a health
+ * verdict exactly the peers merged since the snapshot are refused, for
+ * exactly QUARANTINE_STEPS, uncounted in the suspect history. Seed from
+ * GN_SEED.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -350,6 +353,57 @@ static void test_rms_both(void **state)
         assert_float_equal(rb, 0.0f, 0.0f);
 }
 
+/* A verdict at step 300 rolls back to a snapshot holding the merges up
+ * to step 250: the liar (merged at 290) and an honest peer merged at 260
+ * are refused from 300 to 300 + QUARANTINE_STEPS - 1 and taken again at
+ * 300 + QUARANTINE_STEPS ("not yet" one step before); a peer last merged
+ * at 250 (inside the snapshot) and one never merged are not refused. A
+ * second verdict never shortens a quarantine. */
+static void test_quarantine(void **state)
+{
+        struct gossip_robust_peers t;
+        struct gossip_robust_peer *liar, *honest, *old, *idle;
+        uint8_t k[4][GOSSIP_KEY_BYTES];
+        const uint64_t end = 300 + GOSSIP_ROBUST_QUARANTINE_STEPS;
+
+        (void)state;
+        memset(&t, 0, sizeof(t));
+        for (int i = 0; i < 4; i++)
+                memset(k[i], 'a' + i, GOSSIP_KEY_BYTES);
+        liar = gossip_robust_peer_get(&t, k[0]);
+        honest = gossip_robust_peer_get(&t, k[1]);
+        old = gossip_robust_peer_get(&t, k[2]);
+        idle = gossip_robust_peer_get(&t, k[3]);
+        for (uint64_t s = 10; s <= 290; s += 10)
+                gossip_robust_peer_merged(liar, s);
+        gossip_robust_peer_merged(honest, 260);
+        gossip_robust_peer_merged(honest, 240); /* older: newest kept */
+        gossip_robust_peer_merged(old, 250);
+        assert_int_equal(gossip_robust_quarantine(
+                             &t, 250, 300, GOSSIP_ROBUST_QUARANTINE_STEPS),
+                         2);
+        assert_true(gossip_robust_peer_refused(liar, 300));
+        assert_true(gossip_robust_peer_refused(honest, end - 1));
+        assert_false(gossip_robust_peer_refused(liar, end));
+        assert_false(gossip_robust_peer_refused(old, 300));
+        assert_false(gossip_robust_peer_refused(idle, 300));
+        /* refusals are counted but are not verdicts on content */
+        for (int i = 0; i < 30; i++)
+                gossip_robust_peer_note(liar, GOSSIP_ROBUST_QUARANTINED);
+        assert_int_equal(liar->count[GOSSIP_ROBUST_QUARANTINED], 30);
+        assert_int_equal(liar->nhist, 0);
+        assert_false(gossip_robust_peer_suspect(liar));
+        assert_string_equal(
+            gossip_robust_reason_name(GOSSIP_ROBUST_QUARANTINED),
+            "quarantined");
+        /* a later verdict with a short quarantine keeps the longer end */
+        assert_int_equal(gossip_robust_quarantine(&t, 0, 301, 1), 3);
+        assert_true(gossip_robust_peer_refused(liar, end - 1));
+        assert_true(gossip_robust_peer_refused(old, 301));
+        assert_false(gossip_robust_peer_refused(old, 302));
+        assert_false(gossip_robust_peer_refused(idle, 301));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -360,6 +414,7 @@ int main(void)
             cmocka_unit_test(test_peer_once),
             cmocka_unit_test(test_against_zero),
             cmocka_unit_test(test_rms_both),
+            cmocka_unit_test(test_quarantine),
         };
 
         g_seed = gn_test_seed("test_robust", g_seed);

@@ -9,3 +9,6 @@ foreach(t gemm layers model optim)
     target_include_directories(nn_${t} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../../nn)
   endif()
 endforeach()
+# Model health's absolute criteria (nn/health.h), in virtual time.
+gn_add_test(NAME nn_health SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_health.c
+            LIBS gn_nn gn::cmocka m)

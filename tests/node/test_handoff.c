@@ -217,6 +217,73 @@ static void test_slot_states(void **state)
         node_handoff_free(h);
 }
 
+/* ---- quarantine after a model-health verdict ---- */
+
+/* Robust merge on, our parameters all 1. Peer A's slice of step 2 (1.02)
+ * is merged plainly at step 2; B has sent nothing. A verdict at step 3
+ * back to a snapshot holding the merges up to step 1 refuses A only (1
+ * peer). At step 4 A's slice (1.04) is refused, counted QUARANTINED
+ * (not judged: no history bit), B's (1.08) is averaged: 1 + 0.5 x 0.08
+ * = 1.04 (with A's too it would be 1.05). A verdict back to a snapshot
+ * after A's merge refuses nobody (0). */
+static void deliver_from(struct node_handoff *h, const uint8_t *key, uint64_t s,
+                         size_t lo, size_t count, float v)
+{
+        float *spare = node_handoff_inbox_spare(h);
+
+        for (size_t i = 0; i < count; i++)
+                spare[i] = v;
+        assert_int_equal(node_handoff_deliver_params(h, key, s, 0, lo, count),
+                         GOSSIP_ROBUST_ACCEPTED);
+}
+
+static void test_quarantine(void **state)
+{
+        static const uint8_t a[GOSSIP_KEY_BYTES] = {1},
+                             b[GOSSIP_KEY_BYTES] = {2};
+        struct node_handoff_cfg cfg = {
+            .plan = {.nparams = NPARAMS,
+                     .avg_every = 2,
+                     .avg_lag = 1,
+                     .parts = 2,
+                     .staleness = 3},
+            .avg_weight = 0.5f,
+            .robust = 1,
+            .wake_loop = count_wake,
+        };
+        struct node_handoff *h;
+        struct node_handoff_stats st;
+        struct gossip_robust_peer rp;
+        float params[NPARAMS];
+
+        (void)state;
+        assert_int_equal(node_handoff_create(&h, &cfg), 0);
+        node_handoff_set_members(h, 3, UINT64_MAX);
+        fill(params, NPARAMS, 1.0f);
+        deliver_from(h, a, 2, 32, 32, 1.02f);
+        node_handoff_average(h, 2, params, NPARAMS);
+        assert_float_equal(params[32], 1.01f, 1e-6);
+        assert_int_equal(node_handoff_quarantine(h, 2, 3), 0);
+        assert_int_equal(node_handoff_quarantine(h, 1, 3), 1);
+        fill(params, NPARAMS, 1.0f);
+        deliver_from(h, a, 4, 0, 32, 1.04f);
+        deliver_from(h, b, 4, 0, 32, 1.08f);
+        node_handoff_average(h, 4, params, NPARAMS);
+        assert_float_equal(params[0], 1.04f, 1e-6);
+        node_handoff_stats(h, &st);
+        assert_int_equal(st.robust[GOSSIP_ROBUST_QUARANTINED], 1);
+        assert_int_equal(node_handoff_robust_peer(h, a, &rp), 0);
+        assert_int_equal(rp.count[GOSSIP_ROBUST_QUARANTINED], 1);
+        assert_int_equal(rp.count[GOSSIP_ROBUST_ACCEPTED], 1);
+        assert_int_equal(rp.nhist, 1);
+        assert_true(gossip_robust_peer_refused(&rp, 3 + 199));
+        assert_false(gossip_robust_peer_refused(&rp, 3 + 200));
+        /* a verdict at step 5 back to step 3: B (merged at 4) only; A
+         * was refused, so nothing of it was merged since */
+        assert_int_equal(node_handoff_quarantine(h, 3, 5), 1);
+        node_handoff_free(h);
+}
+
 /* ---- the inbox ---- */
 
 /* Six slices into an inbox of four (NODE_HANDOFF_INBOX): steps 2, 4, 6,
@@ -555,6 +622,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_slot_states),
             cmocka_unit_test(test_inbox_overflow),
+            cmocka_unit_test(test_quarantine),
             cmocka_unit_test(test_arrival_wakes_waiter),
             cmocka_unit_test(test_stop_wakes_waiter),
             cmocka_unit_test(test_state_wakes_joiner),

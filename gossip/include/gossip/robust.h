@@ -27,6 +27,17 @@
  *   whom    per peer, the verdicts of its last HISTORY judged
  *           contributions; more than SUSPECT_BAD of them clipped or
  *           refused marks it suspect_model.
+ *   after   when model health rolls us back for a slow divergence
+ *           (nn/health.h: worse than chance, parameter norm, accuracy
+ *           drop), every peer whose contribution we merged since the
+ *           snapshot we return to is refused for QUARANTINE_STEPS of our
+ *           steps (QUARANTINED): the model we keep is one none of them
+ *           touched, and what they send next is not taken on trust until
+ *           the quarantine ends. Honest peers merged in that time are
+ *           refused too: the rule cannot tell who pushed (each push was
+ *           inside the radius), and training without a peer for a while
+ *           costs a few tenths of a point (docs/reliability.md), a liar's
+ *           drift several points.
  *
  * Why a median: honest distances shrink as replicas agree and grow when
  * the learning rate is high; a fixed constant is wrong at one end or the
@@ -72,6 +83,14 @@ enum {
          * four rounds of every part at P = 4; a copy sent later than that
          * is out of the window or answered. */
         GOSSIP_ROBUST_SEEN = 16,
+
+        /* Our steps a peer merged since the snapshot a health verdict
+         * returns to is refused: 20 averaging rounds at K = 10, about as
+         * long as a liar's drift takes to cost a point (hundreds of
+         * steps, docs/history/liar-attacks.md), yet bounded, so an
+         * honest peer refused with it is back within a short part of a
+         * run (1500 steps in the benchmarks). */
+        GOSSIP_ROBUST_QUARANTINE_STEPS = 200,
 };
 
 /* Why a contribution was refused, clipped or taken (counters index). */
@@ -83,8 +102,9 @@ enum gossip_robust_reason {
         GOSSIP_ROBUST_NOT_PARTNER = 4, /* not our scheduled sender */
         GOSSIP_ROBUST_WINDOW = 5,      /* step outside the window */
         GOSSIP_ROBUST_MISMATCH = 6,    /* shape or codec not ours */
-        GOSSIP_ROBUST_DUPLICATE = 7,   /* that step and slice sent again */
-        GOSSIP_ROBUST_REASONS = 8,
+        GOSSIP_ROBUST_QUARANTINED = 7, /* merged before a health verdict */
+        GOSSIP_ROBUST_DUPLICATE = 8,   /* that step and slice sent again */
+        GOSSIP_ROBUST_REASONS = 9,
 };
 
 /* The factors (two presets below: parameters and gradients). */
@@ -119,8 +139,11 @@ struct gossip_robust_verdict {
 struct gossip_robust_peer {
         uint8_t key[GOSSIP_KEY_BYTES];
         uint64_t count[GOSSIP_ROBUST_REASONS];
-        uint32_t hist;  /* bit i: the i-th newest judged verdict was bad */
-        uint32_t nhist; /* judged verdicts seen (saturates at HISTORY) */
+        uint32_t hist;   /* bit i: the i-th newest judged verdict was bad */
+        uint32_t nhist;  /* judged verdicts seen (saturates at HISTORY) */
+        uint64_t merged; /* our step of its newest merged
+                          * contribution, plus 1; 0: none */
+        uint64_t refuse_until; /* QUARANTINED while our step is below */
         /* the last SEEN (step, first element) taken from it, a ring */
         uint64_t seen_step[GOSSIP_ROBUST_SEEN], seen_lo[GOSSIP_ROBUST_SEEN];
         uint32_t seen_n, seen_next;
@@ -132,7 +155,8 @@ struct gossip_robust_peers {
 };
 
 /* "accepted", "clipped", "far", "nonfinite", "not_partner",
- * "out_of_window", "mismatch", "duplicate"; NULL for anything else. */
+ * "out_of_window", "mismatch", "quarantined", "duplicate"; NULL for
+ * anything else. */
 const char *gossip_robust_reason_name(int reason);
 
 /* Per-element RMS of a (n floats), of a - b (b may be NULL: of a); NaN if
@@ -191,6 +215,20 @@ void gossip_robust_peer_note(struct gossip_robust_peer *p, int reason);
  * (recorded), 0 for a copy of one of its last GOSSIP_ROBUST_SEEN. */
 int gossip_robust_peer_once(struct gossip_robust_peer *p, uint64_t step,
                             uint64_t lo);
+
+/* A contribution of p was merged into our model at our step. */
+void gossip_robust_peer_merged(struct gossip_robust_peer *p, uint64_t step);
+
+/* A health verdict at our step `now` rolled us back to a snapshot that
+ * holds every merge up to step `since`: every peer merged at a step after
+ * since is refused until now + steps (a later end is kept). Returns how
+ * many peers that is. */
+size_t gossip_robust_quarantine(struct gossip_robust_peers *t, uint64_t since,
+                                uint64_t now, uint64_t steps);
+
+/* 1 if p's contributions are refused at our step (QUARANTINED). */
+int gossip_robust_peer_refused(const struct gossip_robust_peer *p,
+                               uint64_t step);
 
 /* Bad verdicts among the last HISTORY. */
 uint32_t gossip_robust_peer_bad(const struct gossip_robust_peer *p);
