@@ -594,14 +594,16 @@ static void robust_count(struct node_handoff *h, const uint8_t *key, int reason)
                 gossip_robust_peer_note(p, reason);
 }
 
-/* Is the sender of a contribution in quarantine at our step (mu held)? */
+/* Is the sender of a contribution in quarantine at our step (mu held)?
+ * The quarantine is model health's answer, with or without the robust
+ * merge: it uses the merge's peer table, not its judgement. */
 static int robust_refused(struct node_handoff *h, const uint8_t *key,
                           uint64_t step)
 {
         const struct gossip_robust_peer *p =
             gossip_robust_peer_find(&h->peers, key);
 
-        return h->cfg.robust && p && gossip_robust_peer_refused(p, step);
+        return p && gossip_robust_peer_refused(p, step);
 }
 
 /* A contribution of key was merged at our step (mu held). */
@@ -610,7 +612,7 @@ static void robust_merged(struct node_handoff *h, const uint8_t *key,
 {
         struct gossip_robust_peer *p;
 
-        if (h->cfg.robust && (p = gossip_robust_peer_get(&h->peers, key)))
+        if ((p = gossip_robust_peer_get(&h->peers, key)))
                 gossip_robust_peer_merged(p, step);
 }
 
@@ -643,8 +645,6 @@ size_t node_handoff_quarantine(struct node_handoff *h, uint64_t since,
 {
         size_t k = 0;
 
-        if (!h->cfg.robust)
-                return 0;
         pthread_mutex_lock(&h->mu);
         k = gossip_robust_quarantine(&h->peers, since, now,
                                      GOSSIP_ROBUST_QUARANTINE_STEPS);

@@ -40,15 +40,18 @@ stopped at the liar's word in their first steps.
 --drift: model health against a slow divergence (issue 32 item 3). n0
 and n1 train DRIFT_STEPS clean, then again while the liar sends
 DRIFT_ATTACK (a fixed direction inside the radius, several copies per
-turn: each averaged in, the drift that grows the weights and takes a node
-to 30-60 % on the code before). Asserted: no honest node rolled back in
-the clean run; in the attacked run at least one honest node rolled back
-on an absolute criterion (worse than chance, parameter norm, accuracy
-drop: nn/health.h) and refused at least one peer for it (quarantine,
-gossip/robust.h); the honest nodes' mean accuracy ends within DRIFT_TOL
-points of their clean mean (a node moves by several points run to run
-under this attack; before the change the mean was 10 points below at
-n = 3 in hostile_bench.py's runs, one node up to 38).
+turn), both with --robust off: each copy is averaged in, the drift that
+grows the weights and takes a node to 30-60 % without model health.
+With robust merge on the copies are refused as `duplicate` and nothing
+diverges (test_hostile_designed), so only a node without the merge (or
+a lie that gets past it) shows model health's absolute criteria at work.
+Asserted: no honest node rolled back in the clean run; in the attacked
+run at least one honest node rolled back on an absolute criterion (worse
+than chance, parameter norm, accuracy drop: nn/health.h) and refused at
+least one peer for it (the quarantine, gossip/robust.h, which works with
+the merge off too); the honest nodes' mean accuracy ends within
+DRIFT_TOL points of their clean mean (a node moves by several points
+run to run under this attack).
 
 --health: the model-health test instead. One poisoning, once: the liar
 sends 1e30 slices a single time when a node reaches step STEPS/3
@@ -113,7 +116,12 @@ DESIGNED_STEPS = 1000
 # docs/history/liar-attacks.md that hurt most; 1500 steps as its bench.
 DRIFT_ATTACK = "drift*8"
 DRIFT_STEPS = 1500
-DRIFT_TOL = 8.0
+# With --robust off, the rollbacks alone (no quarantine) left the two
+# honest nodes 16.5 points under clean on average (one run: -12.8 and
+# -20.8); with the quarantine 7 runs gave -2.2 to -7.7 per node and one
+# more a mean beyond 8. 10 points keeps the two apart with a margin for
+# this 2-core machine's noise.
+DRIFT_TOL = 10.0
 # Evaluations are where the chance and accuracy criteria look: every 50
 # steps (30 in the run; the batch losses' relative test sees the louder
 # pushes between them).
@@ -389,10 +397,10 @@ def designed(c, hostile, tmp, steps, seed, attacks):
 def drift(c, hostile, tmp, steps, seed):
     """Model health against a slow divergence (--drift); raises
     AssertionError."""
-    clean, clogs, _ = run(c, hostile, tmp, "clean", steps, "on", None, seed,
+    clean, clogs, _ = run(c, hostile, tmp, "clean", steps, "off", None, seed,
                           node_args=lambda i: ["--eval-every",
                                                str(DRIFT_EVAL_EVERY)])
-    att, logs, out = run(c, hostile, tmp, "attacked", steps, "on",
+    att, logs, out = run(c, hostile, tmp, "attacked", steps, "off",
                          DRIFT_ATTACK, seed,
                          node_args=lambda i: ["--eval-every",
                                               str(DRIFT_EVAL_EVERY)])
