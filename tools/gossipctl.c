@@ -612,8 +612,13 @@ static void print_train(FILE *f, const msgpack_object *d)
                 fmt_float(ctlc_get(d, "lr"), "%g", a, sizeof(a)));
         fprintf(f, "%-10s %s non-finite, ", "rollbacks",
                 fmt_num(ctlc_get(d, "rollbacks_nonfinite"), a, sizeof(a)));
-        fprintf(f, "%s loss explosion (last good: step %s)\n",
-                fmt_num(ctlc_get(d, "rollbacks_loss"), a, sizeof(a)),
+        fprintf(f, "%s loss explosion, ",
+                fmt_num(ctlc_get(d, "rollbacks_loss"), a, sizeof(a)));
+        fprintf(f, "%s worse than chance, %s parameter norm, ",
+                fmt_num(ctlc_get(d, "rollbacks_chance"), a, 32),
+                fmt_num(ctlc_get(d, "rollbacks_norm"), a + 32, 32));
+        fprintf(f, "%s accuracy drop (last good: step %s)\n",
+                fmt_num(ctlc_get(d, "rollbacks_accuracy"), a, 32),
                 fmt_num(ctlc_get(d, "health_snapshot_step"), a + 32, 32));
         fprintf(f, "%-10s %s\n", "exchange",
                 ctlc_str(ctlc_get(d, "exchange"), a, sizeof(a)));

@@ -356,12 +356,15 @@ static void pack_train(struct daemon *d, msgpack_packer *pk)
         struct node_train_stats st;
 
         node_trainer_stats(d->trainer, &st);
-        msgpack_pack_map(pk, 18);
+        msgpack_pack_map(pk, 21);
         pack_exchange(d, pk);
         node_ctl_pack_kstr(pk, "state", train_state(d, &st));
         node_ctl_pack_ku64(pk, "step", st.step);
         node_ctl_pack_ku64(pk, "rollbacks_nonfinite", st.rollbacks_nonfinite);
         node_ctl_pack_ku64(pk, "rollbacks_loss", st.rollbacks_loss);
+        node_ctl_pack_ku64(pk, "rollbacks_chance", st.rollbacks_chance);
+        node_ctl_pack_ku64(pk, "rollbacks_norm", st.rollbacks_norm);
+        node_ctl_pack_ku64(pk, "rollbacks_accuracy", st.rollbacks_accuracy);
         node_ctl_pack_ku64(pk, "health_snapshot_step", st.health_snapshot_step);
         node_ctl_pack_ku64(pk, "epoch", st.epoch);
         node_ctl_pack_ku64(pk, "samples", st.samples);
@@ -436,6 +439,15 @@ static void metrics_fill(void *ctx, struct node_metrics_buf *b)
         node_metrics_sample(b, "train_rollbacks_total",
                             &(struct node_metrics_label){"reason", "loss"}, 1,
                             (double)st.rollbacks_loss);
+        node_metrics_sample(b, "train_rollbacks_total",
+                            &(struct node_metrics_label){"reason", "chance"}, 1,
+                            (double)st.rollbacks_chance);
+        node_metrics_sample(b, "train_rollbacks_total",
+                            &(struct node_metrics_label){"reason", "norm"}, 1,
+                            (double)st.rollbacks_norm);
+        node_metrics_sample(b, "train_rollbacks_total",
+                            &(struct node_metrics_label){"reason", "accuracy"},
+                            1, (double)st.rollbacks_accuracy);
         node_metrics_gauge(b, "train_epoch", "Completed passes over the shard",
                            st.epoch);
         node_metrics_gauge(b, "train_loss", "Mean training loss, last window",

@@ -159,7 +159,7 @@ static void pack_stats(msgpack_packer *pk)
 
 static void pack_train(msgpack_packer *pk)
 {
-        msgpack_pack_map(pk, 18);
+        msgpack_pack_map(pk, 21);
         pk_kv_str(pk, "state", "training");
         pk_kv_u(pk, "step", 120);
         pk_kv_u(pk, "epoch", 1);
@@ -169,6 +169,9 @@ static void pack_train(msgpack_packer *pk)
         pk_kv_u(pk, "refetches", 1);
         pk_kv_u(pk, "rollbacks_nonfinite", 2);
         pk_kv_u(pk, "rollbacks_loss", 1);
+        pk_kv_u(pk, "rollbacks_chance", 3);
+        pk_kv_u(pk, "rollbacks_norm", 4);
+        pk_kv_u(pk, "rollbacks_accuracy", 5);
         pk_kv_u(pk, "health_snapshot_step", 100);
         pk_kv_f(pk, "loss", 0.5);
         pk_kv_f(pk, "train_acc", 0.875);
@@ -636,7 +639,9 @@ static void test_train(void **state)
                                    "far behind: 1)\n"
                                    "lr         0.05\n"
                                    "rollbacks  2 non-finite, 1 loss "
-                                   "explosion (last good: step 100)\n"
+                                   "explosion, 3 worse than chance, 4 "
+                                   "parameter norm, 5 accuracy drop (last "
+                                   "good: step 100)\n"
                                    "exchange   degraded: 98% of received "
                                    "slices too old\n"
                                    "running    yes\n");
@@ -648,7 +653,9 @@ static void test_train(void **state)
                             "\"extra_batches\":10,\"steps_skipped\":16,"
                             "\"refetches\":1,"
                             "\"rollbacks_nonfinite\":2,"
-                            "\"rollbacks_loss\":1,\"health_snapshot_step\":100,"
+                            "\"rollbacks_loss\":1,\"rollbacks_chance\":3,"
+                            "\"rollbacks_norm\":4,\"rollbacks_accuracy\":5,"
+                            "\"health_snapshot_step\":100,"
                             "\"loss\":0.5,"
                             "\"train_acc\":0.875,\"test_acc\":null,"
                             "\"samples_per_s\":1900.4,\"lr\":0.05,"
