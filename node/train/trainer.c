@@ -1657,6 +1657,20 @@ static void cluster_stop_note(struct node_trainer *t, int reason)
 /* The run ends before it began: the load failed or a stop came first.
  * Nothing was trained, so nothing is saved (an older checkpoint stays as
  * it was) and nothing is evaluated. */
+/* The run is over (loaded or not): say so in the stats, tell the daemon;
+ * returns rc. */
+static int ended(struct node_trainer *t, int reason, int rc)
+{
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.running = 0;
+        t->st.stop_reason = reason;
+        pthread_mutex_unlock(&t->stats_lock);
+        t->run_rc = rc;
+        if (t->h->on_done)
+                t->h->on_done(t->h->ctx, t);
+        return rc;
+}
+
 static int end_unloaded(struct node_trainer *t, int rc)
 {
         int reason = rc == -ECANCELED ? NODE_STOP_SIGNAL : NODE_STOP_ERROR;
@@ -1670,14 +1684,7 @@ static int end_unloaded(struct node_trainer *t, int rc)
                 rc = 0;
                 node_log(NODE_LOG_INFO, "done (signal) while loading");
         }
-        pthread_mutex_lock(&t->stats_lock);
-        t->st.running = 0;
-        t->st.stop_reason = reason;
-        pthread_mutex_unlock(&t->stats_lock);
-        t->run_rc = rc;
-        if (t->h->on_done)
-                t->h->on_done(t->h->ctx, t);
-        return rc;
+        return ended(t, reason, rc);
 }
 
 int node_trainer_run(struct node_trainer *t)
@@ -1732,14 +1739,7 @@ int node_trainer_run(struct node_trainer *t)
         thread_report(t);
         node_evlog_stop(t->ev, node_trainer_reason_name(reason), t->step,
                         display_epoch(t), t->last_eval_acc);
-        pthread_mutex_lock(&t->stats_lock);
-        t->st.running = 0;
-        t->st.stop_reason = reason;
-        pthread_mutex_unlock(&t->stats_lock);
-        t->run_rc = rc;
-        if (t->h->on_done)
-                t->h->on_done(t->h->ctx, t);
-        return rc;
+        return ended(t, reason, rc);
 }
 
 static void *thread_main(void *arg)

@@ -57,7 +57,7 @@ static void count_wake(void *ctx)
 
 /* K = 2, R = 1, P = 2, S = 3 (window (R + 1) K + S = 7), no extra
  * batches, robust merge off, a weight of 0.5; two members alive. */
-static struct node_handoff *box_new(uint32_t wait_ms)
+static struct node_handoff *box_make(uint32_t wait_ms, int robust)
 {
         struct node_handoff_cfg cfg = {
             .plan = {.nparams = NPARAMS,
@@ -69,7 +69,7 @@ static struct node_handoff *box_new(uint32_t wait_ms)
                      .wait_ms = wait_ms,
                      .grads = 0},
             .avg_weight = 0.5f,
-            .robust = 0,
+            .robust = robust,
             .wake_loop = count_wake,
         };
         struct node_handoff *h;
@@ -77,6 +77,11 @@ static struct node_handoff *box_new(uint32_t wait_ms)
         assert_int_equal(node_handoff_create(&h, &cfg), 0);
         node_handoff_set_members(h, 2, UINT64_MAX);
         return h;
+}
+
+static struct node_handoff *box_new(uint32_t wait_ms)
+{
+        return box_make(wait_ms, 0);
 }
 
 static const uint8_t peer_key[GOSSIP_KEY_BYTES] = {7};
@@ -241,23 +246,12 @@ static void test_quarantine(void **state)
 {
         static const uint8_t a[GOSSIP_KEY_BYTES] = {1},
                              b[GOSSIP_KEY_BYTES] = {2};
-        struct node_handoff_cfg cfg = {
-            .plan = {.nparams = NPARAMS,
-                     .avg_every = 2,
-                     .avg_lag = 1,
-                     .parts = 2,
-                     .staleness = 3},
-            .avg_weight = 0.5f,
-            .robust = 1,
-            .wake_loop = count_wake,
-        };
-        struct node_handoff *h;
+        struct node_handoff *h = box_make(0, 1);
         struct node_handoff_stats st;
         struct gossip_robust_peer rp;
         float params[NPARAMS];
 
         (void)state;
-        assert_int_equal(node_handoff_create(&h, &cfg), 0);
         node_handoff_set_members(h, 3, UINT64_MAX);
         fill(params, NPARAMS, 1.0f);
         deliver_from(h, a, 2, 32, 32, 1.02f);
@@ -567,23 +561,11 @@ static void test_stop_own_accuracy(void **state)
  * the box dropped such leads and the node stayed behind for good. */
 static void test_far_ahead_noted(void **state)
 {
-        struct node_handoff_cfg cfg = {
-            .plan = {.nparams = NPARAMS,
-                     .avg_every = 2,
-                     .avg_lag = 1,
-                     .parts = 2,
-                     .staleness = 3},
-            .avg_weight = 0.5f,
-            .robust = 1,
-            .wake_loop = count_wake,
-        };
-        struct node_handoff *h;
+        struct node_handoff *h = box_make(0, 1);
         struct node_handoff_stats st;
         float *spare;
 
-        (void)state;
-        assert_int_equal(node_handoff_create(&h, &cfg), 0);
-        node_handoff_set_members(h, 2, UINT64_MAX); /* one partner: m = 1 */
+        (void)state; /* one partner (box_make): m = 1 */
         /* window (1 + 1) 2 + 3 = 7: 8 windows are 56 steps; 1000 is far */
         spare = node_handoff_inbox_spare(h);
         fill(spare, 32, 1.0f);
