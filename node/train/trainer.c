@@ -130,8 +130,11 @@ struct node_trainer {
         struct nn_optim *optim;
         struct nn_lr_schedule lr;
         char spec[NN_SPEC_MAX];
-        size_t nparams, nopt;    /* nparams: from the spec and the data's
-                                    header at create, checked at the load */
+        size_t nparams, nopt;
+        /* the data's sample size (bytes) and classes, from its header at
+         * create (setup_shape): the shuffle is sized before the load */
+        uint32_t sample_size, data_classes; /* nparams: from the spec and the
+                                 data's header at create, checked at the load */
         int loaded;              /* data, model and checkpoint ready */
         struct nn_checkpoint ck; /* read at create, taken at the load */
         int has_ck;
@@ -422,6 +425,8 @@ static int setup_shape(struct node_trainer *t, char *err, size_t errlen)
         c = (int)sh.channels;
         h = (int)sh.rows;
         w = (int)sh.cols;
+        t->sample_size = (uint32_t)(sh.channels * sh.rows * sh.cols);
+        t->data_classes = sh.classes;
         rc = nn_spec_nparams(o->model, c, h, w, &t->nparams);
         if (rc == 0)
                 rc = nn_spec_canonical(o->model, c, h, w, t->spec,
@@ -1305,8 +1310,9 @@ static void shuffle_post(struct node_trainer *t)
 static void shuffle_setup(struct node_trainer *t)
 {
         const struct node_options *o = t->o;
-        uint32_t r = o->shuffle_samples,
-                 ss = (uint32_t)nn_dataset_sample_size(&t->shard);
+        /* at attach, before the load (join first): the shape is the
+         * header's, the labels checked against the data's classes */
+        uint32_t r = o->shuffle_samples, ss = t->sample_size;
         struct node_shuffle *s = NULL;
 
         if (!r || !t->box)
@@ -1318,8 +1324,7 @@ static void shuffle_setup(struct node_trainer *t)
         t->shuf_rng = o->seed ^ (0x5348554646ull + o->shard_i);
         if (!t->shuf_img || !t->shuf_lab || !t->shuf_out || !t->shuf_idx ||
             node_shuffle_create(&s, r, o->shuffle_reservoir, ss,
-                                (uint32_t)nn_model_classes(t->model),
-                                t->shuf_rng) != 0) {
+                                t->data_classes, t->shuf_rng) != 0) {
                 node_log(NODE_LOG_ERROR, "--shuffle-samples: out of memory; "
                                          "training without the shuffle");
                 return;
