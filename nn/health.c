@@ -11,8 +11,11 @@ void nn_health_init(struct nn_health *h, uint32_t classes, float rms0,
 {
         h->judge_test = judge_test;
         h->failed = 0;
+        h->norm_failed = 0;
         h->restarts = 0;
         h->restart_reason = NN_HEALTH_OK;
+        h->restart_value = 0.0f;
+        h->restart_limit = 0.0f;
         h->chance = logf((float)(classes >= 2 ? classes : 2));
         h->norm_max = isfinite(rms0) && rms0 > 0 ? rms0 : 0.0f;
         h->best_acc = 0.0f;
@@ -38,7 +41,9 @@ int nn_health_balanced(const uint8_t *labels, size_t n, uint32_t classes)
 
 float nn_health_norm_bound(const struct nn_health *h)
 {
-        return h->norm_max > 0 ? NN_HEALTH_NORM_MULT * h->norm_max : INFINITY;
+        return h->norm_max > 0 && h->healthy >= NN_HEALTH_NORM_WARMUP
+                   ? NN_HEALTH_NORM_MULT * h->norm_max
+                   : INFINITY;
 }
 
 static int verdict(struct nn_health_verdict *v, int reason, float value,
@@ -50,15 +55,25 @@ static int verdict(struct nn_health_verdict *v, int reason, float value,
         return reason;
 }
 
-int nn_health_judge_norm(const struct nn_health *h, float rms,
+int nn_health_judge_norm(struct nn_health *h, float rms,
                          struct nn_health_verdict *v)
 {
         float bound = nn_health_norm_bound(h);
 
         if (!isfinite(rms))
                 return verdict(v, NN_HEALTH_NONFINITE, rms, bound);
-        if (rms > bound)
+        if (!(rms > bound))
+                return verdict(v, NN_HEALTH_OK, rms, bound);
+        if (++h->norm_failed < NN_HEALTH_RESTART)
                 return verdict(v, NN_HEALTH_NORM, rms, bound);
+        /* the model rolled back and grew past the bound again with the
+         * peers merged since refused: its own training, not a liar */
+        h->norm_failed = 0;
+        h->restarts++;
+        h->restart_reason = NN_HEALTH_NORM;
+        h->restart_value = rms;
+        h->restart_limit = bound;
+        h->norm_max = rms;
         return verdict(v, NN_HEALTH_OK, rms, bound);
 }
 
@@ -66,6 +81,7 @@ int nn_health_judge_norm(const struct nn_health *h, float rms,
 static void learn(struct nn_health *h, float loss, float acc, float rms)
 {
         h->healthy++;
+        h->norm_failed = 0;
         if (loss < h->chance)
                 h->beat_chance = 1;
         if (acc > h->best_acc)
@@ -85,6 +101,8 @@ static int test_verdict(struct nn_health *h, struct nn_health_verdict *v,
         h->failed = 0;
         h->restarts++;
         h->restart_reason = reason;
+        h->restart_value = value;
+        h->restart_limit = limit;
         h->healthy = 0;
         h->worse = 0;
         h->best_acc = 0.0f;

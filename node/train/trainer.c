@@ -1179,24 +1179,32 @@ static void health_start(struct node_trainer *t)
  * loss above guessing (5.8 against ln 10 = 2.3 at step 100 of a
  * classes:2 run); the chance criterion applies only once the model has
  * beaten chance (nn/health.h). */
+/* Said when a verdict came NN_HEALTH_RESTART times in a row and its
+ * reference restarted from the model at hand (nn/health.h): each time
+ * the model went back to the last healthy evaluation, the peers merged
+ * since (if any) refused, and it crossed the line again by itself. */
+static void health_say_restart(struct node_trainer *t, uint32_t before)
+{
+        if (t->mh.restarts == before)
+                return;
+        node_log(NODE_LOG_WARN,
+                 "model health: %s again at step %llu (%.4g against %.4g), "
+                 "%d times in a row after rolling back: our own training "
+                 "does it; judging from this model on",
+                 nn_health_reason_name(t->mh.restart_reason),
+                 (unsigned long long)t->step, (double)t->mh.restart_value,
+                 (double)t->mh.restart_limit, NN_HEALTH_RESTART);
+}
+
 static int health_eval(struct node_trainer *t, float test_loss, float acc)
 {
         struct nn_health_verdict v;
-
         uint32_t restarts = t->mh.restarts;
 
         switch (
             nn_health_judge_eval(&t->mh, test_loss, acc, params_rms(t), &v)) {
         case NN_HEALTH_OK:
-                if (t->mh.restarts != restarts)
-                        node_log(NODE_LOG_WARN,
-                                 "model health: %s again at step %llu "
-                                 "(%.4g against %.4g), %d times in a row "
-                                 "with our peers refused: our own training "
-                                 "does it; judging from this model on",
-                                 nn_health_reason_name(t->mh.restart_reason),
-                                 (unsigned long long)t->step, (double)v.value,
-                                 (double)v.limit, NN_HEALTH_RESTART);
+                health_say_restart(t, restarts);
                 health_verified(t);
                 return 0;
         case NN_HEALTH_NONFINITE:
@@ -1213,9 +1221,11 @@ static int health_eval(struct node_trainer *t, float test_loss, float acc)
 static int health_norm(struct node_trainer *t)
 {
         struct nn_health_verdict v;
+        uint32_t restarts = t->mh.restarts;
 
         switch (nn_health_judge_norm(&t->mh, params_rms(t), &v)) {
         case NN_HEALTH_OK:
+                health_say_restart(t, restarts);
                 return 0;
         case NN_HEALTH_NONFINITE:
                 health_rollback(t, NN_HEALTH_NONFINITE, NAN);

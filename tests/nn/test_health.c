@@ -56,7 +56,7 @@ static int judge(struct nn_health *h, float loss, float acc, float rms)
         return nn_health_judge_eval(h, loss, acc, rms, &v);
 }
 
-static int judge_norm(const struct nn_health *h, float rms)
+static int judge_norm(struct nn_health *h, float rms)
 {
         struct nn_health_verdict v;
 
@@ -141,12 +141,17 @@ static void test_norm(void **state)
 
         (void)state;
         nn_health_init(&h, 10, 0.05f, 1);
-        /* the floor: 2 x the starting model's RMS */
+        /* no reference before a healthy evaluation: a learning model's
+         * weights outgrow the starting ones */
+        assert_true(isinf(nn_health_norm_bound(&h)));
+        assert_int_equal(judge_norm(&h, 0.5f), NN_HEALTH_OK);
+        assert_int_equal(judge_norm(&h, NAN), NN_HEALTH_NONFINITE);
+        /* the floor, once set: 2 x the starting model's RMS */
+        assert_int_equal(judge(&h, 0.5f, 80.0f, 0.03f), NN_HEALTH_OK);
         assert_true(nn_health_norm_bound(&h) == 0.1f);
         assert_int_equal(judge_norm(&h, 0.1f), NN_HEALTH_OK);
         assert_int_equal(nn_health_judge_norm(&h, 0.1001f, &v), NN_HEALTH_NORM);
         assert_true(v.value == 0.1001f && v.limit == 0.1f);
-        assert_int_equal(judge_norm(&h, NAN), NN_HEALTH_NONFINITE);
         /* learned from a healthy evaluation */
         assert_int_equal(judge(&h, 0.5f, 80.0f, 0.07f), NN_HEALTH_OK);
         assert_true(fabsf(nn_health_norm_bound(&h) - 0.14f) < 1e-6f);
@@ -164,6 +169,48 @@ static void test_norm(void **state)
                         break;
         }
         assert_int_equal(k, 15);
+}
+
+/* A node learning fast, evaluated rarely (what rolled healthy nodes back
+ * to their starting model every 20 steps: alone at --lr 0.5 the RMS went
+ * from 0.0506 to 0.131 in 20 steps, evaluations every 1000): no verdict
+ * before the first evaluation. After it, a model that keeps outgrowing
+ * the bound with its peers refused (rolled back each time) is judged by
+ * its own training on the third verdict in a row: the reference restarts,
+ * and a healthy evaluation between verdicts restarts the count. */
+static void test_norm_learning(void **state)
+{
+        struct nn_health h;
+        struct nn_health_verdict v;
+
+        (void)state;
+        nn_health_init(&h, 10, 0.0506f, 1);
+        for (int step = 10; step < 1000; step += 10)
+                assert_int_equal(
+                    judge_norm(&h, 0.0506f * (step < 20 ? 2.6f : 3.0f)),
+                    NN_HEALTH_OK);
+        assert_int_equal(judge(&h, 0.45f, 84.0f, 0.16f), NN_HEALTH_OK);
+        assert_true(fabsf(nn_health_norm_bound(&h) - 0.32f) < 1e-6f);
+        assert_int_equal(judge_norm(&h, 0.33f), NN_HEALTH_NORM);
+        assert_int_equal(judge_norm(&h, 0.34f), NN_HEALTH_NORM);
+        assert_int_equal(h.restarts, 0);
+        assert_int_equal(nn_health_judge_norm(&h, 0.35f, &v), NN_HEALTH_OK);
+        assert_int_equal(h.restarts, 1);
+        assert_int_equal(h.restart_reason, NN_HEALTH_NORM);
+        assert_true(h.restart_value == 0.35f &&
+                    fabsf(h.restart_limit - 0.32f) < 1e-6f);
+        assert_true(fabsf(nn_health_norm_bound(&h) - 0.7f) < 1e-6f);
+        /* a healthy evaluation between verdicts: no restart */
+        assert_int_equal(judge_norm(&h, 0.71f), NN_HEALTH_NORM);
+        assert_int_equal(judge_norm(&h, 0.72f), NN_HEALTH_NORM);
+        assert_int_equal(judge(&h, 0.45f, 84.0f, 0.35f), NN_HEALTH_OK);
+        assert_int_equal(judge_norm(&h, 0.73f), NN_HEALTH_NORM);
+        assert_int_equal(judge_norm(&h, 0.74f), NN_HEALTH_NORM);
+        assert_int_equal(h.restarts, 1);
+        /* at an evaluation the third in a row restarts too */
+        assert_int_equal(judge(&h, 0.45f, 84.0f, 0.75f), NN_HEALTH_OK);
+        assert_int_equal(h.restarts, 2);
+        assert_true(fabsf(nn_health_norm_bound(&h) - 1.5f) < 1e-6f);
 }
 
 static void test_accuracy(void **state)
@@ -280,6 +327,7 @@ int main(void)
             cmocka_unit_test(test_clean_never),
             cmocka_unit_test(test_chance),
             cmocka_unit_test(test_norm),
+            cmocka_unit_test(test_norm_learning),
             cmocka_unit_test(test_accuracy),
             cmocka_unit_test(test_slow_divergence),
             cmocka_unit_test(test_restart),

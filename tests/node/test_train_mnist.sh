@@ -3,6 +3,10 @@
 # momentum, batch 100) trains alone for one epoch on the real Fashion-MNIST
 # and reaches at least 80% test accuracy; the event log has one start, at
 # least one eval and a stop with reason "epochs", all parseable JSON.
+# Then a model that learns fast and is evaluated rarely (--lr 0.5, first
+# evaluation at its end, step 200: its weights pass 2x the starting RMS
+# within 20 steps) is never rolled back by model health (nn/health.h,
+# "norm": the old rule rolled it back to its starting model 4 times).
 set -u
 bin=${1:?usage: test_train_mnist.sh GOSSIPNODE}
 data=/usr/share/datasets/fashion-mnist
@@ -28,3 +32,14 @@ acc = evals[-1]["test_acc"]
 print("test accuracy after one epoch: %.2f%% (want >= 80)" % acc)
 sys.exit(0 if acc >= 80.0 else 1)
 PY
+[ $? -eq 0 ] || exit 1
+"$bin" --steps 200 --lr 0.5 --eval-every 1000 --threads 1 --seed 1 \
+        --name fast >"$tmp/fast.log" 2>&1 ||
+        { cat "$tmp/fast.log"; echo "FAIL: --lr 0.5 run failed"; exit 1; }
+grep "eval epoch" "$tmp/fast.log"
+if grep "model health" "$tmp/fast.log"; then
+        echo "FAIL: a healthy fast-learning model was rolled back"
+        exit 1
+fi
+grep -q "eval epoch 1 step 200 " "$tmp/fast.log" ||
+        { echo "FAIL: no evaluation at step 200"; exit 1; }

@@ -14,10 +14,20 @@
  *             a uniform guess, at CHANCE_EVALS evaluations in a row, once
  *             the model has beaten chance at a healthy evaluation;
  *   norm      the parameters' RMS is above NORM_MULT x the largest RMS
- *             seen at healthy evaluations (at least the starting model's);
+ *             seen at healthy evaluations (at least the starting model's),
+ *             once one healthy evaluation has set it: a model's weights
+ *             outgrow the starting ones as it learns (a node alone at
+ *             --lr 0.5 passed 2x the starting RMS in 20 steps, a Pi-class
+ *             pair at K = 4 in 280, both learning well), so the
+ *             starting model is no reference and, with evaluations far
+ *             apart, rolled healthy nodes back to it every 20 steps;
  *   accuracy  the evaluation's accuracy is more than ACC_MARGIN points
  *             below the best this node reached, after ACC_WARMUP healthy
  *             evaluations.
+ *
+ * No verdict repeats forever: the RESTART-th verdict of a kind in a row
+ * (no healthy evaluation between) restarts that kind's reference from the
+ * model at hand instead (restarts counts it).
  *
  * The test-set criteria (chance, accuracy) apply only when our own data
  * is balanced (nn_health_balanced): a node on label-skewed data (two
@@ -68,6 +78,9 @@ enum {
          * evaluations is failing by its own training (data, schedule),
          * and pinning it to an old model would stop it learning. */
         NN_HEALTH_RESTART = 3,
+        /* Healthy evaluations before the norm criterion applies (the
+         * first one sets its reference; see "norm" above). */
+        NN_HEALTH_NORM_WARMUP = 1,
 };
 /* Our data is balanced when every class has at least this share of an
  * even split (half of n / classes): an IID shard of 20000 samples is
@@ -111,8 +124,10 @@ struct nn_health {
         int beat_chance;    /* a healthy evaluation was below chance */
         int judge_test;     /* the test-set criteria apply (balanced data) */
         uint32_t failed;    /* test-set verdicts since a healthy evaluation */
+        uint32_t norm_failed; /* norm verdicts since a healthy evaluation */
         uint32_t restarts;  /* times the references restarted */
         int restart_reason; /* the verdict the last restart replaced */
+        float restart_value, restart_limit; /* ... and its figures */
 };
 
 struct nn_health_verdict {
@@ -131,12 +146,15 @@ void nn_health_init(struct nn_health *h, uint32_t classes, float rms0,
  * n / classes of the n labels, else 0. */
 int nn_health_balanced(const uint8_t *labels, size_t n, uint32_t classes);
 
-/* The parameter RMS above which the norm criterion fires. */
+/* The parameter RMS above which the norm criterion fires (INFINITY
+ * before NN_HEALTH_NORM_WARMUP healthy evaluations). */
 float nn_health_norm_bound(const struct nn_health *h);
 
-/* Between evaluations: the norm criterion alone (nothing is learned).
- * Returns and fills v->reason: OK or NORM. */
-int nn_health_judge_norm(const struct nn_health *h, float rms,
+/* Between evaluations: the norm criterion alone. Returns and fills
+ * v->reason: OK, NONFINITE or NORM; the NN_HEALTH_RESTART-th NORM in a
+ * row is OK instead, the norm's reference restarting from rms (the only
+ * thing learned here). */
+int nn_health_judge_norm(struct nn_health *h, float rms,
                          struct nn_health_verdict *v);
 
 /* At an evaluation: test loss, accuracy (%) and parameter RMS. Returns
