@@ -135,6 +135,26 @@ int gossip_plan_join(uint64_t ours, uint64_t furthest)
         return GOSSIP_PLAN_JOIN_FETCH;
 }
 
+size_t gossip_plan_state_source(const uint64_t *steps, size_t n, uint64_t pick)
+{
+        uint64_t top = 0, floor;
+        size_t count = 0, want;
+
+        for (size_t i = 0; i < n; i++)
+                top = steps[i] > top ? steps[i] : top;
+        floor = top > GOSSIP_PLAN_SOURCE_STEPS ? top - GOSSIP_PLAN_SOURCE_STEPS
+                                               : 0;
+        for (size_t i = 0; i < n; i++)
+                count += steps[i] >= floor;
+        if (count == 0) /* n == 0 */
+                return 0;
+        want = (size_t)(pick % count);
+        for (size_t i = 0; i < n; i++)
+                if (steps[i] >= floor && want-- == 0)
+                        return i;
+        return 0;
+}
+
 void gossip_plan_leads_note(struct gossip_plan_leads *l, uint64_t s, uint64_t t)
 {
         int64_t d = s >= t ? (int64_t)(s - t > INT64_MAX ? INT64_MAX : s - t)

@@ -3,8 +3,9 @@
  * step we tell in membership.
  *
  * A joining node's trainer asks the box for a peer's state
- * (node_handoff_request_state); the loop sends STATE_REQ to the live
- * member furthest ahead of it, tells the box to take only that member's
+ * (node_handoff_request_state); the loop sends STATE_REQ to a live
+ * member near the front (gossip_plan_state_source: a storm of joiners
+ * spreads over them), tells the box to take only the furthest member's
  * step when it is a few steps ahead (gossip_plan_join: started together),
  * or that no one is ahead.
  * A STATE_REQ from a peer is queued (at most NODE_JOIN_PENDING)
@@ -23,6 +24,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/gn_endian.h"
 
 #include "service/evlog.h"
 #include "train/handoff.h"
@@ -78,11 +81,36 @@ static void serve_pending(struct node_join *j)
         free(buf);
 }
 
+/* The live member to fetch from, among those near the front
+ * (gossip_plan_state_source: a storm of joiners spreads over them, a
+ * retry goes to another); NULL when none is alive. */
+static const struct gossip_member_info *
+state_source(const struct node_join *j, const struct gossip_member_info *mi,
+             size_t n)
+{
+        uint64_t *steps = n > 1 ? malloc((n - 1) * sizeof(*steps)) : NULL;
+        size_t *at = n > 1 ? malloc((n - 1) * sizeof(*at)) : NULL;
+        const struct gossip_member_info *src = NULL;
+        size_t m = 0;
+
+        for (size_t i = 1; steps && at && i < n; i++) /* [0] is ourselves */
+                if (mi[i].state == GOSSIP_ALIVE) {
+                        steps[m] = mi[i].step;
+                        at[m++] = i;
+                }
+        if (m)
+                src = &mi[at[gossip_plan_state_source(
+                    steps, m, gn_le64_get(mi[0].key) + j->state_reqs)]];
+        free(steps);
+        free(at);
+        return src;
+}
+
 void node_join_request_state(struct node_join *j, uint64_t local_step)
 {
         size_t n = 0;
         struct gossip_member_info *mi = node_view_members(j->view, &n);
-        const struct gossip_member_info *best = NULL;
+        const struct gossip_member_info *best = NULL, *src;
         int join;
 
         for (size_t i = 1; mi && i < n; i++) /* [0] is ourselves */
@@ -91,6 +119,7 @@ void node_join_request_state(struct node_join *j, uint64_t local_step)
                         best = &mi[i];
         join = best ? gossip_plan_join(local_step, best->step)
                     : GOSSIP_PLAN_JOIN_NONE;
+        src = join == GOSSIP_PLAN_JOIN_FETCH ? state_source(j, mi, n) : NULL;
         if (join == GOSSIP_PLAN_JOIN_ADOPT) {
                 node_log(NODE_LOG_INFO,
                          "%s is %llu steps ahead (started with us): taking "
@@ -102,12 +131,11 @@ void node_join_request_state(struct node_join *j, uint64_t local_step)
                 free(mi);
                 return;
         }
-        if (join == GOSSIP_PLAN_JOIN_FETCH &&
-            gossip_send_app(j->g, best->key, GOSSIP_APP_STATE_REQ, local_step,
-                            "", 0) == 0) {
+        if (src && gossip_send_app(j->g, src->key, GOSSIP_APP_STATE_REQ,
+                                   local_step, "", 0) == 0) {
                 node_log(NODE_LOG_INFO, "asking %s (step %llu) for the model",
-                         node_view_member_name(best),
-                         (unsigned long long)best->step);
+                         node_view_member_name(src),
+                         (unsigned long long)src->step);
                 j->state_reqs++;
                 free(mi);
                 return;

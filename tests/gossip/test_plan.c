@@ -970,6 +970,55 @@ static void test_join(void **state)
                          GOSSIP_PLAN_JOIN_FETCH);
 }
 
+/* A join storm: 1,200 joiners with random keys over 16 members, 12 of them
+ * within GOSSIP_PLAN_SOURCE_STEPS of the front: no one asks a member
+ * further back, and each front member gets its share (100 expected; the
+ * old rule sent all 1,200 to the furthest). A retry asks another member;
+ * the edges. */
+static void test_state_source(void **state)
+{
+        const uint64_t w = GOSSIP_PLAN_SOURCE_STEPS;
+        uint64_t steps[16], s = 20261205;
+        unsigned got[16] = {0};
+
+        (void)state;
+        for (size_t i = 0; i < 16; i++) /* 4 behind: 5000 - 9 .. - 300 */
+                steps[i] = i < 12 ? 5000 - (i % (w + 1)) : 5000 - w - 1 - i * 20;
+        for (int j = 0; j < 1200; j++) {
+                uint64_t key = s += 0x9e3779b97f4a7c15ULL;
+
+                key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ULL;
+                key ^= key >> 27;
+                size_t a = gossip_plan_state_source(steps, 16, key);
+                size_t b = gossip_plan_state_source(steps, 16, key + 1);
+
+                assert_true(a < 12 && b < 12);
+                assert_true(a != b);
+                got[a]++;
+        }
+        for (size_t i = 0; i < 16; i++) {
+                printf("member %zu (step %llu): %u askers\n", i,
+                       (unsigned long long)steps[i], got[i]);
+                if (i < 12)
+                        assert_in_range(got[i], 60, 140);
+                else
+                        assert_int_equal(got[i], 0);
+        }
+        /* one member; all at one step; the front at exactly the edge */
+        assert_int_equal(gossip_plan_state_source(steps, 1, 77), 0);
+        steps[0] = steps[1] = steps[2] = 42;
+        assert_int_equal(gossip_plan_state_source(steps, 3, 4), 1);
+        steps[0] = 100;
+        steps[1] = 100 - w;
+        steps[2] = 100 - w - 1;
+        assert_int_equal(gossip_plan_state_source(steps, 3, 1), 1);
+        assert_int_equal(gossip_plan_state_source(steps, 3, 2), 0);
+        /* steps near 0: no wrap below zero */
+        steps[0] = 3;
+        steps[1] = 0;
+        assert_int_equal(gossip_plan_state_source(steps, 2, 1), 1);
+}
+
 /* A node behind every recent partner skips to their pace; not when one
  * partner alone is ahead, not off a round's end, never past a window. */
 static void test_catch_up(void **state)
@@ -1089,6 +1138,7 @@ int main(void)
             cmocka_unit_test(test_answered),
             cmocka_unit_test(test_judge_table),
             cmocka_unit_test(test_join),
+            cmocka_unit_test(test_state_source),
             cmocka_unit_test(test_catch_up),
             cmocka_unit_test(test_far_behind),
             cmocka_unit_test(test_health_too_old),

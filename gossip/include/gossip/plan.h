@@ -266,6 +266,30 @@ enum gossip_plan_join {
  * step `furthest`. */
 int gossip_plan_join(uint64_t ours, uint64_t furthest);
 
+/* ---- whom a fetching node asks: spread over the front -----------------
+ *
+ * A joiner (and a node far behind, below) fetches from a member near the
+ * front of the fleet, not always from the one furthest ahead: every
+ * joiner of a storm would ask that one member, whose uplink would carry
+ * all their states (100 devices restarting together: 330 MB of the MLP's
+ * 3.3 MB states through one 10 Mbit/s uplink, 4.4 minutes, while each
+ * joiner gives up after 3 asks of 5 s; design.md, "A fleet of 100 and
+ * 1000 devices, on paper") and answer at most NODE_JOIN_PENDING of them.
+ * The rule: the candidates are the members within
+ * GOSSIP_PLAN_SOURCE_STEPS of the furthest step (a state that many steps
+ * older is still inside every plan's window at K = 1: two rounds of the
+ * default plan, as GOSSIP_PLAN_JOIN_ADOPT_STEPS); the asker takes
+ * candidate `pick` mod their count, pick being its own key's first 8
+ * bytes plus the asks it made (uniform over askers, keys being random; a
+ * retry goes to the next candidate instead of the one that did not
+ * answer). */
+enum { GOSSIP_PLAN_SOURCE_STEPS = 8 };
+
+/* Index into steps[0..n) of the member to ask (n >= 1): the pick-th, mod
+ * their count, of those within GOSSIP_PLAN_SOURCE_STEPS of the largest
+ * step, in index order. */
+size_t gossip_plan_state_source(const uint64_t *steps, size_t n, uint64_t pick);
+
 /* ---- a node that lags: take the cluster's pace ----------------------
  *
  * The PARAMS bound holds a node back only until *some* recent slice has
