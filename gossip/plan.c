@@ -142,8 +142,8 @@ size_t gossip_plan_state_source(const uint64_t *steps, size_t n, uint64_t pick)
 
         for (size_t i = 0; i < n; i++)
                 top = steps[i] > top ? steps[i] : top;
-        floor = top > GOSSIP_PLAN_SOURCE_STEPS ? top - GOSSIP_PLAN_SOURCE_STEPS
-                                               : 0;
+        floor =
+            top > GOSSIP_PLAN_SOURCE_STEPS ? top - GOSSIP_PLAN_SOURCE_STEPS : 0;
         for (size_t i = 0; i < n; i++)
                 count += steps[i] >= floor;
         if (count == 0) /* n == 0 */

@@ -983,7 +983,8 @@ static void test_state_source(void **state)
 
         (void)state;
         for (size_t i = 0; i < 16; i++) /* 4 behind: 5000 - 9 .. - 300 */
-                steps[i] = i < 12 ? 5000 - (i % (w + 1)) : 5000 - w - 1 - i * 20;
+                steps[i] =
+                    i < 12 ? 5000 - (i % (w + 1)) : 5000 - w - 1 - i * 20;
         for (int j = 0; j < 1200; j++) {
                 uint64_t key = s += 0x9e3779b97f4a7c15ULL;
 

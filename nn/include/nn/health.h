@@ -115,18 +115,18 @@ enum nn_health_reason {
 };
 
 struct nn_health {
-        float chance;       /* ln(classes) */
-        float norm_max;     /* largest parameter RMS at a healthy evaluation
-                             * (the starting model's at init) */
-        float best_acc;     /* best accuracy at a healthy evaluation, % */
-        uint32_t healthy;   /* healthy evaluations */
-        uint32_t worse;     /* evaluations in a row worse than chance */
-        int beat_chance;    /* a healthy evaluation was below chance */
-        int judge_test;     /* the test-set criteria apply (balanced data) */
-        uint32_t failed;    /* test-set verdicts since a healthy evaluation */
+        float chance;         /* ln(classes) */
+        float norm_max;       /* largest parameter RMS at a healthy evaluation
+                               * (the starting model's at init) */
+        float best_acc;       /* best accuracy at a healthy evaluation, % */
+        uint32_t healthy;     /* healthy evaluations */
+        uint32_t worse;       /* evaluations in a row worse than chance */
+        int beat_chance;      /* a healthy evaluation was below chance */
+        int judge_test;       /* the test-set criteria apply (balanced data) */
+        uint32_t failed;      /* test-set verdicts since a healthy evaluation */
         uint32_t norm_failed; /* norm verdicts since a healthy evaluation */
-        uint32_t restarts;  /* times the references restarted */
-        int restart_reason; /* the verdict the last restart replaced */
+        uint32_t restarts;    /* times the references restarted */
+        int restart_reason;   /* the verdict the last restart replaced */
         float restart_value, restart_limit; /* ... and its figures */
 };
 
