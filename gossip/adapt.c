@@ -168,6 +168,110 @@ double gossip_adapt_pace_us(const struct gossip_adapt_pace *p)
         return sum / (double)keep;
 }
 
+double gossip_adapt_cpu_pct(const struct gossip_adapt_cpu *c)
+{
+        double all = c->exchange_us + c->compute_us;
+
+        if (!(c->compute_us > 0) || !(c->exchange_us >= 0) || !isfinite(all))
+                return -1;
+        return 100.0 * c->exchange_us / all;
+}
+
+int gossip_adapt_cpu_learn(struct gossip_adapt_cpu_model *m,
+                           const struct gossip_adapt_cpu *c)
+{
+        double e, comp;
+        int i;
+
+        if (gossip_adapt_cpu_pct(c) < 0 || c->k == 0 ||
+            c->steps < GOSSIP_ADAPT_CPU_MIN_STEPS ||
+            c->steps < (uint64_t)GOSSIP_ADAPT_CPU_MIN_ROUNDS * c->k)
+                return 0;
+        e = c->exchange_us / (double)c->steps;
+        comp = c->compute_us / (double)c->steps;
+        /* the slot of this period, else the other one's: the two periods
+         * measured last; a second window at one period halves its noise */
+        i = m->k[0] == c->k ? 0 : m->k[1] == c->k ? 1 : -1;
+        if (i >= 0) {
+                m->exchange_us[i] = (m->exchange_us[i] + e) / 2;
+        } else {
+                m->k[1] = m->k[0];
+                m->exchange_us[1] = m->exchange_us[0];
+                m->k[0] = c->k;
+                m->exchange_us[0] = e;
+        }
+        m->compute_us = m->compute_us > 0 ? (m->compute_us + comp) / 2 : comp;
+        m->last_k = c->k;
+        m->last_pct = gossip_adapt_cpu_pct(c);
+        return 1;
+}
+
+/* a and b of e(K) = a + b / K from what m holds. */
+static void cpu_fit(const struct gossip_adapt_cpu_model *m, double *a,
+                    double *b)
+{
+        double k0 = m->k[0], k1 = m->k[1], e0 = m->exchange_us[0],
+               e1 = m->exchange_us[1];
+
+        *a = 0;
+        *b = e0 * k0;
+        if (!m->k[1])
+                return;
+        *b = (e0 - e1) / (1.0 / k0 - 1.0 / k1);
+        *a = e0 - *b / k0;
+        if (*b < 0) { /* no saving measured: all of it per step */
+                *b = 0;
+                *a = (e0 + e1) / 2;
+        } else if (*a < 0) { /* noise: all of it per round */
+                *a = 0;
+                *b = e0 * k0;
+        }
+}
+
+/* The smallest K = k0 * 2^j (capped) whose per-round part b / K is at
+ * most pct % of a step's CPU. */
+static uint32_t cpu_k(uint32_t k0, double a, double b, double compute,
+                      unsigned pct)
+{
+        uint32_t k = k0;
+
+        while (k < k0 * GOSSIP_ADAPT_CPU_K_FACTOR_MAX &&
+               100.0 * (b / k) > pct * (compute + a + b / k))
+                k *= 2;
+        return k;
+}
+
+uint32_t gossip_adapt_cpu_need(const struct gossip_adapt_in *in,
+                               const struct gossip_adapt_cpu_model *m,
+                               uint32_t cur, double *a_us, double *b_us)
+{
+        uint32_t k0 = in->k0 ? in->k0 : 1, up, down;
+        double a, b;
+
+        if (cur < k0)
+                cur = k0;
+        if (!m->k[0] || !(m->compute_us > 0))
+                return cur;
+        cpu_fit(m, &a, &b);
+        if (a_us)
+                *a_us = a;
+        if (b_us)
+                *b_us = b;
+        up = cpu_k(k0, a, b, m->compute_us, GOSSIP_ADAPT_CPU_PCT);
+        down = cpu_k(k0, a, b, m->compute_us, GOSSIP_ADAPT_CPU_BACK_PCT);
+        /* one period measured: a = 0 is a guess that may overshoot, and
+         * the way back would need the 5 %; one doubling, then a window
+         * there tells a from b */
+        if (!m->k[1] && up > 2 * cur)
+                up = 2 * cur;
+        if (up > cur)
+                return up;
+        if (down < cur && m->last_k == cur &&
+            m->last_pct <= GOSSIP_ADAPT_CPU_PCT)
+                return down;
+        return cur;
+}
+
 const char *gossip_adapt_say(const struct gossip_adapt_choice *c, char *buf,
                              size_t len)
 {

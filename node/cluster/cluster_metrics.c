@@ -321,6 +321,10 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                            xs->adapt.codec == GOSSIP_CODEC_INT8   ? 1
                            : xs->adapt.codec == GOSSIP_CODEC_FP32 ? 4
                                                                   : 2);
+        node_metrics_gauge(b, "exchange_cpu_ratio",
+                           "The exchange's share of our CPU time in the "
+                           "last window measured (both threads; --adapt)",
+                           xs->cpu_pct >= 0 ? xs->cpu_pct / 100.0 : NAN);
         node_metrics_counter(b, "exchange_catch_ups_total",
                              "Times every recent partner was far ahead and "
                              "we skipped steps to their pace",

@@ -351,7 +351,7 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
         if (node_handoff_shuffle(c->h)) /* --shuffle-samples */
                 node_shuffle_pack_stats(node_handoff_shuffle(c->h), pk);
         node_ctl_pack_str(pk, "node");
-        msgpack_pack_map(pk, 27);
+        msgpack_pack_map(pk, 29);
         node_ctl_pack_kstr(pk, "name", c->name);
         node_ctl_pack_kstr(
             pk, "sending",
@@ -359,6 +359,11 @@ static int ctl_stats(struct node_cluster *c, struct node_trainer *t,
                 &(struct gossip_adapt_choice){xs->adapt.codec, xs->k_force},
                 say, sizeof(say)));
         node_ctl_pack_ku64(pk, "avg_every", hs.avg_every);
+        /* the exchange's share of our CPU (NaN: not measured yet) and
+         * the period it needs with --adapt cpu (0: not asked) */
+        node_ctl_pack_kdbl(pk, "exchange_cpu_pct",
+                           xs->cpu_pct >= 0 ? xs->cpu_pct : NAN);
+        node_ctl_pack_ku64(pk, "cpu_needs_every", xs->k_cpu);
         node_ctl_pack_kstr(pk, "key", k);
         node_ctl_pack_kdbl(pk, "uptime_s",
                            (double)(node_cluster__unix_ms() - c->start_ms) /

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gossip/codec.h"
 #include "service/evlog.h"
@@ -51,6 +52,12 @@ struct node_exchange {
                                           parameter slices (stateless) */
         struct gossip_codec penc8;     /* slices in int8, when adapted */
         uint64_t adapt_at_ms; /* last re-choice; every 250 ms at most */
+        double loop_cpu_us;   /* the loop thread's CPU time then */
+        /* what the CPU windows taught (gossip_adapt_cpu_need), and how
+         * many were taken (the first, with the start's work, is not
+         * learned from) */
+        struct gossip_adapt_cpu_model cpu;
+        uint64_t cpu_windows;
         /* one period for all (gossip_adapt_agree): needs[i] is the need
          * pg[i] told us, rx[i] the receiver's side of pg[i]'s link
          * (gossip/link.h), how its frames arrived here, summed until we
@@ -158,6 +165,7 @@ static int open_box(struct node_exchange *ex, char *err, size_t errlen)
                                                     .codec = ex->penc.cfg.id},
                           &ex->st.adapt);
         ex->st.k_force = ex->st.adapt.k;
+        ex->st.cpu_pct = -1;
         hc.avg_weight = ex->o->avg_weight;
         hc.robust = ex->o->robust;
         hc.wake_loop = wake_loop;
@@ -362,10 +370,59 @@ static struct gossip_adapt_in adapt_in(struct node_exchange *ex)
         return in;
 }
 
+/* This (the loop) thread's CPU time, microseconds. */
+static double loop_cpu_us(void)
+{
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+                return 0;
+        return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* The CPU window (the box's, with the loop's CPU time since the last
+ * call added): the exchange's share, and with --adapt cpu the K it
+ * needs (gossip_adapt_cpu_need). */
+static void adapt_cpu(struct node_exchange *ex,
+                      const struct gossip_adapt_in *in)
+{
+        struct gossip_adapt_cpu c;
+        double now = loop_cpu_us(), a = 0, b = 0;
+        uint32_t need;
+
+        if (ex->loop_cpu_us > 0)
+                node_handoff_note_loop_cpu(ex->h, now - ex->loop_cpu_us);
+        ex->loop_cpu_us = now;
+        if (!node_handoff_cpu_take(ex->h, &c))
+                return;
+        ex->st.cpu_pct = gossip_adapt_cpu_pct(&c);
+        /* the first window holds the start: the join, the first
+         * states and the membership's burst, several times a round */
+        if (ex->cpu_windows++ == 0 || ex->o->adapt != NODE_ADAPT_CPU ||
+            !gossip_adapt_cpu_learn(&ex->cpu, &c))
+                return;
+        need = gossip_adapt_cpu_need(in, &ex->cpu, ex->st.k_cpu, &a, &b);
+        if (need != (ex->st.k_cpu ? ex->st.k_cpu : in->k0))
+                node_log(NODE_LOG_INFO,
+                         "adapting to the CPU: the exchange took %.1f%% of "
+                         "it averaging every %u step%s (%.0f us a step and "
+                         "%.0f a round, training %.0f a step); our CPU "
+                         "needs every %u",
+                         ex->st.cpu_pct, c.k, c.k == 1 ? "" : "s", a, b,
+                         ex->cpu.compute_us, need);
+        ex->st.k_cpu = need;
+}
+
+/* Our own need: the largest of the link's and the CPU's. */
+static uint32_t own_need(const struct node_exchange *ex)
+{
+        return ex->st.k_cpu > ex->st.adapt.k ? ex->st.k_cpu : ex->st.adapt.k;
+}
+
 /* Every 250 ms at most: re-choose the slice codec and the K our link
- * needs (gossip/adapt.h), then the K in force, the largest need heard
- * (one period for all); a new K goes to the box, which the trainer takes
- * at a round end both agree on. */
+ * needs (gossip/adapt.h), and the K our CPU needs, then the K in force,
+ * the largest need heard (one period for all); a new K goes to the box,
+ * which the trainer takes at a round end both agree on. */
 static void adapt(struct node_exchange *ex)
 {
         uint64_t now = node_net_now_ms(ex->net);
@@ -373,11 +430,12 @@ static void adapt(struct node_exchange *ex)
         struct gossip_adapt_in in = adapt_in(ex);
         struct gossip_adapt_choice next;
         char was[64], now_s[64];
-        uint32_t k;
+        uint32_t k, own;
 
         if (!ex->o->adapt || !p->avg_every || now < ex->adapt_at_ms + 250)
                 return;
         ex->adapt_at_ms = now;
+        adapt_cpu(ex, &in);
         in.goodput_Bps = uplink_Bps(ex);
         in.step_us = node_handoff_step_us(ex->h);
         if (gossip_adapt_choose(&in, &ex->st.adapt, &next)) {
@@ -390,21 +448,22 @@ static void adapt(struct node_exchange *ex)
                 ex->st.adapt = next;
                 ex->st.adapt_changes++;
         }
+        own = own_need(ex);
         k = gossip_adapt_agree(
-            &in, ex->st.adapt.k, ex->needs, ex->npg, now,
+            &in, own, ex->needs, ex->npg, now,
             gossip_adapt_need_ttl_ms(&in, ex->npg + 1, ex->st.k_force));
         if (k == ex->st.k_force)
                 return;
-        if (k != ex->st.adapt.k)
+        if (k != own)
                 node_log(NODE_LOG_INFO,
-                         "averaging every %u steps, as a partner's link "
-                         "needs (ours needs %u)",
-                         k, ex->st.adapt.k);
-        else if (ex->st.k_force != ex->st.adapt.k)
+                         "averaging every %u steps, as a partner's link or "
+                         "CPU needs (ours needs %u)",
+                         k, own);
+        else if (ex->st.k_force != own)
                 node_log(NODE_LOG_INFO,
-                         "averaging every %u steps, as our link needs (no "
+                         "averaging every %u steps, as our %s needs (no "
                          "partner needs more now)",
-                         k);
+                         k, own == ex->st.adapt.k ? "link" : "CPU");
         ex->st.k_force = k;
         node_handoff_set_k(ex->h, k);
 }
@@ -466,7 +525,7 @@ static void params_tell(struct node_exchange *ex, const uint8_t *key,
 
         memset(t, 0, sizeof(*t));
         t->period = k;
-        t->need = ex->o->adapt ? ex->st.adapt.k : 0;
+        t->need = ex->o->adapt ? own_need(ex) : 0;
         if (pg &&
             gossip_link_rx_take(&ex->rx[pg - ex->pg], &t->rx_rate, &t->rx_span))
                 ex->st.rates_told++;
@@ -806,18 +865,28 @@ void node_exchange_log_summary(struct node_exchange *ex)
         node_handoff_stats(ex->h, &hs);
         log_robust(ex, &hs);
         if (ex->o->adapt) {
-                char say[64], why[128];
+                char say[64], why[128], cpu[96] = "";
 
+                if (ex->st.cpu_pct >= 0)
+                        snprintf(cpu, sizeof(cpu),
+                                 "; the exchange %.1f%% of our CPU%s",
+                                 ex->st.cpu_pct,
+                                 ex->o->adapt == NODE_ADAPT_CPU
+                                     ? ", which needs every "
+                                     : "");
+                if (ex->o->adapt == NODE_ADAPT_CPU && ex->st.cpu_pct >= 0)
+                        snprintf(cpu + strlen(cpu), sizeof(cpu) - strlen(cpu),
+                                 "%u", ex->st.k_cpu ? ex->st.k_cpu : 1);
                 node_log(
                     NODE_LOG_INFO,
                     "adaptation: %llu changes, ending with %s (our link "
-                    "needs every %u); exchange %s",
+                    "needs every %u%s); exchange %s",
                     (unsigned long long)ex->st.adapt_changes,
                     gossip_adapt_say(
                         &(struct gossip_adapt_choice){ex->st.adapt.codec,
                                                       ex->st.k_force},
                         say, sizeof(say)),
-                    ex->st.adapt.k,
+                    ex->st.adapt.k, cpu,
                     gossip_plan_health_say(&hs.exchange, why, sizeof(why)));
         }
         if (ex->st.rates_told || ex->st.rates_heard)

@@ -66,6 +66,10 @@ struct node_exchange_stats {
         /* what we send for averaging as our link needs (gossip/adapt.h) */
         struct gossip_adapt_choice adapt;
         uint32_t k_force; /* the K in force (one period for all) */
+        uint32_t k_cpu;   /* the K our CPU needs (--adapt cpu); 0: none */
+        double cpu_pct;   /* the exchange's share of our CPU in the last
+                           * window measured (gossip_adapt_cpu_pct); -1:
+                           * not measured yet */
         uint64_t adapt_changes;
         uint64_t rates_told, rates_heard; /* rx samples sent, and heard
                                              (handed to the transport) */

@@ -249,10 +249,12 @@ static const char help_text[] =
     "from\n"
     "                        the scheduled sender, clip or refuse outliers\n"
     "                        (default on; docs/reliability.md)\n"
-    "  --adapt on|off        choose the slice codec (fp16/int8) and the\n"
+    "  --adapt on|off|cpu    choose the slice codec (fp16/int8) and the\n"
     "                        averaging period from the measured link;\n"
     "                        --params-codec and --avg-every are the richest\n"
-    "                        choice (default on; docs/design.md)\n"
+    "                        choice (default on; docs/design.md); cpu: the\n"
+    "                        period also keeps the exchange under 10% of\n"
+    "                        the CPU\n"
     "  --shuffle-samples R   send R of our RAW samples (image + label) per\n"
     "                        step to the partner and train on received ones\n"
     "                        (GossipGraD's shuffle; default 0 = off)\n"
@@ -305,6 +307,8 @@ static const char *sched_names[] = {"const", "cosine", "step"};
 static const char *codec_names[] = {"fp32", "fp16", "int8", "topk", "none"};
 static const char *level_names[] = {"error", "warn", "info", "debug"};
 static const char *after_names[] = {"exit", "serve"};
+/* enum node_opt_adapt order */
+static const char *adapt_names[] = {"off", "on", "cpu"};
 
 #define NAME_OF(tab, v)                                                        \
         ((v) >= 0 && (size_t)(v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "?")
@@ -707,9 +711,9 @@ static int apply(struct node_options *o, int c, const char *name, const char *v,
                 o->robust = strcmp(v, "on") == 0;
                 break;
         case OPT_ADAPT:
-                if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
-                        return BAD("on or off");
-                o->adapt = strcmp(v, "on") == 0;
+                if ((e = parse_enum(v, adapt_names, 3)) < 0)
+                        return BAD("on, off or cpu");
+                o->adapt = e;
                 break;
         case OPT_WAIT:
                 if (parse_u64(v, 0, 60000, &u))

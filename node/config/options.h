@@ -105,6 +105,13 @@ enum node_opt_codec {
         NODE_CODEC_NONE = 4, /* gradients: send none (model averaging only) */
 };
 
+/* --adapt: off, on (the link), cpu (the link and the CPU). */
+enum node_opt_adapt {
+        NODE_ADAPT_OFF = 0,
+        NODE_ADAPT_LINK = 1,
+        NODE_ADAPT_CPU = 2,
+};
+
 struct node_options {
         /* cluster */
         const char *peers_path; /* NULL: train alone */
@@ -167,7 +174,9 @@ struct node_options {
         uint32_t params_parts; /* a model average covers 1 of P slices */
         float avg_weight;      /* the partner's share in an average */
         int robust;            /* robust merge (gossip/robust.h); default on */
-        int adapt; /* slice codec and K from the link (gossip/adapt.h); on */
+        int adapt; /* enum node_opt_adapt: K and slice codec from the
+                    * link, and with NODE_ADAPT_CPU from the CPU too
+                    * (gossip/adapt.h); default NODE_ADAPT_LINK ("on") */
         uint32_t shuffle_samples;   /* raw samples sent per step; 0: off */
         uint32_t shuffle_reservoir; /* received samples kept, at most */
         /* logging */

@@ -57,6 +57,8 @@ int node_settings_build(const struct node_options *o, size_t nparams,
         char model[GOSSIP_SETTING_VALUE_MAX];
         const char *names[] = {"avg_every", "adapt",        "model",
                                "params",    "params_parts", "seed"};
+        /* adapt: whether the node follows the agreed period; "on" for
+         * --adapt cpu too (it follows it, and only adds a need) */
         const char *values[] = {
             k0, o->adapt ? "on" : "off", model, params, parts, seed};
 

@@ -125,6 +125,7 @@ struct node_handoff {
          * way) */
         uint32_t k_now, k_next;
         struct gossip_adapt_pace pace;
+        struct gossip_adapt_cpu cpu; /* the CPU window at k_now */
         uint64_t step_at_us, step_seen, stall_us;
         /* training thread */
         float *t_grad;
@@ -306,6 +307,42 @@ double node_handoff_step_us(struct node_handoff *h)
         return v;
 }
 
+void node_handoff_note_cpu(struct node_handoff *h, double compute_us,
+                           double exchange_us)
+{
+        pthread_mutex_lock(&h->mu);
+        h->cpu.compute_us += compute_us > 0 ? compute_us : 0;
+        h->cpu.exchange_us += exchange_us > 0 ? exchange_us : 0;
+        h->cpu.steps++;
+        pthread_mutex_unlock(&h->mu);
+}
+
+void node_handoff_note_loop_cpu(struct node_handoff *h, double us)
+{
+        pthread_mutex_lock(&h->mu);
+        /* not before a step of this window: the loop's work while the
+         * data loaded, or before a new K took effect, is no round's */
+        if (h->cpu.steps)
+                h->cpu.exchange_us += us > 0 ? us : 0;
+        pthread_mutex_unlock(&h->mu);
+}
+
+int node_handoff_cpu_take(struct node_handoff *h, struct gossip_adapt_cpu *out)
+{
+        int full;
+
+        pthread_mutex_lock(&h->mu);
+        h->cpu.k = h->k_now;
+        full = h->cpu.steps >= GOSSIP_ADAPT_CPU_MIN_STEPS &&
+               h->cpu.steps >= (uint64_t)GOSSIP_ADAPT_CPU_MIN_ROUNDS * h->k_now;
+        if (full) {
+                *out = h->cpu;
+                memset(&h->cpu, 0, sizeof(h->cpu));
+        }
+        pthread_mutex_unlock(&h->mu);
+        return full;
+}
+
 uint32_t node_handoff_slot_slice(struct node_handoff *h, unsigned slot,
                                  size_t *lo, size_t *count, uint32_t *k)
 {
@@ -474,6 +511,7 @@ float *node_handoff_slice_dst(struct node_handoff *h, uint64_t step, size_t *lo,
         if (h->k_next != h->k_now &&
             step % (h->k_next > h->k_now ? h->k_next : h->k_now) == 0) {
                 h->k_now = h->k_next;
+                memset(&h->cpu, 0, sizeof(h->cpu));
                 /* honest distances between replicas grow with the period
                  * (they drift K steps apart): the median of the old one
                  * would clip or refuse every honest slice. Start it again

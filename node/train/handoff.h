@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gossip/adapt.h"
 #include "gossip/gossip.h"
 #include "gossip/merge.h"
 #include "gossip/plan.h"
@@ -245,6 +246,19 @@ uint32_t node_handoff_slot_slice(struct node_handoff *h, unsigned slot,
 void node_handoff_set_k(struct node_handoff *h, uint32_t k);
 /* The trainer's wall time per step, smoothed (0: not known yet). */
 double node_handoff_step_us(struct node_handoff *h);
+/* The CPU window of gossip_adapt_cpu_need (--adapt cpu): CPU time of the
+ * exchange and of training since the K in force took effect, in
+ * microseconds. The training thread notes each step's (its compute, its
+ * own exchange work: the box calls less the extra batches run in them),
+ * the loop thread its own CPU time (all of it the exchange's and the
+ * membership's) every time it adapts. Taking it empties it; it returns
+ * 1 when the window held GOSSIP_ADAPT_CPU_MIN_STEPS steps and
+ * GOSSIP_ADAPT_CPU_MIN_ROUNDS rounds, else 0 (nothing taken). A change of
+ * K empties it (its figures were of the old period). */
+void node_handoff_note_cpu(struct node_handoff *h, double compute_us,
+                           double exchange_us);
+void node_handoff_note_loop_cpu(struct node_handoff *h, double us);
+int node_handoff_cpu_take(struct node_handoff *h, struct gossip_adapt_cpu *out);
 void node_handoff_slot_done(struct node_handoff *h, unsigned slot);
 
 /* A peer gradient (or slice of one) for the merge buffer; 0 or the

@@ -145,6 +145,7 @@ struct node_trainer {
         uint32_t peers_at_start;
         double refetch_after; /* monotonic s: far behind, ask again then */
         uint32_t batch_epoch; /* 1-based epoch of the last batch trained */
+        double extra_cpu_us;  /* CPU time of the extra batches, in all */
         int resumed;
         double t_start; /* monotonic seconds at run start */
         double last_eval_acc;
@@ -200,6 +201,17 @@ static double mono_s(void)
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* This thread's CPU time, microseconds (what the exchange's CPU rule
+ * counts: gossip_adapt_cpu). */
+static double thread_cpu_us(void)
+{
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+                return 0;
+        return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
 const char *node_trainer_reason_name(int reason)
@@ -855,7 +867,7 @@ static void fold_extra(struct node_trainer *t, int n)
 
 int node_trainer_extra_batch(struct node_trainer *t)
 {
-        double t0 = mono_s();
+        double t0 = mono_s(), c0 = thread_cpu_us();
         float loss = 0, *g, *a = t->gacc, wn;
         int n, correct = 0, rc;
 
@@ -881,6 +893,7 @@ int node_trainer_extra_batch(struct node_trainer *t)
         t->acc_correct += (uint64_t)correct;
         t->acc_batches++;
         t->compute_s += mono_s() - t0;
+        t->extra_cpu_us += thread_cpu_us() - c0;
         pthread_mutex_lock(&t->stats_lock);
         t->st.extra_batches++;
         pthread_mutex_unlock(&t->stats_lock);
@@ -1358,7 +1371,12 @@ static int train_step(struct node_trainer *t, struct window *pw,
         double xloss = 0;
         int n, k, correct = 0, rc;
         double t0 = mono_s(), local;
+        /* CPU time: c[0] start, c[1] local work done, c[2] box calls
+         * before the update done, c[3] update done, c[4] the step's box
+         * calls done; xc the extra batches' before the box calls */
+        double c[5], xc;
 
+        c[0] = thread_cpu_us();
         t->batch_epoch = (uint32_t)nn_batcher_epoch(&t->batcher) + 1;
         k = shuffle_draw(t);
         n = nn_batcher_next(&t->batcher, t->x, t->y, (int)t->o->batch - k);
@@ -1398,6 +1416,8 @@ static int train_step(struct node_trainer *t, struct window *pw,
                 t->acc_batches = 0;
         }
         local = mono_s() - t0;
+        c[1] = thread_cpu_us();
+        xc = t->extra_cpu_us;
         g = nn_model_grads(t->model);
         shuffle_post(t);
         if (t->box) {
@@ -1407,9 +1427,11 @@ static int train_step(struct node_trainer *t, struct window *pw,
                 dst = node_handoff_slice_dst(t->box, t->step + 1, &lo, &count);
         }
         t0 = mono_s();
+        c[2] = thread_cpu_us();
         lr = nn_lr_at(&t->lr, t->step);
         nn_model_step(t->model, t->optim, lr, lo, count, dst);
         t->compute_s += local + (mono_s() - t0);
+        c[3] = thread_cpu_us();
         t->step++;
         if (t->box) {
                 float *params = nn_model_params(t->model);
@@ -1424,6 +1446,10 @@ static int train_step(struct node_trainer *t, struct window *pw,
                     node_handoff_average(t->box, t->step, params, t->nparams));
                 say_exchange(t);
                 catch_up(t);
+                c[4] = thread_cpu_us();
+                xc = t->extra_cpu_us - xc;
+                node_handoff_note_cpu(t->box, c[1] - c[0] + c[3] - c[2] + xc,
+                                      c[2] - c[1] + c[4] - c[3] - xc);
         }
         *lr_out = lr;
         for (struct window *w = pw; w; w = w == pw ? ew : NULL) {

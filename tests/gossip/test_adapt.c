@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -374,6 +375,132 @@ static void test_pace_shared_cores(void **state)
         assert_true(changes[1] >= 10); /* the case the pace is for */
 }
 
+/* A window of 128 steps at period k: e us of exchange, c of compute. */
+static struct gossip_adapt_cpu win(uint32_t k, double e, double c)
+{
+        struct gossip_adapt_cpu w = {e * 128, c * 128, 128, k};
+
+        return w;
+}
+
+/* The CPU rule (--adapt cpu), with the figures measured at 6 % of a core
+ * (adapt.h): compute 1,900 us a step, e(1) 800, e(8) 250, so a = 171,
+ * b = 629. From K = 1 alone (all per round: 800 / 2,700 would be 15 % at
+ * K = 2, 8 % at 4) one doubling, 2; the window at 2 (e 486) fits
+ * a = 171, b = 629: 13 % a round at 2, 7 % at 4 -> 4, which holds. A
+ * cheap exchange never raises K; a saving that vanished brings it back;
+ * the cap; unusable windows. */
+static void test_cpu(void **state)
+{
+        struct gossip_adapt_in in = mlp(0);
+        struct gossip_adapt_cpu_model m;
+        struct gossip_adapt_cpu w = win(1, 800, 1900);
+        double a = -1, b = -1;
+        uint32_t k;
+
+        (void)state;
+        memset(&m, 0, sizeof(m));
+        assert_true(fabs(gossip_adapt_cpu_pct(&w) - 800.0 / 27) < 1e-9);
+        /* nothing learned: what is in force, at least K0 */
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 0, NULL, NULL), 1);
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 2, NULL, NULL), 2);
+        assert_true(gossip_adapt_cpu_learn(&m, &w));
+        k = gossip_adapt_cpu_need(&in, &m, 0, &a, &b);
+        printf("K = 1 alone: a %.0f b %.0f -> K %u\n", a, b, k);
+        assert_true(a == 0 && fabs(b - 800) < 1e-9);
+        assert_int_equal(k, 2);
+        w = win(2, 171 + 629.0 / 2, 1900);
+        assert_true(gossip_adapt_cpu_learn(&m, &w));
+        k = gossip_adapt_cpu_need(&in, &m, 2, &a, &b);
+        printf("K = 1 and 2: a %.0f b %.0f -> K %u\n", a, b, k);
+        assert_true(fabs(a - 171) < 0.5 && fabs(b - 629) < 0.5);
+        assert_int_equal(k, 4);
+        w = win(4, 171 + 629.0 / 4, 1900);
+        assert_true(gossip_adapt_cpu_learn(&m, &w));
+        k = gossip_adapt_cpu_need(&in, &m, 4, &a, &b);
+        printf("K = 2 and 4: a %.0f b %.0f -> K %u\n", a, b, k);
+        assert_true(fabs(a - 171) < 0.5 && fabs(b - 629) < 0.5);
+        assert_int_equal(k, 4);
+        /* a second window at 4, the same: still 4, from 1 too; from 8
+         * it holds (4 would be 7.1 %: under 10, not under 5) */
+        assert_true(gossip_adapt_cpu_learn(&m, &w));
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 1, NULL, NULL), 4);
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 8, NULL, NULL), 8);
+        /* a round costs 40 us (e(1) 180, e(4) 150: 7.3 % in all at 4):
+         * 1.9 % at K0, under 5 %, so back from 4 to it; at 133 us (e(1)
+         * 250) 6.2 % at K0 and 3.2 % at 2: the way down stops at 2 */
+        memset(&m, 0, sizeof(m));
+        w = win(1, 180, 1900);
+        gossip_adapt_cpu_learn(&m, &w);
+        w = win(4, 150, 1900);
+        gossip_adapt_cpu_learn(&m, &w);
+        k = gossip_adapt_cpu_need(&in, &m, 4, &a, &b);
+        printf("rounds cheap: a %.0f b %.0f -> K %u\n", a, b, k);
+        assert_true(fabs(b - 40) < 1e-6);
+        assert_int_equal(k, 1);
+        memset(&m, 0, sizeof(m));
+        w = win(1, 250, 1900);
+        gossip_adapt_cpu_learn(&m, &w);
+        w = win(4, 150, 1900);
+        gossip_adapt_cpu_learn(&m, &w);
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 4, &a, &b), 2);
+        assert_true(fabs(b - 400.0 / 3) < 1e-6);
+        /* ... but not while the exchange takes over 10 % in all at the
+         * period in force: the same fit with e(4) = 300 (a 267, 13.6 %)
+         * holds 4, and so does one with no saving at all (e grew with K:
+         * noise; a 510, b 0) */
+        memset(&m, 0, sizeof(m));
+        w = win(1, 400, 1900);
+        gossip_adapt_cpu_learn(&m, &w);
+        w = win(4, 300, 1900);
+        gossip_adapt_cpu_learn(&m, &w);
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 4, &a, &b), 4);
+        memset(&m, 0, sizeof(m));
+        w = win(1, 500, 1900);
+        gossip_adapt_cpu_learn(&m, &w);
+        w = win(2, 520, 1900);
+        gossip_adapt_cpu_learn(&m, &w);
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 2, &a, &b), 2);
+        assert_true(b == 0 && fabs(a - 510) < 1e-9);
+        /* cheap from the start (3 %): never raised */
+        memset(&m, 0, sizeof(m));
+        w = win(1, 60, 1900);
+        gossip_adapt_cpu_learn(&m, &w);
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 0, NULL, NULL), 1);
+        /* the cap: rounds as costly as training 9 times over */
+        memset(&m, 0, sizeof(m));
+        w = win(1, 18000, 2000);
+        gossip_adapt_cpu_learn(&m, &w);
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 1, NULL, NULL), 2);
+        w = win(2, 9000, 2000);
+        gossip_adapt_cpu_learn(&m, &w);
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 2, NULL, NULL),
+                         GOSSIP_ADAPT_CPU_K_FACTOR_MAX);
+        /* K0 = 2: multiples of it, the cap relative to it */
+        in.k0 = 2;
+        memset(&m, 0, sizeof(m));
+        w = win(2, 800, 1900); /* b 1,600: 17 % at 4, 9.5 % at 8 */
+        gossip_adapt_cpu_learn(&m, &w);
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 0, NULL, NULL), 4);
+        w = win(4, 400, 1900);
+        gossip_adapt_cpu_learn(&m, &w);
+        assert_int_equal(gossip_adapt_cpu_need(&in, &m, 4, NULL, NULL), 8);
+        in.k0 = 1;
+        /* windows it cannot use */
+        memset(&m, 0, sizeof(m));
+        w = win(1, 800, 1900);
+        w.steps = GOSSIP_ADAPT_CPU_MIN_STEPS - 1;
+        assert_false(gossip_adapt_cpu_learn(&m, &w));
+        w = win(16, 800, 1900); /* 8 rounds */
+        assert_false(gossip_adapt_cpu_learn(&m, &w));
+        w = win(0, 800, 1900);
+        assert_false(gossip_adapt_cpu_learn(&m, &w));
+        w = win(1, 800, 0);
+        assert_true(gossip_adapt_cpu_pct(&w) < 0);
+        assert_false(gossip_adapt_cpu_learn(&m, &w));
+        assert_int_equal(m.k[0], 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -387,6 +514,7 @@ int main(void)
             cmocka_unit_test(test_agree_in_time),
             cmocka_unit_test(test_pace),
             cmocka_unit_test(test_pace_shared_cores),
+            cmocka_unit_test(test_cpu),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,6 +39,7 @@ expect 2 '--momentum' --momentum 1.5
 expect 2 '--optimizer' --optimizer lbfgs
 expect 2 '--lr-schedule' --lr-schedule linear
 expect 2 '--shard' --shard 3/3
+expect 2 '--adapt.*on, off or cpu' --adapt link
 expect 2 '--shard' --shard 1
 expect 2 '--partition' --partition dirichlet:0
 expect 2 '--partition' --partition classes:0

@@ -91,7 +91,8 @@ static void test_each_setting(void **state)
         }
 }
 
-/* Options left out on purpose (docs/design.md): the same digest. */
+/* Options left out on purpose (docs/design.md): the same digest.
+ * --adapt cpu follows the agreed period as "on" does: the same value. */
 static void test_not_settings(void **state)
 {
         struct gossip_settings ours, theirs;
@@ -100,7 +101,8 @@ static void test_not_settings(void **state)
         build(&ours, 1234, NULL);
         build(&theirs, 1234, "--shard", "2/5", "--params-codec", "int8",
               "--codec", "fp16", "--wait-ms", "0", "--staleness", "4", "--lr",
-              "0.1", "--robust", "off", "--shuffle-samples", "8", NULL);
+              "0.1", "--robust", "off", "--shuffle-samples", "8", "--adapt",
+              "cpu", NULL);
         assert_true(theirs.digest == ours.digest);
 }
 

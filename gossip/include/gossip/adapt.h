@@ -163,6 +163,86 @@ void gossip_adapt_pace_note(struct gossip_adapt_pace *p, double us);
 /* The step time to budget in; 0 before the first step. */
 double gossip_adapt_pace_us(const struct gossip_adapt_pace *p);
 
+/* ---- What the exchange costs the CPU (--adapt cpu) ---------------------
+ *
+ * At Pi-class compute the exchange's own work (encoding, MAC, the
+ * stream, decoding, averaging: the loop thread, and the box calls on
+ * the training thread) competes with training for the device's CPU: at
+ * 6 % of a core, 4 devices stepped in 48-52 ms averaging every step
+ * against 30-35 ms averaging every 4 steps or exchanging nothing
+ * (docs/benchmarks.md, issue 34). The link rule above never raises K on
+ * a fast link. This rule measures CPU time, both threads' (not wall time,
+ * which a shared core or a quota stretches alike for compute and
+ * exchange), over windows of steps at one K each, and models the
+ * exchange's CPU per step at period K as
+ *     e(K) = a + b / K
+ * b being what a round costs (a slice encoded, sent, received, decoded,
+ * averaged) and a what every step costs whatever K is (membership, the
+ * box's bookkeeping): a larger K saves only b. Measured on the MLP
+ * (2 nodes, x86, in microseconds a step): uncapped e(1) 500-700, e(8)
+ * 70-110; at 6 % of a core e(1) 790-865, e(8) 200-290, compute
+ * 1,700-2,000. With windows at two periods a and b are solved for (the
+ * newest window at each, smoothed); with one, a = 0 (all of it per
+ * round), and the need goes at most one doubling up: the window at that
+ * period then tells a from b (a guess that jumped to 8 at once stayed
+ * there, the way back needing 5 %, where a and b asked for 4).
+ *
+ * The need: the smallest K = K0 * 2^j whose per-round part b / K is at
+ * most GOSSIP_ADAPT_CPU_PCT % of the CPU of a step (compute + a + b / K);
+ * a shorter period than the one in force needs GOSSIP_ADAPT_CPU_BACK_PCT %,
+ * and the last window, at the period in force, to have spent at most
+ * GOSSIP_ADAPT_CPU_PCT % in all on the exchange (a fit of two noisy
+ * windows once read a = 397, b = 0 and asked for K0 while the exchange
+ * took 16 %);
+ * at most K0 * GOSSIP_ADAPT_CPU_K_FACTOR_MAX (a period that long cost
+ * 0.3-0.4 points at 4 devices). A window needs GOSSIP_ADAPT_CPU_MIN_STEPS
+ * steps and GOSSIP_ADAPT_CPU_MIN_ROUNDS rounds. The period in force is
+ * the largest of this need, the link's and the partners'
+ * (gossip_adapt_agree). */
+enum {
+        GOSSIP_ADAPT_CPU_PCT = 10,
+        GOSSIP_ADAPT_CPU_BACK_PCT = 5,
+        GOSSIP_ADAPT_CPU_K_FACTOR_MAX = 8,
+        /* windows of 64 steps and 8 rounds read e(8) anywhere from 200
+         * to 400 us on a shared host; twice as long halves the swing */
+        GOSSIP_ADAPT_CPU_MIN_STEPS = 128,
+        GOSSIP_ADAPT_CPU_MIN_ROUNDS = 16,
+};
+
+/* CPU time over a window of steps, all at period k. */
+struct gossip_adapt_cpu {
+        double exchange_us; /* the exchange's, both threads */
+        double compute_us;  /* training's: forward, backward, optimizer,
+                             * the extra batches */
+        uint64_t steps;
+        uint32_t k;
+};
+
+/* What the windows taught: per step, the exchange's CPU at the two
+ * periods measured last (k 0: none) and training's. Zero it to start. */
+struct gossip_adapt_cpu_model {
+        uint32_t k[2];
+        double exchange_us[2];
+        double compute_us;
+        uint32_t last_k; /* the last window's period */
+        double last_pct; /* ... and the exchange's share of its CPU */
+};
+
+/* The exchange's share of the window's CPU, %; -1 when unknown. */
+double gossip_adapt_cpu_pct(const struct gossip_adapt_cpu *c);
+
+/* Learn window c into m (an unusable window: too few steps or rounds,
+ * no compute, k 0, is ignored). Returns 1 if it was used. */
+int gossip_adapt_cpu_learn(struct gossip_adapt_cpu_model *m,
+                           const struct gossip_adapt_cpu *c);
+
+/* The period the CPU asks for (the rule above) from what m learned;
+ * cur is the need in force (0: none yet, taken as K0); nothing learned
+ * keeps cur. a_us and b_us, when not NULL, get the model's a and b. */
+uint32_t gossip_adapt_cpu_need(const struct gossip_adapt_in *in,
+                               const struct gossip_adapt_cpu_model *m,
+                               uint32_t cur, double *a_us, double *b_us);
+
 /* "fp16 every 1 step" for logs; returns buf. */
 const char *gossip_adapt_say(const struct gossip_adapt_choice *c, char *buf,
                              size_t len);

@@ -122,7 +122,7 @@ POLL_S = 2.0               # event logs read from the host every POLL_S
 PROGRESS_S = 20.0          # a progress line at most this often
 MEMB_WINDOW_S = 20.0       # isolated rows: membership bytes over this
 ADAPT_RE = re.compile(r"adaptation: (\d+) changes, ending with (.+?) "
-                      r"\(our link needs every (\d+)\)")
+                      r"\(our link needs every (\d+)")
 INSTALL_WORKERS = 4        # parallel apt installs (2 cores)
 
 
