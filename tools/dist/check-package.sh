@@ -61,10 +61,13 @@ for b in "${programs[@]}"; do
                         fail "$b needs $lib ($path, package '$pkg'), not in Depends"
         done
 done
-readelf -d /usr/bin/gossipnode | grep -q 'RUNPATH.*blis-serial' ||
-        fail "no RUNPATH to blis-serial"
-ldd /usr/bin/gossipnode | grep -q 'libblis.so.4 => .*/blis-serial/' ||
-        fail "libblis.so.4 not from blis-serial: $(ldd /usr/bin/gossipnode | grep blis)"
+# (the output taken whole first: under pipefail, grep -q leaving early
+# made ldd die of SIGPIPE and the check fail with the right line shown)
+dyn=$(readelf -d /usr/bin/gossipnode)
+grep -q 'RUNPATH.*blis-serial' <<<"$dyn" || fail "no RUNPATH to blis-serial"
+libs=$(ldd /usr/bin/gossipnode)
+grep -q 'libblis.so.4 => .*/blis-serial/' <<<"$libs" ||
+        fail "libblis.so.4 not from blis-serial: $(grep blis <<<"$libs")"
 getent passwd gossipnode >/dev/null || fail "no user gossipnode"
 [ "$(stat -c %a /etc/gossipnode/node.key)" = 600 ] || fail "key mode"
 for m in gossipnode gossipctl gossip-keygen gossip-import gossip-model \
