@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gossip/codec.h"
 #include "service/evlog.h"
@@ -370,16 +369,6 @@ static struct gossip_adapt_in adapt_in(struct node_exchange *ex)
         return in;
 }
 
-/* This (the loop) thread's CPU time, microseconds. */
-static double loop_cpu_us(void)
-{
-        struct timespec ts;
-
-        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-                return 0;
-        return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
 /* The CPU window (the box's, with the loop's CPU time since the last
  * call added): the exchange's share, and with --adapt cpu the K it
  * needs (gossip_adapt_cpu_need). */
@@ -387,7 +376,7 @@ static void adapt_cpu(struct node_exchange *ex,
                       const struct gossip_adapt_in *in)
 {
         struct gossip_adapt_cpu c;
-        double now = loop_cpu_us(), a = 0, b = 0;
+        double now = node_handoff_thread_cpu_us(), a = 0, b = 0;
         uint32_t need;
 
         if (ex->loop_cpu_us > 0)

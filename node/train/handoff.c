@@ -307,6 +307,15 @@ double node_handoff_step_us(struct node_handoff *h)
         return v;
 }
 
+double node_handoff_thread_cpu_us(void)
+{
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+                return 0;
+        return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
 void node_handoff_note_cpu(struct node_handoff *h, double compute_us,
                            double exchange_us)
 {

@@ -257,6 +257,9 @@ double node_handoff_step_us(struct node_handoff *h);
  * K empties it (its figures were of the old period). */
 void node_handoff_note_cpu(struct node_handoff *h, double compute_us,
                            double exchange_us);
+/* The calling thread's CPU time in microseconds, the clock both threads
+ * note the window in (CLOCK_THREAD_CPUTIME_ID; 0 if it fails). */
+double node_handoff_thread_cpu_us(void);
 void node_handoff_note_loop_cpu(struct node_handoff *h, double us);
 int node_handoff_cpu_take(struct node_handoff *h, struct gossip_adapt_cpu *out);
 void node_handoff_slot_done(struct node_handoff *h, unsigned slot);

@@ -203,17 +203,6 @@ static double mono_s(void)
         return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* This thread's CPU time, microseconds (what the exchange's CPU rule
- * counts: gossip_adapt_cpu). */
-static double thread_cpu_us(void)
-{
-        struct timespec ts;
-
-        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-                return 0;
-        return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
 const char *node_trainer_reason_name(int reason)
 {
         static const char *names[] = {"none",   "steps",  "epochs", "time",
@@ -867,7 +856,7 @@ static void fold_extra(struct node_trainer *t, int n)
 
 int node_trainer_extra_batch(struct node_trainer *t)
 {
-        double t0 = mono_s(), c0 = thread_cpu_us();
+        double t0 = mono_s(), c0 = node_handoff_thread_cpu_us();
         float loss = 0, *g, *a = t->gacc, wn;
         int n, correct = 0, rc;
 
@@ -893,7 +882,7 @@ int node_trainer_extra_batch(struct node_trainer *t)
         t->acc_correct += (uint64_t)correct;
         t->acc_batches++;
         t->compute_s += mono_s() - t0;
-        t->extra_cpu_us += thread_cpu_us() - c0;
+        t->extra_cpu_us += node_handoff_thread_cpu_us() - c0;
         pthread_mutex_lock(&t->stats_lock);
         t->st.extra_batches++;
         pthread_mutex_unlock(&t->stats_lock);
@@ -1376,7 +1365,7 @@ static int train_step(struct node_trainer *t, struct window *pw,
          * calls done; xc the extra batches' before the box calls */
         double c[5], xc;
 
-        c[0] = thread_cpu_us();
+        c[0] = node_handoff_thread_cpu_us();
         t->batch_epoch = (uint32_t)nn_batcher_epoch(&t->batcher) + 1;
         k = shuffle_draw(t);
         n = nn_batcher_next(&t->batcher, t->x, t->y, (int)t->o->batch - k);
@@ -1416,7 +1405,7 @@ static int train_step(struct node_trainer *t, struct window *pw,
                 t->acc_batches = 0;
         }
         local = mono_s() - t0;
-        c[1] = thread_cpu_us();
+        c[1] = node_handoff_thread_cpu_us();
         xc = t->extra_cpu_us;
         g = nn_model_grads(t->model);
         shuffle_post(t);
@@ -1427,11 +1416,11 @@ static int train_step(struct node_trainer *t, struct window *pw,
                 dst = node_handoff_slice_dst(t->box, t->step + 1, &lo, &count);
         }
         t0 = mono_s();
-        c[2] = thread_cpu_us();
+        c[2] = node_handoff_thread_cpu_us();
         lr = nn_lr_at(&t->lr, t->step);
         nn_model_step(t->model, t->optim, lr, lo, count, dst);
         t->compute_s += local + (mono_s() - t0);
-        c[3] = thread_cpu_us();
+        c[3] = node_handoff_thread_cpu_us();
         t->step++;
         if (t->box) {
                 float *params = nn_model_params(t->model);
@@ -1446,7 +1435,7 @@ static int train_step(struct node_trainer *t, struct window *pw,
                     node_handoff_average(t->box, t->step, params, t->nparams));
                 say_exchange(t);
                 catch_up(t);
-                c[4] = thread_cpu_us();
+                c[4] = node_handoff_thread_cpu_us();
                 xc = t->extra_cpu_us - xc;
                 node_handoff_note_cpu(t->box, c[1] - c[0] + c[3] - c[2] + xc,
                                       c[2] - c[1] + c[4] - c[3] - xc);

@@ -16,9 +16,10 @@ endif()
 # peers-file address, not the wildcard; a node joins with only a
 # certificate, the authority's key and a seed address, and is dropped by
 # every member once its serial is revoked; a node far behind takes a
-# peer's state; a node is a member while its data loads (need gossipctl).
+# peer's state; a node is a member while its data loads; nodes average
+# less often as their CPU needs with --adapt cpu (need gossipctl).
 if(TARGET gossipnode AND TARGET gossip-keygen AND TARGET gossipctl)
-  foreach(s serve wildcard finished settings cert revoke far joinfirst)
+  foreach(s serve wildcard finished settings cert revoke far joinfirst cpu)
     add_test(NAME test_cluster_${s}
              COMMAND /usr/bin/python3
                      ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py

@@ -72,6 +72,13 @@ Fashion-MNIST shard per node). Scenarios:
          `gossipctl train` shows its real step and epoch, and n1's
          `gossipctl members` shows n0 at that step, not 0 (issue 30 #8).
          Needs GOSSIPCTL.
+  cpu    n0 and n1 run --adapt cpu, n2 the default: n0 and n1 log
+         "adapting to the CPU" and need a longer period than K0 (with
+         this file's int8 gradients every step besides the slices the
+         exchange took 59-61 % of an x86 node's CPU), n2 follows that
+         period ("as a partner's link or CPU needs"), every node shows
+         the exchange's share in `gossipctl stats` and averaged slices.
+         Needs GOSSIPCTL.
   settings n2 runs another --seed than n0 and n1 (issue 33 item 2): the
          join is refused on both sides within 1 s, the setting named with
          both values, once per member life; n2 exits 78 (EX_CONFIG); n0 and
@@ -935,6 +942,47 @@ def scenario_finished(c):
         assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
 
 
+def scenario_cpu(c):
+    # n0 and n1 adapt to the CPU, n2 to the link only (the default)
+    steps = 900
+    run = ["--steps", str(steps), "--eval-every", "300",
+           "--after-train", "serve"]
+    for i in range(3):
+        c.start(i, run + ["--control", c.sock(i)]
+                + (["--adapt", "cpu"] if i < 2 else []))
+    c.wait_for("all three finish training",
+               lambda: all(c.events(i, "stop") for i in range(3)), 300)
+    nodes = [ctl_json(c, i, "stats")["node"] for i in range(3)]
+    for i, node in enumerate(nodes):
+        print("n%d: exchange %.1f%% of the CPU, CPU needs every %d, "
+              "averaging every %d" % (i, node["exchange_cpu_pct"] or -1,
+                                      node["cpu_needs_every"],
+                                      node["avg_every"]))
+        pct = node["exchange_cpu_pct"]
+        assert pct is not None and 0 < pct < 100, (i, node)
+    k0 = 10  # Cluster's --avg-every
+    for i in range(2):
+        assert nodes[i]["cpu_needs_every"] >= 2 * k0, (i, nodes[i])
+    assert nodes[2]["cpu_needs_every"] == 0, nodes[2]
+    # one period for all: n2 follows its partners' need
+    assert nodes[2]["avg_every"] >= 2 * k0, nodes[2]
+    for i in range(3):
+        assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+    for i in range(3):
+        log = open(c.log_path(i)).read()
+        if i < 2:
+            m = re.findall(r"adapting to the CPU: the exchange took "
+                           r"[0-9.]+% of it averaging every \d+ steps? .*"
+                           r"our CPU needs every (\d+)", log)
+            assert m and int(m[0]) >= 2 * k0, "n%d: %s" % (i, m)
+        else:
+            assert "adapting to the CPU" not in log, "n2 adapted to its CPU"
+            assert re.search(r"averaging every \d+ steps, as a partner's "
+                             r"link or CPU needs", log), "n2 never followed"
+        m = re.search(r"averaged (\d+) \(", log)
+        assert m and int(m.group(1)) > 0, "n%d never averaged" % i
+
+
 def log_text(c, i):
     try:
         with open(c.log_path(i)) as f:
@@ -1127,7 +1175,8 @@ def main():
     binary, keygen, scenario = sys.argv[1:4]
     gossipctl = sys.argv[4] if len(sys.argv) == 5 else None
     if scenario in ("serve", "wildcard", "finished", "settings",
-                    "cert", "revoke", "far", "joinfirst") and not gossipctl:
+                    "cert", "revoke", "far", "joinfirst",
+                    "cpu") and not gossipctl:
         print(__doc__)
         return 2
     if not os.path.isdir(DATA):
@@ -1141,7 +1190,7 @@ def main():
     n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
          "shuffle": 3, "serve": 3, "wildcard": 3, "finished": 2,
          "settings": 3, "cert": 4, "revoke": 3, "far": 3,
-         "joinfirst": 3}[scenario]
+         "joinfirst": 3, "cpu": 3}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     c.gossipctl = gossipctl
@@ -1158,7 +1207,8 @@ def main():
          "finished": scenario_finished,
          "settings": scenario_settings, "cert": scenario_cert,
          "revoke": scenario_revoke, "far": scenario_far,
-         "joinfirst": scenario_joinfirst}[scenario](c)
+         "joinfirst": scenario_joinfirst,
+         "cpu": scenario_cpu}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)
