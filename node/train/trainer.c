@@ -1172,15 +1172,6 @@ static void health_start(struct node_trainer *t)
                          100.0 * NN_HEALTH_BALANCE);
 }
 
-/* The absolute criteria at an evaluation (nn_health_judge_eval): 0
- * healthy (the model becomes the verified snapshot), else rolled back.
- * A non-finite test loss goes back to the last 10-step snapshot, as a
- * non-finite batch loss does. Not an explosion test against the batch
- * losses' median: the test set holds every class, a node's own data may
- * hold two (skew), and a healthy model of those two then scores a test
- * loss above guessing (5.8 against ln 10 = 2.3 at step 100 of a
- * classes:2 run); the chance criterion applies only once the model has
- * beaten chance (nn/health.h). */
 /* Said when a verdict came NN_HEALTH_RESTART times in a row and its
  * reference restarted from the model at hand (nn/health.h): each time
  * the model went back to the last healthy evaluation, the peers merged
@@ -1198,6 +1189,15 @@ static void health_say_restart(struct node_trainer *t, uint32_t before)
                  (double)t->mh.restart_limit, NN_HEALTH_RESTART);
 }
 
+/* The absolute criteria at an evaluation (nn_health_judge_eval): 0
+ * healthy (the model becomes the verified snapshot), else rolled back.
+ * A non-finite test loss goes back to the last 10-step snapshot, as a
+ * non-finite batch loss does. Not an explosion test against the batch
+ * losses' median: the test set holds every class, a node's own data may
+ * hold two (skew), and a healthy model of those two then scores a test
+ * loss above guessing (5.8 against ln 10 = 2.3 at step 100 of a
+ * classes:2 run); the chance criterion applies only once the model has
+ * beaten chance (nn/health.h). */
 static int health_eval(struct node_trainer *t, float test_loss, float acc)
 {
         struct nn_health_verdict v;
