@@ -864,8 +864,10 @@ void node_exchange_log_summary(struct node_exchange *ex)
                                      ? ", which needs every "
                                      : "");
                 if (ex->o->adapt == NODE_ADAPT_CPU && ex->st.cpu_pct >= 0)
-                        snprintf(cpu + strlen(cpu), sizeof(cpu) - strlen(cpu),
-                                 "%u", ex->st.k_cpu ? ex->st.k_cpu : 1);
+                        snprintf(
+                            cpu + strlen(cpu), sizeof(cpu) - strlen(cpu), "%u",
+                            ex->st.k_cpu ? ex->st.k_cpu
+                                         : node_handoff_plan(ex->h)->avg_every);
                 node_log(
                     NODE_LOG_INFO,
                     "adaptation: %llu changes, ending with %s (our link "
