@@ -110,9 +110,14 @@ uint64_t gossip_adapt_need_ttl_ms(const struct gossip_adapt_in *in,
 {
         double ms = 0;
 
-        if (in->step_us > 0 && isfinite(in->step_us))
-                ms = (double)GOSSIP_ADAPT_NEED_TTL_ROUNDS * (double)alive *
-                     (double)k * in->step_us / 1e3;
+        if (in->step_us > 0 && isfinite(in->step_us)) {
+                double steps = (double)GOSSIP_ADAPT_NEED_TTL_ROUNDS *
+                               (double)alive * (double)k;
+
+                if (steps < GOSSIP_ADAPT_NEED_TTL_MIN_STEPS)
+                        steps = GOSSIP_ADAPT_NEED_TTL_MIN_STEPS;
+                ms = steps * in->step_us / 1e3;
+        }
         if (!(ms > GOSSIP_ADAPT_NEED_TTL_MIN_MS))
                 return GOSSIP_ADAPT_NEED_TTL_MIN_MS;
         return ms < 1e12 ? (uint64_t)ms : (uint64_t)1e12;

@@ -224,10 +224,14 @@ static void test_agree(void **state)
         assert_int_equal(gossip_adapt_agree(&in, 2, nd, 1, 9000, 3000), 2);
         nd[0].k = 1000;
         assert_int_equal(gossip_adapt_agree(&in, 2, nd, 1, 9000, 3000), 128);
-        /* life: 4 rounds of all members at K, at least 3 s */
+        /* life: 4 rounds of all members at K, at least 256 steps and
+         * 3 s */
         in = mlp(0);
         assert_int_equal(gossip_adapt_need_ttl_ms(&in, 4, 64), 5120);
         assert_int_equal(gossip_adapt_need_ttl_ms(&in, 4, 1), 3000);
+        in.step_us = 45000; /* Pi 4 class: 256 steps, not 4 x 4 x 2 */
+        assert_int_equal(gossip_adapt_need_ttl_ms(&in, 4, 2), 11520);
+        assert_int_equal(gossip_adapt_need_ttl_ms(&in, 16, 8), 23040);
         in.step_us = 0;
         assert_int_equal(gossip_adapt_need_ttl_ms(&in, 4, 64), 3000);
 }

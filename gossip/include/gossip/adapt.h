@@ -110,9 +110,15 @@ int gossip_adapt_skip(const struct gossip_adapt_in *in,
  */
 enum {
         /* a need lives this many of the cluster's rounds of all members
-         * (n * K steps), and at least GOSSIP_ADAPT_NEED_TTL_MIN_MS */
+         * (n * K steps), at least GOSSIP_ADAPT_NEED_TTL_MIN_STEPS steps
+         * and at least GOSSIP_ADAPT_NEED_TTL_MIN_MS */
         GOSSIP_ADAPT_NEED_TTL_ROUNDS = 4,
         GOSSIP_ADAPT_NEED_TTL_MIN_MS = 3000,
+        /* a CPU need changes once a window at most (64-128 steps at the
+         * periods it asks for); at 6 % of a core 4 devices lost a
+         * partner's need of 4 after 3 s unheard (an evaluation and a
+         * catch-up) and fell back to 2 for a round trip of windows */
+        GOSSIP_ADAPT_NEED_TTL_MIN_STEPS = 256,
 };
 
 /* A partner's need as last heard. k == 0: none. */
@@ -122,7 +128,7 @@ struct gossip_adapt_need {
 };
 
 /* How long a need lives with `alive` members at period k and our step
- * time in->step_us (unknown: the minimum). */
+ * time in->step_us (unknown: GOSSIP_ADAPT_NEED_TTL_MIN_MS). */
 uint64_t gossip_adapt_need_ttl_ms(const struct gossip_adapt_in *in,
                                   size_t alive, uint32_t k);
 
@@ -204,8 +210,12 @@ enum {
         GOSSIP_ADAPT_CPU_BACK_PCT = 5,
         GOSSIP_ADAPT_CPU_K_FACTOR_MAX = 8,
         /* windows of 64 steps and 8 rounds read e(8) anywhere from 200
-         * to 400 us on a shared host; twice as long halves the swing */
-        GOSSIP_ADAPT_CPU_MIN_STEPS = 128,
+         * to 400 us on a shared host; 16 rounds halve the swing. At
+         * K <= 2 the round's cost dominates the window and 32 steps
+         * read it (e(1) 830-850 us at 6 % of a core on 4 devices): 128
+         * steps there took the run's first 600 of 1,500 steps to reach
+         * K = 4 */
+        GOSSIP_ADAPT_CPU_MIN_STEPS = 32,
         GOSSIP_ADAPT_CPU_MIN_ROUNDS = 16,
 };
 
