@@ -264,10 +264,13 @@ uint32_t gossip_adapt_cpu_need(const struct gossip_adapt_in *in,
                 *b_us = b;
         up = cpu_k(k0, a, b, m->compute_us, GOSSIP_ADAPT_CPU_PCT);
         down = cpu_k(k0, a, b, m->compute_us, GOSSIP_ADAPT_CPU_BACK_PCT);
-        /* one period measured: a = 0 is a guess that may overshoot, and
-         * the way back would need the 5 %; one doubling, then a window
-         * there tells a from b */
-        if (!m->k[1] && up > 2 * cur)
+        /* one doubling a window: with one period measured a = 0 is a
+         * guess that may overshoot, and the way back would need the 5 %;
+         * a fit of two short windows can too (one device of 4 read b =
+         * 1,035 us where the others read 506-677 and asked 8, and under
+         * one period for all the fleet went to 8). The window at the
+         * doubled period tells a from b again. */
+        if (up > 2 * cur)
                 up = 2 * cur;
         if (up > cur)
                 return up;

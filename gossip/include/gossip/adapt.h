@@ -189,9 +189,10 @@ double gossip_adapt_pace_us(const struct gossip_adapt_pace *p);
  * 70-110; at 6 % of a core e(1) 790-865, e(8) 200-290, compute
  * 1,700-2,000. With windows at two periods a and b are solved for (the
  * newest window at each, smoothed); with one, a = 0 (all of it per
- * round), and the need goes at most one doubling up: the window at that
- * period then tells a from b (a guess that jumped to 8 at once stayed
- * there, the way back needing 5 %, where a and b asked for 4).
+ * round). The need goes at most one doubling up a window: the window at
+ * that period tells a from b again (a guess that jumped to 8 at once
+ * stayed there, the way back needing 5 %, where a and b asked for 4;
+ * one device's noisy two-window fit asked 8 where 3 others asked 4).
  *
  * The need: the smallest K = K0 * 2^j whose per-round part b / K is at
  * most GOSSIP_ADAPT_CPU_PCT % of the CPU of a step (compute + a + b / K);
