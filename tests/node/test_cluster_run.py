@@ -348,16 +348,30 @@ def scenario_churn(c):
     # within one epoch of its shard (15000 samples = 150 steps), n3 is
     # within SPREAD points of the others at the same evaluation step
     s3 = c.step(3)
-    c.wait_for("n3 trains one epoch after rejoining, and 3 evaluations",
-               lambda: c.step(3) >= s3 + 300, 150)
-    # Once n3 has trained one epoch, compare it with n0 and n1 over the
-    # next three evaluation steps they share (one evaluation of one model
+
+    def shared():
+        """Evaluation steps n3 shares with n0 and n1 past one epoch of
+        n3 after rejoining, and the three nodes' {step: test_acc}."""
+        ev = [{e["step"]: e["test_acc"] for e in c.events(i, "eval")}
+              for i in (0, 1, 3)]
+        common = sorted(set(ev[0]) & set(ev[1]) & set(ev[2]))
+        return [st for st in common if st > s3 + 150], ev
+
+    # Compare n3 with n0 and n1 over the first three evaluation steps they
+    # share once n3 has trained one epoch (one evaluation of one model
     # moves by about a point from one to the next while the rate is high).
-    ev = [{e["step"]: e["test_acc"] for e in c.events(i, "eval")}
-          for i in (0, 1, 3)]
-    common = sorted(set(ev[0]) & set(ev[1]) & set(ev[2]))
-    last = [st for st in common if s3 + 150 < st <= s3 + 300][-3:]
-    assert last, "n3 shares no evaluation step with n0 and n1"
+    # Not a fixed window of steps: a rejoiner still behind every partner
+    # skips steps (catch_up) or takes a model again (far behind), and its
+    # evaluations in that window are then skipped with them.
+    c.wait_for("n3 trains one epoch after rejoining and shares 3 "
+               "evaluations with n0 and n1",
+               lambda: len(shared()[0]) >= 3, 150)
+    skips = [(e["step"], e["skipped"]) for e in c.events(3, "catch_up")]
+    joins = [e["step"] for e in c.events(3, "join")]
+    print("n3 after rejoining: skipped (step, steps) %s; took a model at "
+          "steps %s" % (skips or "none", joins))
+    common, ev = shared()
+    last = common[:3]
     acc3 = sum(ev[2][s] for s in last) / len(last)
     acc_others = sum(ev[k][s] for k in (0, 1) for s in last) / (2 * len(last))
     print("steps %s: n0/n1 mean %.2f%%, n3 mean %.2f%%"

@@ -411,8 +411,10 @@ def drift(c, hostile, tmp, steps, seed):
                  if re.search(ABSOLUTE, ln)]
         for ln in lines:
             print("n%d: %s" % (i, ln.strip()))
-        verdicts += sum(int(re.search(r"refusing (\d+) peer", ln).group(1))
-                        > 0 for ln in lines)
+        # a restart line ("... again ..., judging from this model on")
+        # names a criterion too but is no verdict and refuses no one
+        refused = [re.search(r"refusing (\d+) peer", ln) for ln in lines]
+        verdicts += sum(int(m.group(1)) > 0 for m in refused if m)
         print("n%d: clean %.2f%% (rollbacks %d), attacked %.2f%% (diff "
               "%+.2f), rollbacks %d, absolute verdicts %d"
               % (i, clean[i], rollbacks(clogs[i]), att[i], att[i] - clean[i],
