@@ -263,7 +263,7 @@ void node_evlog_step(struct node_evlog *l, uint64_t step, uint32_t epoch,
 
 void node_evlog_slow_step(struct node_evlog *l, uint64_t step, double ms,
                           double pace_ms, double wait_ms, uint64_t held,
-                          double held_max_ms)
+                          double held_max_ms, uint64_t held_max_step)
 {
         char a[32], b[32], c[32], d[32];
 
@@ -271,11 +271,12 @@ void node_evlog_slow_step(struct node_evlog *l, uint64_t step, double ms,
                 return;
         emit(l, "slow_step",
              ",\"step\":%llu,\"ms\":%s,\"pace_ms\":%s,\"wait_ms\":%s,"
-             "\"held\":%llu,\"held_max_ms\":%s",
+             "\"held\":%llu,\"held_max_ms\":%s,\"held_max_step\":%llu",
              (unsigned long long)step, num(a, 32, ms, 1),
              num(b, 32, pace_ms, 1), num(c, 32, wait_ms, 1),
              (unsigned long long)held,
-             num(d, 32, held_max_ms > 0 ? held_max_ms : NAN, 1));
+             num(d, 32, held_max_ms > 0 ? held_max_ms : NAN, 1),
+             (unsigned long long)held_max_step);
 }
 
 void node_evlog_eval(struct node_evlog *l, uint64_t step, uint32_t epoch,

@@ -78,13 +78,14 @@ void node_evlog_step(struct node_evlog *l, uint64_t step, uint32_t epoch,
                      double max_ms, uint64_t slow);
 
 /* {"ev":"slow_step","step":N,"ms":x,"pace_ms":x,"wait_ms":x,"held":N,
- *  "held_max_ms":x} - one step took over twice the pace (the median
- * step): its time, the pace, its time waiting for partners, and the slow
- * steps not told since the last such line (rate-limited, train/stall.h)
- * with the longest of them (null: none). */
+ *  "held_max_ms":x,"held_max_step":N} - one step took over twice the
+ * pace (the median step): its time, the pace, its time waiting for
+ * partners, and the slow steps not told since the last such line
+ * (rate-limited, train/stall.h) with the longest of them and its step
+ * (null, 0: none). */
 void node_evlog_slow_step(struct node_evlog *l, uint64_t step, double ms,
                           double pace_ms, double wait_ms, uint64_t held,
-                          double held_max_ms);
+                          double held_max_ms, uint64_t held_max_step);
 
 /* {"ev":"eval","step":N,"epoch":E,"train_acc":x,"test_acc":x,
  *  "test_loss":x,"train_s":x,"compute_s":x,"skipped":N} (accuracies in

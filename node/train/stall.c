@@ -115,8 +115,10 @@ int node_stall_note(struct node_stall *s, uint64_t step, double us,
         s->win_slow++;
         if (!bucket_take(s, now_us)) {
                 s->held++;
-                if (us > s->held_max_us)
+                if (us > s->held_max_us) {
                         s->held_max_us = us;
+                        s->held_max_step = step;
+                }
                 return 0;
         }
         out->step = step;
@@ -125,8 +127,10 @@ int node_stall_note(struct node_stall *s, uint64_t step, double us,
         out->wait_us = wait_us;
         out->held = s->held;
         out->held_max_us = s->held_max_us;
+        out->held_max_step = s->held_max_step;
         s->held = 0;
         s->held_max_us = 0;
+        s->held_max_step = 0;
         return 1;
 }
 

@@ -60,11 +60,12 @@ struct node_stall_stats {
 
 /* One slow step to tell (node_stall_note). */
 struct node_stall_slow {
-        uint64_t step;      /* the step it made */
-        double us, pace_us; /* its time; the median it was judged by */
-        double wait_us;     /* of its time, waiting for partners */
-        uint64_t held;      /* slow steps not told since the last event */
-        double held_max_us; /* the longest of them (0: none) */
+        uint64_t step;          /* the step it made */
+        double us, pace_us;     /* its time; the median it was judged by */
+        double wait_us;         /* of its time, waiting for partners */
+        uint64_t held;          /* slow steps not told since the last event */
+        double held_max_us;     /* the longest of them (0: none) */
+        uint64_t held_max_step; /* the step it made */
 };
 
 struct node_stall {
@@ -80,6 +81,7 @@ struct node_stall {
         int bucket_started;
         uint64_t held;
         double held_max_us;
+        uint64_t held_max_step;
 };
 
 /* Empty s: no step timed, a full bucket. */

@@ -1637,7 +1637,8 @@ static void stall_note(struct node_trainer *t, double s)
         if (slow)
                 node_evlog_slow_step(t->ev, sl.step, sl.us / 1e3,
                                      sl.pace_us / 1e3, sl.wait_us / 1e3,
-                                     sl.held, sl.held_max_us / 1e3);
+                                     sl.held, sl.held_max_us / 1e3,
+                                     sl.held_max_step);
 }
 
 static int run_loop(struct node_trainer *t, int *reason)

@@ -452,7 +452,7 @@ static void test_evlog(void **state)
         node_evlog_catch_up(l, 640, 32);
         node_evlog_member(l, "pi-2", "suspect");
         node_evlog_join(l, "pi-2", 1200);
-        node_evlog_slow_step(l, 1250, 180.5, 40.25, 150.0, 3, 0);
+        node_evlog_slow_step(l, 1250, 180.5, 40.25, 150.0, 3, 0, 0);
         node_evlog_stop(l, "target", 1800, 3, 88.25, 0, 0);
         node_evlog_close(l);
         node_evlog_step(NULL, 1, 1, 1, 1, 1, 1, 1, 1); /* no log: no-op */
@@ -477,10 +477,11 @@ static void test_evlog(void **state)
                                      "\"loss\":0.48000,\"acc\":86.100,"
                                      "\"sps\":41200.0,\"lr\":0.050000,"
                                      "\"max_ms\":61.2,\"slow\":2}"));
-        assert_non_null(strstr(text, "\"ev\":\"slow_step\",\"step\":1250,"
-                                     "\"ms\":180.5,\"pace_ms\":40.2,"
-                                     "\"wait_ms\":150.0,\"held\":3,"
-                                     "\"held_max_ms\":null}"));
+        assert_non_null(strstr(text,
+                               "\"ev\":\"slow_step\",\"step\":1250,"
+                               "\"ms\":180.5,\"pace_ms\":40.2,"
+                               "\"wait_ms\":150.0,\"held\":3,"
+                               "\"held_max_ms\":null,\"held_max_step\":0}"));
         assert_non_null(strstr(text,
                                "\"ev\":\"eval\",\"step\":600,\"epoch\":1,"
                                "\"train_acc\":85.000,\"test_acc\":null,"

@@ -144,6 +144,7 @@ static void test_events_bucket(void **state)
         assert_int_equal(node_stall_note(&s, 2001, 100000, 0, now, &sl), 1);
         assert_int_equal(sl.held, 20 - NODE_STALL_EVENT_BURST + 1);
         assert_true(sl.held_max_us == 119000);
+        assert_int_equal(sl.held_max_step, 1019);
         assert_int_equal(s.held, 0);
         assert_int_equal(s.st.slow, 22);
 }
