@@ -25,6 +25,14 @@ boundary is good to one progress tick (3 s). The pace a phase's longest
 step is held against is the `slow_step` events' pace in that phase, else
 the one `gossipctl train` reported just before the churn.
 
+The peer in the same run (--control N): N more rounds of the same
+training with nothing stopped, the phases cut at the same points (the
+survivors' median step passing --stop-at of the run, then --down-s and
+10 s): the slow steps a run has without churn, which on the lab's
+quota are not few (a device at 6 % runs 1 ms of every 17 ms, so a step
+moves in 17 ms stairs and any other work in the container, the loop
+thread's included, costs the training thread whole periods).
+
 For the restarted devices: rejoin (seconds from the (re)start until half
 of the survivors', and all of their, event logs say it is alive again),
 its first training step, and its final test accuracy against the
@@ -42,7 +50,7 @@ signal. A round lasts about 2-3 minutes of training at --epochs 64.
 Usage (root):
   /usr/bin/python3 tests/bench/fleet/churn_fleet.py --deb DEB
       [--rounds 1] [--epochs 64] [--quota 6] [--stop-at 0.27]
-      [--down-s 35] [--out DIR] [--keep]
+      [--down-s 35] [--control 1] [--out DIR] [--keep]
 Prints progress, a table per round and the medians; one JSON line per
 round to OUT/rounds.jsonl. Exit status 0, 1 when a round failed, 2 on
 bad usage. It does not fail on a missed target: it prints it.
@@ -83,9 +91,10 @@ def since_start(evs):
 
 
 class ChurnRow(bf.Row):
-    def __init__(self, a, rnd):
+    def __init__(self, a, rnd, control=False):
         super().__init__(a, rnd, SIZE, "uncapped")
-        self.tag = f"churn-r{rnd}"
+        self.control = control
+        self.tag = f"{'control' if control else 'churn'}-r{rnd}"
         self.gone = STOPPED + KILLED
         self.survivors = [i for i in range(SIZE) if i not in self.gone]
 
@@ -111,6 +120,9 @@ class ChurnRow(bf.Row):
         t = {}
         pace = {i: self.ctl(i, "train").get("step_pace_ms")
                 for i in self.survivors}
+        if self.control:
+            say(f"{self.tag}: the churn's time; nothing stopped (control)")
+            return {i: time.time() for i in self.gone}, pace
         for i in STOPPED:
             self.sh(i, "systemctl stop --no-block gossipnode")
             t[i] = time.time()
@@ -127,6 +139,8 @@ class ChurnRow(bf.Row):
 
     def churn_in(self):
         t = {}
+        if self.control:
+            return {i: (time.time(), "control") for i in self.gone}
         for i in self.gone:
             was = self.sh(i, "systemctl is-active gossipnode",
                           check=False).strip()
@@ -284,7 +298,7 @@ class ChurnRow(bf.Row):
         surv = [self.survivor(i, train[i]) for i in self.survivors]
         med_acc = bc.median([s["final_test_acc"] for s in surv])
         back = {}
-        for r in self.gone:
+        for r in () if self.control else self.gone:
             d = self.rejoined(r)
             d["final_test_acc"] = last_acc(self.read_events(r))
             d["acc_gap"] = (d["final_test_acc"] - med_acc
@@ -298,7 +312,8 @@ class ChurnRow(bf.Row):
         worst = max(surv, key=lambda s: s["during"]["max_over_pace"] or 0)
         base = max(surv, key=lambda s: s["before"]["max_over_pace"] or 0)
         return {
-            "round": self.rnd, "size": SIZE, "quota_pct": self.a.quota,
+            "round": self.rnd, "control": self.control, "size": SIZE,
+            "quota_pct": self.a.quota,
             "epochs": self.a.epochs, "wall_s": self.wall_s,
             "boot_s": self.boot_s, "setup_s": self.setup_s,
             "churn_out_s": min(self.t_out.values()) - self.t_start,
@@ -357,7 +372,8 @@ def served_cell(d):
 
 
 def table(r):
-    out = [f"round {r['round']}: 16 devices at {r['quota_pct']:g} % of a "
+    out = [f"{'control (no churn) ' if r.get('control') else ''}"
+           f"round {r['round']}: 16 devices at {r['quota_pct']:g} % of a "
            f"core, uncapped, {r['epochs']} passes; out at "
            f"{r['churn_out_s']:.0f} s, back at {r['churn_in_s']:.0f} s, "
            f"{r['wall_s']:.0f} s in all, load {r['load_start']:.2f} -> "
@@ -389,6 +405,8 @@ def table(r):
                f"{f1(w['max_over_pace'], '{:.1f}')} x its pace "
                f"{f1(w['pace_ms'])} ms (target <= 2), {w['slow']} slow "
                f"steps; worst told: {w['worst_told']}")
+    if r.get("control"):
+        return "\n".join(out)
     out += ["| restarted | how | back by | rejoin: alive in half / all "
             "survivors' views, s | first step, s | state from: its longest "
             "step near it | final acc % | vs survivors' median |",
@@ -406,7 +424,7 @@ def table(r):
 
 
 def medians(rows):
-    ok = [r for r in rows if not r.get("error")]
+    ok = [r for r in rows if not r.get("error") and not r.get("control")]
     if len(ok) < 2:
         return ""
     wo = [r["worst_during"]["max_over_pace"] for r in ok]
@@ -444,6 +462,10 @@ def parse_args():
                     dest="extra_conf", metavar="LINE")
     ap.add_argument("--delayer", default=None)
     ap.add_argument("--out", default="churn-fleet")
+    ap.add_argument("--control", type=int, default=0, metavar="N",
+                    help="also N control rounds: the same run, nothing "
+                    "stopped, the phases at the same times (the slow "
+                    "steps a run has without churn)")
     ap.add_argument("--keep", action="store_true",
                     help="keep journals and event logs under OUT/")
     a = ap.parse_args()
@@ -484,8 +506,10 @@ def main():
                 os.path.join(fleet.STATE_ROOT, bf.NAME)):
             say(f"a fleet {bf.NAME} is left from an earlier run: down")
             fleet.Fleet(bf.NAME).down(quiet=True)
-        for rnd in range(1, a.rounds + 1):
-            r = ChurnRow(a, rnd).go()
+        plan = [(rnd, False) for rnd in range(1, a.rounds + 1)]
+        plan += [(rnd, True) for rnd in range(1, a.control + 1)]
+        for rnd, control in plan:
+            r = ChurnRow(a, rnd, control).go()
             rows.append(r)
             jl.write(json.dumps(r) + "\n")
             jl.flush()
