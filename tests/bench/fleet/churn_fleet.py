@@ -19,6 +19,8 @@ the longest step and the steps over 2x the pace:
   before   from the start to the first stop
   during   from the first stop to 10 s after the restart
   after    from then to the end
+("before" is the 30 s up to the first stop; the start-up before it,
+16 devices loading and joining at once, is reported apart as "start".)
 The phases come from each node's `step` events (every 3 s: the longest
 step and the slow ones since the previous), placed by their time, so a
 boundary is good to one progress tick (3 s). The pace a phase's longest
@@ -74,6 +76,7 @@ bf.SUBNET = "10.82.0"
 SIZE = 16
 STOPPED = (3, 7)           # systemctl stop, started again at --down-s
 KILLED = (11, 15)          # SIGKILL to the main process
+BEFORE_S = 30.0            # "before" is this long, up to the churn
 AFTER_RESTART_S = 10.0     # "during" ends this long after the restart
 STATE_SPAN_S = 4.0         # a state served: the server's steps this near
 POLL_S = 2.0
@@ -196,7 +199,8 @@ class ChurnRow(bf.Row):
     def phases(self):
         t_out = min(self.t_out.values())
         t_in = max(t for t, _ in self.t_in.values())
-        return [("before", self.t_start, t_out),
+        return [("start", self.t_start, t_out - BEFORE_S),
+                ("before", t_out - BEFORE_S, t_out),
                 ("during", t_out, t_in + AFTER_RESTART_S),
                 ("after", t_in + AFTER_RESTART_S, self.t_end + 1)]
 
@@ -320,10 +324,17 @@ class ChurnRow(bf.Row):
             "churn_in_s": max(t for t, _ in self.t_in.values()) -
             self.t_start,
             "survivors": surv, "restarted": back,
+            "times": {"t_start": self.t_start, "t_out": self.t_out,
+                      "t_in": self.t_in, "t_end": self.t_end,
+                      "pace_before": self.pace_before,
+                      "wall_s": self.wall_s, "boot_s": self.boot_s,
+                      "setup_s": self.setup_s},
             "survivor_median_acc": med_acc,
             "worst_during": {"name": worst["name"],
                              **worst["during"]},
             "worst_before": {"name": base["name"], **base["before"]},
+            "worst_start": max((s["start"]["max_over_pace"] or 0
+                                for s in surv), default=None),
             "slow_per_min": {ph: bc.median([s[ph]["slow_per_min"]
                                             for s in surv])
                              for ph in ("before", "during", "after")},
@@ -395,6 +406,8 @@ def table(r):
     out.append("slow steps per survivor per minute (median): before "
                f"{f1(spm['before'])}, during {f1(spm['during'])}, after "
                f"{f1(spm['after'])}")
+    out.append(f"start-up (before the 30 s before the churn), worst "
+               f"survivor: {f1(r.get('worst_start'))} x its pace")
     b = r["worst_before"]
     out.append(f"worst survivor before the churn: {b['name']}, longest "
                f"step {f1(b['max_ms'], '{:.0f}')} ms = "
@@ -423,23 +436,37 @@ def table(r):
     return "\n".join(out)
 
 
-def medians(rows):
-    ok = [r for r in rows if not r.get("error") and not r.get("control")]
-    if len(ok) < 2:
+def medians(rows, control=False):
+    ok = [r for r in rows if not r.get("error") and
+          bool(r.get("control")) == control]
+    if not ok:
         return ""
+    spm = {ph: bc.median([r["slow_per_min"][ph] for r in ok])
+           for ph in ("before", "during", "after")}
+    rate = (f"slow steps per survivor per minute, before / during / after: "
+            f"{spm['before']:.1f} / {spm['during']:.1f} / "
+            f"{spm['after']:.1f}")
+    wo = [r["worst_during"]["max_over_pace"] for r in ok]
+    wb = [r["worst_before"]["max_over_pace"] for r in ok]
+    if control:
+        return (f"control, medians over {len(ok)} rounds: worst survivor's "
+                f"longest step in the 'during' window {bc.median(wo):.1f} x "
+                f"its pace ({min(wo):.1f}-{max(wo):.1f}), in 'before' "
+                f"{bc.median(wb):.1f} x; {rate}")
     wo = [r["worst_during"]["max_over_pace"] for r in ok]
     slow = [sum(s["during"]["slow"] for s in r["survivors"]) for r in ok]
-    gap = [min(d["acc_gap"] for d in r["restarted"].values()
-               if d["acc_gap"] is not None) for r in ok]
+    gap = [max((d["acc_gap"] for d in r["restarted"].values()
+                if d["acc_gap"] is not None), key=abs) for r in ok]
     rj = [bc.median([d["alive_all_s"] for d in r["restarted"].values()])
           for r in ok]
-    return (f"medians over {len(ok)} rounds: worst survivor's longest step "
-            f"during the churn {bc.median(wo):.1f} x its pace "
+    return (f"churn, medians over {len(ok)} rounds: worst survivor's "
+            f"longest step during the churn {bc.median(wo):.1f} x its pace "
             f"({min(wo):.1f}-{max(wo):.1f}); slow steps during, all "
             f"survivors: {bc.median(slow)} ({min(slow)}-{max(slow)}); "
-            f"lowest restarted device vs survivors' median "
+            f"restarted device furthest from the survivors' median "
             f"{bc.median(gap):+.2f} points; rejoin (alive to all) "
-            f"{bc.median(rj):.1f} s")
+            f"{bc.median(rj):.1f} s; before the churn the worst was "
+            f"{bc.median(wb):.1f} x; {rate}")
 
 
 def parse_args():
@@ -466,6 +493,8 @@ def parse_args():
                     help="also N control rounds: the same run, nothing "
                     "stopped, the phases at the same times (the slow "
                     "steps a run has without churn)")
+    ap.add_argument("--report", default=None, metavar="DIR",
+                    help="no run: the tables from a --keep run's DIR")
     ap.add_argument("--keep", action="store_true",
                     help="keep journals and event logs under OUT/")
     a = ap.parse_args()
@@ -488,8 +517,55 @@ def parse_args():
     return a
 
 
+def report(a):
+    """--report DIR: the tables again from DIR/rounds.jsonl and the event
+    logs and journals --keep left in DIR."""
+    rows = []
+    with open(os.path.join(a.report, "rounds.jsonl")) as f:
+        for ln in f:
+            old = json.loads(ln)
+            if old.get("error") or "times" not in old:
+                continue
+            r = ChurnRow(a, old["round"], old.get("control", False))
+            d = os.path.join(a.report, r.tag)
+            r.events_path = lambda i, d=d: os.path.join(
+                d, f"dev{i}.events.jsonl")
+            tm = old["times"]
+            r.t_start, r.t_end = tm["t_start"], tm["t_end"]
+            r.t_out = {int(k): v for k, v in tm["t_out"].items()}
+            r.t_in = {int(k): tuple(v) for k, v in tm["t_in"].items()}
+            r.pace_before = {int(k): v for k, v in
+                             tm["pace_before"].items()}
+            r.wall_s, r.boot_s, r.setup_s = (tm["wall_s"], tm["boot_s"],
+                                             tm["setup_s"])
+            logs = []
+            for i in range(SIZE):
+                try:
+                    with open(os.path.join(d, f"dev{i}.log")) as g:
+                        logs.append(g.read())
+                except OSError:
+                    logs.append("")
+            train = [{} for _ in range(SIZE)]
+            for sv in old["survivors"]:  # what gossipctl said at the end
+                train[r.names.index(sv["name"])] = {
+                    "step_pace_ms": sv["pace_end_ms"],
+                    "step_max_ms": sv["run_max_ms"],
+                    "steps_slow": sv["run_slow"]}
+            new = r.result(train, logs)
+            new.update(load_start=old["load_start"],
+                       load_end=old["load_end"])
+            rows.append(new)
+            print(table(new), flush=True)
+    print(medians(rows))
+    print(medians(rows, control=True))
+    return 0
+
+
 def main():
     a = parse_args()
+    if a.report:
+        a.keep = False
+        return report(a)
     if os.geteuid() != 0:
         print("churn-fleet: needs root (the fleet lab)", file=sys.stderr)
         return 1
@@ -506,8 +582,10 @@ def main():
                 os.path.join(fleet.STATE_ROOT, bf.NAME)):
             say(f"a fleet {bf.NAME} is left from an earlier run: down")
             fleet.Fleet(bf.NAME).down(quiet=True)
-        plan = [(rnd, False) for rnd in range(1, a.rounds + 1)]
-        plan += [(rnd, True) for rnd in range(1, a.control + 1)]
+        # interleaved: churn 1, control 1, churn 2, ... (the host drifts)
+        plan = [(rnd, ctl) for rnd in range(1, max(a.rounds, a.control) + 1)
+                for ctl in (False, True)
+                if rnd <= (a.control if ctl else a.rounds)]
         for rnd, control in plan:
             r = ChurnRow(a, rnd, control).go()
             rows.append(r)
@@ -526,9 +604,10 @@ def main():
         except fleet.FleetError as e:
             say(f"teardown: {e}")
         jl.close()
-    m = medians(rows)
-    if m:
-        print(m)
+    for ctl in (False, True):
+        m = medians(rows, ctl)
+        if m:
+            print(m)
     return status
 
 
