@@ -493,6 +493,9 @@ def parse_args():
                     help="also N control rounds: the same run, nothing "
                     "stopped, the phases at the same times (the slow "
                     "steps a run has without churn)")
+    ap.add_argument("--first-round", type=int, default=1,
+                    help="number the rounds from this one (to add rounds "
+                    "to an earlier run's --out)")
     ap.add_argument("--report", default=None, metavar="DIR",
                     help="no run: the tables from a --keep run's DIR")
     ap.add_argument("--keep", action="store_true",
@@ -583,7 +586,8 @@ def main():
             say(f"a fleet {bf.NAME} is left from an earlier run: down")
             fleet.Fleet(bf.NAME).down(quiet=True)
         # interleaved: churn 1, control 1, churn 2, ... (the host drifts)
-        plan = [(rnd, ctl) for rnd in range(1, max(a.rounds, a.control) + 1)
+        plan = [(rnd + a.first_round - 1, ctl)
+                for rnd in range(1, max(a.rounds, a.control) + 1)
                 for ctl in (False, True)
                 if rnd <= (a.control if ctl else a.rounds)]
         for rnd, control in plan:
