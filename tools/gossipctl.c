@@ -580,6 +580,28 @@ static void print_peer_stats(FILE *f, const msgpack_object *peers)
 
 /* ---- simple commands --------------------------------------------------- */
 
+/* "steps     pace 41.0 ms, longest 230.5 ms at step 1200 (190.0 ms
+ *            waiting), 3 slow (over 2x the pace): 0.6 s, 0.5 s waiting" */
+static void print_train_steps(FILE *f, const msgpack_object *d)
+{
+        char a[4][32];
+
+        if (!ctlc_get(d, "step_max_ms"))
+                return; /* an older node */
+        fprintf(f,
+                "%-10s pace %s ms, longest %s ms at step %s (%s ms "
+                "waiting), ",
+                "steps",
+                fmt_float(ctlc_get(d, "step_pace_ms"), "%.1f", a[0], 32),
+                fmt_float(ctlc_get(d, "step_max_ms"), "%.1f", a[1], 32),
+                fmt_num(ctlc_get(d, "step_max_at"), a[2], 32),
+                fmt_float(ctlc_get(d, "step_max_wait_ms"), "%.1f", a[3], 32));
+        fprintf(f, "%s slow (over 2x the pace): %s ms, %s ms waiting\n",
+                fmt_num(ctlc_get(d, "steps_slow"), a[0], 32),
+                fmt_float(ctlc_get(d, "slow_ms"), "%.0f", a[1], 32),
+                fmt_float(ctlc_get(d, "slow_wait_ms"), "%.0f", a[2], 32));
+}
+
 static void print_train(FILE *f, const msgpack_object *d)
 {
         char a[64];
@@ -608,6 +630,7 @@ static void print_train(FILE *f, const msgpack_object *d)
         fprintf(f, "%-10s %s (peer states taken when far behind: %s)\n",
                 "skipped", fmt_num(ctlc_get(d, "steps_skipped"), a, 32),
                 fmt_num(ctlc_get(d, "refetches"), a + 32, 32));
+        print_train_steps(f, d);
         fprintf(f, "%-10s %s\n", "lr",
                 fmt_float(ctlc_get(d, "lr"), "%g", a, sizeof(a)));
         fprintf(f, "%-10s %s non-finite, ", "rollbacks",

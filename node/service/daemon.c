@@ -356,7 +356,7 @@ static void pack_train(struct daemon *d, msgpack_packer *pk)
         struct node_train_stats st;
 
         node_trainer_stats(d->trainer, &st);
-        msgpack_pack_map(pk, 21);
+        msgpack_pack_map(pk, 28);
         pack_exchange(d, pk);
         node_ctl_pack_kstr(pk, "state", train_state(d, &st));
         node_ctl_pack_ku64(pk, "step", st.step);
@@ -371,6 +371,13 @@ static void pack_train(struct daemon *d, msgpack_packer *pk)
         node_ctl_pack_ku64(pk, "extra_batches", st.extra_batches);
         node_ctl_pack_ku64(pk, "steps_skipped", st.steps_skipped);
         node_ctl_pack_ku64(pk, "refetches", st.refetches);
+        node_ctl_pack_kdbl(pk, "step_pace_ms", st.step_pace_ms);
+        node_ctl_pack_kdbl(pk, "step_max_ms", st.step_max_ms);
+        node_ctl_pack_ku64(pk, "step_max_at", st.step_max_at);
+        node_ctl_pack_kdbl(pk, "step_max_wait_ms", st.step_max_wait_ms);
+        node_ctl_pack_ku64(pk, "steps_slow", st.steps_slow);
+        node_ctl_pack_kdbl(pk, "slow_ms", st.slow_ms);
+        node_ctl_pack_kdbl(pk, "slow_wait_ms", st.slow_wait_ms);
         node_ctl_pack_kdbl(pk, "loss", st.loss);
         node_ctl_pack_kdbl(pk, "train_acc", st.acc / 100.0);
         node_ctl_pack_kdbl(pk, "test_acc", st.test_acc / 100.0);
@@ -430,6 +437,26 @@ static void metrics_fill(void *ctx, struct node_metrics_buf *b)
                              "Times this node, far behind every partner, "
                              "took a peer's state",
                              st.refetches);
+        node_metrics_counter(b, "train_slow_steps_total",
+                             "Steps that took over twice the median step "
+                             "(evaluations and checkpoints not counted)",
+                             st.steps_slow);
+        node_metrics_family(b, "train_slow_step_seconds_total",
+                            NODE_METRICS_COUNTER, "Time of those steps");
+        node_metrics_sample(b, "train_slow_step_seconds_total", NULL, 0,
+                            st.slow_ms / 1e3);
+        node_metrics_family(b, "train_slow_step_wait_seconds_total",
+                            NODE_METRICS_COUNTER,
+                            "Of it, waiting for partners' slices");
+        node_metrics_sample(b, "train_slow_step_wait_seconds_total", NULL, 0,
+                            st.slow_wait_ms / 1e3);
+        node_metrics_gauge(b, "train_step_median_seconds",
+                           "Median time of the last 128 steps (0: fewer "
+                           "than 16 timed)",
+                           st.step_pace_ms / 1e3);
+        node_metrics_gauge(b, "train_step_max_seconds",
+                           "The run's longest step (0: none judged yet)",
+                           st.step_max_ms / 1e3);
         node_metrics_family(b, "train_rollbacks_total", NODE_METRICS_COUNTER,
                             "Model-health rollbacks to the last good "
                             "snapshot, by cause");

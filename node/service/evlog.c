@@ -245,17 +245,38 @@ void node_evlog_start(struct node_evlog *l, const char *model, uint64_t params,
 }
 
 void node_evlog_step(struct node_evlog *l, uint64_t step, uint32_t epoch,
-                     double loss, double acc, double sps, double lr)
+                     double loss, double acc, double sps, double lr,
+                     double max_ms, uint64_t slow)
 {
-        char a[32], b[32], c[32], d[32];
+        char a[32], b[32], c[32], d[32], e[32];
 
         if (!l)
                 return;
         emit(l, "step",
              ",\"step\":%llu,\"epoch\":%u,\"loss\":%s,\"acc\":%s,\"sps\":%s,"
-             "\"lr\":%s",
+             "\"lr\":%s,\"max_ms\":%s,\"slow\":%llu",
              (unsigned long long)step, epoch, num(a, 32, loss, 5),
-             num(b, 32, acc, 3), num(c, 32, sps, 1), num(d, 32, lr, 6));
+             num(b, 32, acc, 3), num(c, 32, sps, 1), num(d, 32, lr, 6),
+             num(e, 32, max_ms > 0 ? max_ms : NAN, 1),
+             (unsigned long long)slow);
+}
+
+void node_evlog_slow_step(struct node_evlog *l, uint64_t step, double ms,
+                          double pace_ms, double wait_ms, uint64_t held,
+                          double held_max_ms, uint64_t held_max_step)
+{
+        char a[32], b[32], c[32], d[32];
+
+        if (!l)
+                return;
+        emit(l, "slow_step",
+             ",\"step\":%llu,\"ms\":%s,\"pace_ms\":%s,\"wait_ms\":%s,"
+             "\"held\":%llu,\"held_max_ms\":%s,\"held_max_step\":%llu",
+             (unsigned long long)step, num(a, 32, ms, 1),
+             num(b, 32, pace_ms, 1), num(c, 32, wait_ms, 1),
+             (unsigned long long)held,
+             num(d, 32, held_max_ms > 0 ? held_max_ms : NAN, 1),
+             (unsigned long long)held_max_step);
 }
 
 void node_evlog_eval(struct node_evlog *l, uint64_t step, uint32_t epoch,
@@ -310,15 +331,19 @@ void node_evlog_join(struct node_evlog *l, const char *peer, uint64_t step)
 }
 
 void node_evlog_stop(struct node_evlog *l, const char *reason, uint64_t step,
-                     uint32_t epoch, double test_acc)
+                     uint32_t epoch, double test_acc, double max_ms,
+                     uint64_t slow)
 {
-        char r[EVLOG_STR_MAX * 6 + 3], a[32];
+        char r[EVLOG_STR_MAX * 6 + 3], a[32], b[32];
         size_t rp = 0;
 
         if (!l)
                 return;
         json_str(r, sizeof(r), &rp, reason);
         emit(l, "stop",
-             ",\"reason\":%s,\"step\":%llu,\"epoch\":%u,\"test_acc\":%s", r,
-             (unsigned long long)step, epoch, num(a, 32, test_acc, 3));
+             ",\"reason\":%s,\"step\":%llu,\"epoch\":%u,\"test_acc\":%s,"
+             "\"max_ms\":%s,\"slow\":%llu",
+             r, (unsigned long long)step, epoch, num(a, 32, test_acc, 3),
+             num(b, 32, max_ms > 0 ? max_ms : NAN, 1),
+             (unsigned long long)slow);
 }

@@ -68,10 +68,24 @@ void node_evlog_start(struct node_evlog *l, const char *model, uint64_t params,
                       uint32_t shard_i, uint32_t shard_n, uint64_t seed,
                       uint64_t step, uint32_t peers);
 
-/* {"ev":"step","step":N,"epoch":E,"loss":x,"acc":x,"sps":x,"lr":x}
- * loss/acc: means over the steps since the previous tick (acc in %). */
+/* {"ev":"step","step":N,"epoch":E,"loss":x,"acc":x,"sps":x,"lr":x,
+ *  "max_ms":x,"slow":N}
+ * loss/acc: means over the steps since the previous tick (acc in %);
+ * max_ms: the longest step since then (null: none judged yet), slow:
+ * the steps since then slower than twice the pace (train/stall.h). */
 void node_evlog_step(struct node_evlog *l, uint64_t step, uint32_t epoch,
-                     double loss, double acc, double sps, double lr);
+                     double loss, double acc, double sps, double lr,
+                     double max_ms, uint64_t slow);
+
+/* {"ev":"slow_step","step":N,"ms":x,"pace_ms":x,"wait_ms":x,"held":N,
+ *  "held_max_ms":x,"held_max_step":N} - one step took over twice the
+ * pace (the median step): its time, the pace, its time waiting for
+ * partners, and the slow steps not told since the last such line
+ * (rate-limited, train/stall.h) with the longest of them and its step
+ * (null, 0: none). */
+void node_evlog_slow_step(struct node_evlog *l, uint64_t step, double ms,
+                          double pace_ms, double wait_ms, uint64_t held,
+                          double held_max_ms, uint64_t held_max_step);
 
 /* {"ev":"eval","step":N,"epoch":E,"train_acc":x,"test_acc":x,
  *  "test_loss":x,"train_s":x,"compute_s":x,"skipped":N} (accuracies in
@@ -94,8 +108,10 @@ void node_evlog_member(struct node_evlog *l, const char *peer,
 void node_evlog_join(struct node_evlog *l, const char *peer, uint64_t step);
 
 /* {"ev":"stop","reason":"steps|epochs|time|target|signal|error",
- *  "step":N,"epoch":E,"test_acc":x} */
+ *  "step":N,"epoch":E,"test_acc":x,"max_ms":x,"slow":N} - max_ms, slow:
+ * the run's longest step (null: none judged) and its slow steps. */
 void node_evlog_stop(struct node_evlog *l, const char *reason, uint64_t step,
-                     uint32_t epoch, double test_acc);
+                     uint32_t epoch, double test_acc, double max_ms,
+                     uint64_t slow);
 
 #endif

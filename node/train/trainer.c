@@ -53,6 +53,7 @@
 #include "nn/reservoir.h"
 #include "gossip/robust.h"
 #include "train/shuffle.h"
+#include "train/stall.h"
 
 /* Tunables. */
 enum {
@@ -156,6 +157,11 @@ struct node_trainer {
          * (batch, forward/backward, optimizer). compute_s / train_s is the
          * node's compute efficiency. */
         double train_s, compute_s;
+        /* stalls: the steps' times (train/stall.h) and, within the step
+         * under way, the seconds spent waiting for partners (the box's
+         * waits, a refetch) */
+        struct node_stall stall;
+        double step_wait_s;
         /* --fill-batches: the gradient sum (weighted by batch size) of
          * the extra batches trained since the last step, acc_n samples;
          * their loss and hits wait here for the next step's windows. */
@@ -668,6 +674,7 @@ int node_trainer_create(const struct node_options *o,
         t->h = hooks ? hooks : &t->no_hooks;
         t->ev = ev;
         pthread_mutex_init(&t->stats_lock, NULL);
+        node_stall_init(&t->stall);
         atomic_init(&t->stop_flag, 0);
         t->st.test_acc = NAN;
         t->st.test_loss = NAN;
@@ -769,6 +776,8 @@ static void progress(struct node_trainer *t, struct window *w, double lr)
         double acc =
             w->samples ? 100.0 * (double)w->correct / (double)w->samples : NAN;
         double sps = dt > 0 ? (double)w->samples / dt : 0;
+        double max_us;
+        uint64_t slow;
         char h[32];
 
         node_log(NODE_LOG_INFO,
@@ -776,7 +785,9 @@ static void progress(struct node_trainer *t, struct window *w, double lr)
                  "samples/s",
                  display_epoch(t), (unsigned long long)t->step, loss, acc,
                  human(sps, h, sizeof(h)));
-        node_evlog_step(t->ev, t->step, display_epoch(t), loss, acc, sps, lr);
+        node_stall_window_take(&t->stall, &max_us, &slow);
+        node_evlog_step(t->ev, t->step, display_epoch(t), loss, acc, sps, lr,
+                        max_us / 1e3, slow);
         pthread_mutex_lock(&t->stats_lock);
         t->st.loss = loss;
         t->st.acc = acc;
@@ -920,8 +931,12 @@ static void exchange_admit(struct node_trainer *t, int phase, int last)
                         if (node_trainer_extra_batch(t)) /* none after it */
                                 a.w.extra = UINT32_MAX;
                         break;
-                default:
+                default: {
+                        double w0 = mono_s();
+
                         node_handoff_wait(t->box, &a);
+                        t->step_wait_s += mono_s() - w0;
+                }
                 }
         }
 }
@@ -956,6 +971,8 @@ static void catch_up(struct node_trainer *t)
 {
         const struct node_options *o = t->o;
         uint64_t end = UINT64_MAX, skip, was = t->step;
+        double w0;
+        int ok;
 
         if (node_handoff_far_behind(t->box, t->step) &&
             mono_s() >= t->refetch_after) {
@@ -963,8 +980,11 @@ static void catch_up(struct node_trainer *t)
                          "far behind every recent partner at step %llu: "
                          "asking for a peer's model",
                          (unsigned long long)t->step);
-                t->refetch_after = mono_s() + TRAINER_REFETCH_S;
-                if (fetch_state(t)) {
+                w0 = mono_s();
+                t->refetch_after = w0 + TRAINER_REFETCH_S;
+                ok = fetch_state(t);
+                t->step_wait_s += mono_s() - w0; /* a wait for a peer */
+                if (ok) {
                         /* the peer's model is the good one from now on,
                          * and our held slices are of steps we left */
                         node_handoff_forget_own(t->box);
@@ -1595,6 +1615,32 @@ static void initial_state(struct node_trainer *t)
         fetch_state(t);
 }
 
+/* Time one step (s seconds; evaluations and checkpoints come after it,
+ * not in it): the stats, and a slow_step event when the bucket allows. */
+static void stall_note(struct node_trainer *t, double s)
+{
+        struct node_stall_slow sl;
+        const struct node_stall_stats *ss = &t->stall.st;
+        int slow =
+            node_stall_note(&t->stall, t->step, s * 1e6, t->step_wait_s * 1e6,
+                            (uint64_t)(mono_s() * 1e6), &sl);
+
+        pthread_mutex_lock(&t->stats_lock);
+        t->st.step_pace_ms = ss->pace_us / 1e3;
+        t->st.step_max_ms = ss->max_us / 1e3;
+        t->st.step_max_at = ss->max_step;
+        t->st.step_max_wait_ms = ss->max_wait_us / 1e3;
+        t->st.steps_slow = ss->slow;
+        t->st.slow_ms = ss->slow_us / 1e3;
+        t->st.slow_wait_ms = ss->slow_wait_us / 1e3;
+        pthread_mutex_unlock(&t->stats_lock);
+        if (slow)
+                node_evlog_slow_step(t->ev, sl.step, sl.us / 1e3,
+                                     sl.pace_us / 1e3, sl.wait_us / 1e3,
+                                     sl.held, sl.held_max_us / 1e3,
+                                     sl.held_max_step);
+}
+
 static int run_loop(struct node_trainer *t, int *reason)
 {
         const struct node_options *o = t->o;
@@ -1611,10 +1657,12 @@ static int run_loop(struct node_trainer *t, int *reason)
                 double s0 = mono_s();
 
                 epoch_before = nn_batcher_epoch(&t->batcher);
+                t->step_wait_s = 0;
                 rc = train_step(t, &pw, &ew, &lr);
                 if (rc)
                         return rc;
                 t->train_s += mono_s() - s0;
+                stall_note(t, mono_s() - s0);
                 if (mono_s() >= next_tick) {
                         progress(t, &pw, lr);
                         next_tick = mono_s() + o->progress_ms / 1000.0;
@@ -1657,6 +1705,27 @@ static void thread_report(struct node_trainer *t)
                  t->train_s > 0 ? 100.0 * t->compute_s / t->train_s : 0.0,
                  (unsigned long long)t->st.extra_batches, ru.ru_nvcsw,
                  ru.ru_nivcsw);
+}
+
+/* The run's stalls in one line (train/stall.h). */
+static void stall_report(struct node_trainer *t)
+{
+        const struct node_stall_stats *ss = &t->stall.st;
+
+        if (ss->max_us <= 0) {
+                node_log(NODE_LOG_INFO,
+                         "steps: %llu timed, too few to judge stalls",
+                         (unsigned long long)ss->steps);
+                return;
+        }
+        node_log(NODE_LOG_INFO,
+                 "steps: pace %.1f ms (median), longest %.1f ms at step "
+                 "%llu (%.1f ms waiting for partners), %llu slow (over "
+                 "2x the pace) of %llu: %.1f s, %.1f s of it waiting",
+                 ss->pace_us / 1e3, ss->max_us / 1e3,
+                 (unsigned long long)ss->max_step, ss->max_wait_us / 1e3,
+                 (unsigned long long)ss->slow, (unsigned long long)ss->steps,
+                 ss->slow_us / 1e6, ss->slow_wait_us / 1e6);
 }
 
 /* The cluster-wide stop (gossip/stop.h), at the end of a run: our own
@@ -1767,8 +1836,10 @@ int node_trainer_run(struct node_trainer *t)
                  node_trainer_reason_name(reason), (unsigned long long)t->step,
                  display_epoch(t), t->last_eval_acc);
         thread_report(t);
+        stall_report(t);
         node_evlog_stop(t->ev, node_trainer_reason_name(reason), t->step,
-                        display_epoch(t), t->last_eval_acc);
+                        display_epoch(t), t->last_eval_acc,
+                        t->stall.st.max_us / 1e3, t->stall.st.slow);
         return ended(t, reason, rc);
 }
 

@@ -100,7 +100,16 @@ struct node_train_stats {
         uint64_t rollbacks_norm;       /* parameter RMS beyond its bound */
         uint64_t rollbacks_accuracy;   /* accuracy far below our best */
         uint64_t health_snapshot_step; /* step of the last good snapshot */
-        int running;                   /* 1 while the thread runs */
+        /* stalls (train/stall.h): times in ms of one training step
+         * (evaluations and checkpoints not in it) */
+        double step_pace_ms;     /* the median of the last 128; 0: unknown */
+        double step_max_ms;      /* the longest; 0: none judged yet */
+        uint64_t step_max_at;    /* the step it made */
+        double step_max_wait_ms; /* of it, waiting for partners */
+        uint64_t steps_slow;     /* over twice the pace at their time */
+        double slow_ms;          /* the slow steps' time, in all */
+        double slow_wait_ms;     /* of it, waiting for partners */
+        int running;             /* 1 while the thread runs */
         int loading;     /* 1 until the data, model and checkpoint are ready */
         int stop_reason; /* enum node_stop_reason, 0 while running */
 };

@@ -447,14 +447,15 @@ static void test_evlog(void **state)
         close(fd);
         assert_int_equal(node_evlog_open(path, "n\"1", &l), 0);
         node_evlog_start(l, "784-512-10", 407050, 1, 3, 7, 0, 2);
-        node_evlog_step(l, 600, 1, 0.48, 86.1, 41200.0, 0.05);
+        node_evlog_step(l, 600, 1, 0.48, 86.1, 41200.0, 0.05, 61.25, 2);
         node_evlog_eval(l, 600, 1, 85.0, NAN, 0.4, 12.5, 12.0, 24);
         node_evlog_catch_up(l, 640, 32);
         node_evlog_member(l, "pi-2", "suspect");
         node_evlog_join(l, "pi-2", 1200);
-        node_evlog_stop(l, "target", 1800, 3, 88.25);
+        node_evlog_slow_step(l, 1250, 180.5, 40.25, 150.0, 3, 0, 0);
+        node_evlog_stop(l, "target", 1800, 3, 88.25, 0, 0);
         node_evlog_close(l);
-        node_evlog_step(NULL, 1, 1, 1, 1, 1, 1); /* no log: no-op */
+        node_evlog_step(NULL, 1, 1, 1, 1, 1, 1, 1, 1); /* no log: no-op */
         text = slurp(path);
         unlink(path);
         for (const char *p = text; *p; n++) {
@@ -467,14 +468,20 @@ static void test_evlog(void **state)
                 assert_int_equal(line[nl - p - 1], '}');
                 p = nl + 1;
         }
-        assert_int_equal(n, 7);
+        assert_int_equal(n, 8);
         assert_non_null(strstr(text,
                                "\"ev\":\"start\",\"model\":\"784-512-10\","
                                "\"params\":407050,\"shard\":\"1/3\","
                                "\"seed\":7,\"step\":0,\"peers\":2}"));
         assert_non_null(strstr(text, "\"ev\":\"step\",\"step\":600,\"epoch\":1,"
                                      "\"loss\":0.48000,\"acc\":86.100,"
-                                     "\"sps\":41200.0,\"lr\":0.050000}"));
+                                     "\"sps\":41200.0,\"lr\":0.050000,"
+                                     "\"max_ms\":61.2,\"slow\":2}"));
+        assert_non_null(strstr(text,
+                               "\"ev\":\"slow_step\",\"step\":1250,"
+                               "\"ms\":180.5,\"pace_ms\":40.2,"
+                               "\"wait_ms\":150.0,\"held\":3,"
+                               "\"held_max_ms\":null,\"held_max_step\":0}"));
         assert_non_null(strstr(text,
                                "\"ev\":\"eval\",\"step\":600,\"epoch\":1,"
                                "\"train_acc\":85.000,\"test_acc\":null,"
@@ -488,7 +495,8 @@ static void test_evlog(void **state)
                                      "\"step\":1200}"));
         assert_non_null(strstr(text, "\"ev\":\"stop\",\"reason\":\"target\","
                                      "\"step\":1800,\"epoch\":3,"
-                                     "\"test_acc\":88.250}"));
+                                     "\"test_acc\":88.250,\"max_ms\":null,"
+                                     "\"slow\":0}"));
 }
 
 int main(void)

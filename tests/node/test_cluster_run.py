@@ -10,7 +10,10 @@ Fashion-MNIST shard per node). Scenarios:
          model (never both, never a model from that close).
   churn  four nodes; one is killed with SIGKILL mid-training: the others
          never stall (no gap between progress events longer than the
-         suspicion timeout bound) and mark it dead; it is restarted, rejoins,
+         suspicion timeout bound, and no step longer than it by their
+         own measure: the longest step and the slow ones in their event
+         logs, consistent between step, slow_step and stop events) and
+         mark it dead; it is restarted, rejoins,
          takes the model from a peer, and is within SPREAD points of the
          others; another gets SIGTERM and is seen as `left`; all exit 0.
   join   two nodes train; a third starts late: it takes the model from a
@@ -56,7 +59,8 @@ Fashion-MNIST shard per node). Scenarios:
   serve  n0 and n1 train with --after-train serve: after their last step
          they stay up (no exit within 3 s), list each other alive in
          `gossipctl members`, report running false at the last step in
-         `gossipctl train`; n2 starts late, takes the model of the last
+         `gossipctl train` with their stall figures (longest step, pace,
+         slow steps) as their stop events have them; n2 starts late, takes the model of the last
          step from one of them and evaluates near their final accuracy;
          all exit 0 (n0, n1 on SIGTERM). Needs GOSSIPCTL.
   wildcard three nodes bound to 0.0.0.0:PORT (--listen, as the guide's
@@ -279,6 +283,36 @@ def max_gap(c, i, t_from, t_to):
     return max((b - a for a, b in zip(ts, ts[1:])), default=0)
 
 
+def check_stalls(c, i, bound_ms=None):
+    """Node i's stall measure (node/train/stall.h) in its event log, read
+    after its stop: every `step` event says the longest step of its window
+    and the slow ones, every `slow_step` event is over twice its pace and
+    waited no longer than it took, and the stop event's figures hold them
+    all (the run's longest is at least each window's, its slow count at
+    least their sum). Returns the run's longest step (ms) and slow count."""
+    steps = c.events(i, "step")
+    assert steps and all("max_ms" in e and "slow" in e for e in steps), \
+        "n%d: step events without max_ms/slow" % i
+    stop = c.events(i, "stop")[-1]
+    run_max, run_slow = stop.get("max_ms"), stop.get("slow")
+    assert run_max is not None and run_max > 0, stop
+    assert isinstance(run_slow, int) and run_slow >= 0, stop
+    # the last run's events only (a restarted node's file has two)
+    k = max(j for j, e in enumerate(c.events(i)) if e["ev"] == "start")
+    mine = c.events(i)[k:]
+    win = [e for e in mine if e["ev"] == "step" and e["max_ms"] is not None]
+    assert all(e["max_ms"] <= run_max + 0.05 for e in win), (run_max, win)
+    assert sum(e["slow"] for e in mine if e["ev"] == "step") <= run_slow
+    for e in (e for e in mine if e["ev"] == "slow_step"):
+        # both rounded to 0.1 ms in the event
+        assert e["pace_ms"] > 0 and e["ms"] > 2 * e["pace_ms"] - 0.2, e
+        assert 0 <= e["wait_ms"] <= e["ms"] + 0.1, e
+    if bound_ms is not None:
+        assert run_max <= bound_ms, \
+            "n%d: a step of %.0f ms (bound %.0f)" % (i, run_max, bound_ms)
+    return run_max, run_slow
+
+
 def scenario_three(c):
     steps = ["--steps", "300", "--eval-every", "100"]
     for i in range(3):
@@ -388,6 +422,15 @@ def scenario_churn(c):
         assert rc == 0, "n%d exited %d" % (i, rc)
     accs = {"n%d" % i: final_acc(c, i) for i in (0, 1, 3)}
     print("final test accuracies: %s" % accs)
+    # the survivors of the kill measured their stalls: no step longer
+    # than the pause bound above (a step's time is within a pause)
+    for i in (0, 1):
+        mx, slow = check_stalls(c, i, STALL_BOUND_S * 1000)
+        told = c.events(i, "slow_step")
+        print("n%d: longest step %.0f ms, %d slow (%d told); worst told: "
+              "%s" % (i, mx, slow, len(told),
+                      max(told, key=lambda e: e["ms"]) if told else "-"))
+    check_stalls(c, 3)
     assert abs(acc_others - acc3) <= SPREAD, \
         "n3 is %.2f points from n0/n1 one epoch after rejoining" \
         % abs(acc_others - acc3)
@@ -841,6 +884,15 @@ def scenario_serve(c):
             "n%d exited %s after training" % (i, c.procs[i].returncode)
         tr = ctl_json(c, i, "train")
         assert tr["running"] is False and tr["step"] == steps, tr
+        # the stall measure (node/train/stall.h), as the stop event has it
+        mx, slow = check_stalls(c, i)
+        assert abs(tr["step_max_ms"] - mx) <= 0.05 and \
+            tr["steps_slow"] == slow, (tr, mx, slow)
+        assert 0 < tr["step_pace_ms"] <= tr["step_max_ms"], tr
+        assert 0 < tr["step_max_at"] <= steps, tr
+        assert 0 <= tr["step_max_wait_ms"] <= tr["step_max_ms"], tr
+        assert 0 <= tr["slow_wait_ms"] <= tr["slow_ms"] + 0.1, tr
+        assert (tr["slow_ms"] > 0) == (slow > 0), tr
         members = ctl_json(c, i, "members")
         alive = sorted(m["name"] for m in members if m["state"] == "alive")
         assert alive == ["n0", "n1"], "n%d lists alive %s" % (i, alive)

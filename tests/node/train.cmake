@@ -50,3 +50,8 @@ gn_add_test(NAME test_settings_build
             LIBS gn_node gn::cmocka LABELS unit)
 target_compile_definitions(test_settings_build PRIVATE
                            GN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+# test_stall: the longest step, the slow ones and their rate-limited
+# events (node/train/stall.c), in numbers, no clock.
+gn_add_test(NAME test_stall
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_stall.c
+            LIBS gn_node gn::cmocka LABELS unit)

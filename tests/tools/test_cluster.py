@@ -330,6 +330,19 @@ def check_metrics(work):
     stepped = float(samples["gossipnode_train_steps_total"][0][1])
     assert 0 <= skipped <= stepped, (skipped, stepped)
     assert "gossipnode_exchange_catch_ups_total" in samples, sorted(samples)
+    # the stall measure (node/train/stall.h): slow steps are steps, their
+    # time waiting is part of their time, and after 64 steps (at most 16
+    # of them the unjudged warm-up) the longest is no shorter than the
+    # median
+    val = {k: float(samples["gossipnode_" + k][0][1]) for k in (
+        "train_slow_steps_total", "train_slow_step_seconds_total",
+        "train_slow_step_wait_seconds_total", "train_step_median_seconds",
+        "train_step_max_seconds")}
+    assert 0 <= val["train_slow_steps_total"] <= stepped, val
+    assert 0 <= val["train_slow_step_wait_seconds_total"] <= \
+        val["train_slow_step_seconds_total"] + 1e-3, val
+    assert stepped - skipped < 64 or val["train_step_max_seconds"] >= \
+        val["train_step_median_seconds"] > 0, val
     check_metric_labels(samples)
     log(f"metrics: {len(samples)} families scraped from {addr}, "
         f"e.g. {steps[0]}={samples[steps[0]][0][1]}")

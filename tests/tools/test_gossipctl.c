@@ -159,7 +159,7 @@ static void pack_stats(msgpack_packer *pk)
 
 static void pack_train(msgpack_packer *pk)
 {
-        msgpack_pack_map(pk, 21);
+        msgpack_pack_map(pk, 28);
         pk_kv_str(pk, "state", "training");
         pk_kv_u(pk, "step", 120);
         pk_kv_u(pk, "epoch", 1);
@@ -167,6 +167,13 @@ static void pack_train(msgpack_packer *pk)
         pk_kv_u(pk, "extra_batches", 10);
         pk_kv_u(pk, "steps_skipped", 16);
         pk_kv_u(pk, "refetches", 1);
+        pk_kv_f(pk, "step_pace_ms", 41.0);
+        pk_kv_f(pk, "step_max_ms", 230.5);
+        pk_kv_u(pk, "step_max_at", 1200);
+        pk_kv_f(pk, "step_max_wait_ms", 190.0);
+        pk_kv_u(pk, "steps_slow", 3);
+        pk_kv_f(pk, "slow_ms", 612.0);
+        pk_kv_f(pk, "slow_wait_ms", 480.0);
         pk_kv_u(pk, "rollbacks_nonfinite", 2);
         pk_kv_u(pk, "rollbacks_loss", 1);
         pk_kv_u(pk, "rollbacks_chance", 3);
@@ -637,6 +644,10 @@ static void test_train(void **state)
                                    "extra      10\n"
                                    "skipped    16 (peer states taken when "
                                    "far behind: 1)\n"
+                                   "steps      pace 41.0 ms, longest 230.5 "
+                                   "ms at step 1200 (190.0 ms waiting), 3 "
+                                   "slow (over 2x the pace): 612 ms, 480 "
+                                   "ms waiting\n"
                                    "lr         0.05\n"
                                    "rollbacks  2 non-finite, 1 loss "
                                    "explosion, 3 worse than chance, 4 "
@@ -651,7 +662,10 @@ static void test_train(void **state)
                             "{\"state\":\"training\",\"step\":120,"
                             "\"epoch\":1,\"samples\":12250,"
                             "\"extra_batches\":10,\"steps_skipped\":16,"
-                            "\"refetches\":1,"
+                            "\"refetches\":1,\"step_pace_ms\":41.0,"
+                            "\"step_max_ms\":230.5,\"step_max_at\":1200,"
+                            "\"step_max_wait_ms\":190.0,\"steps_slow\":3,"
+                            "\"slow_ms\":612.0,\"slow_wait_ms\":480.0,"
                             "\"rollbacks_nonfinite\":2,"
                             "\"rollbacks_loss\":1,\"rollbacks_chance\":3,"
                             "\"rollbacks_norm\":4,\"rollbacks_accuracy\":5,"
