@@ -415,11 +415,27 @@ class Row:
         }
         return row
 
+    # --- one round: the lifecycle ChurnRow (churn_fleet.py) shares ------
+
+    def workdir_of(self):
+        """Where this row's logs go (under --out)."""
+        return os.path.join(self.a.out, "rows", self.tag)
+
+    def head(self):
+        """The keys a row starts with, before its results."""
+        return {"round": self.rnd, "size": self.n, "link": self.link}
+
+    def tell(self, row):
+        """The row's line once it is done."""
+        say(f"{self.tag}: done: {brief(row)}, load {row['load_start']:.2f}"
+            f" -> {row['load_end']:.2f}")
+
     def go(self):
-        """Set up, run, tear down; the row (or one with an error)."""
-        self.workdir = os.path.join(self.a.out, "rows", self.tag)
+        """Wait for a quiet host, set up, run, tear down; the row (or one
+        with an error)."""
+        self.workdir = self.workdir_of()
         os.makedirs(self.workdir, exist_ok=True)
-        row = {"round": self.rnd, "size": self.n, "link": self.link}
+        row = self.head()
         row["waited_s"] = wait_quiet(self.a)
         row["load_start"] = load1()
         say(f"{self.tag}: start, load {row['load_start']:.2f}")
@@ -435,11 +451,10 @@ class Row:
                 self.fl.down(quiet=True)
             except fleet.FleetError as e:
                 row.setdefault("error", f"teardown: {e}")
-            if not self.a.keep:
-                shutil.rmtree(self.workdir, ignore_errors=True)
         row["load_end"] = load1()
-        say(f"{self.tag}: done: {brief(row)}, load {row['load_start']:.2f}"
-            f" -> {row['load_end']:.2f}")
+        if not self.a.keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        self.tell(row)
         return row
 
 

@@ -340,27 +340,16 @@ class ChurnRow(bf.Row):
                              for ph in ("before", "during", "after")},
         }
 
-    def go(self):
-        self.workdir = os.path.join(self.a.out, self.tag)
-        os.makedirs(self.workdir, exist_ok=True)
-        row = {"round": self.rnd}
-        row["waited_s"] = bf.wait_quiet(self.a)
-        row["load_start"] = bf.load1()
-        say(f"{self.tag}: start, load {row['load_start']:.2f}")
-        try:
-            self.setup()
-            row.update(self.run())
-        except (fleet.FleetError, linklab.LabError, OSError,
-                bf.subprocess.SubprocessError) as e:
-            row["error"] = str(e)[-600:]
-            say(f"{self.tag}: FAILED: {row['error']}")
-        finally:
-            try:
-                self.fl.down(quiet=True)
-            except fleet.FleetError as e:
-                row.setdefault("error", f"teardown: {e}")
-        row["load_end"] = bf.load1()
-        return row
+    # the round's lifecycle is bf.Row.go's; these are what differs
+
+    def workdir_of(self):
+        return os.path.join(self.a.out, self.tag)
+
+    def head(self):
+        return {"round": self.rnd}
+
+    def tell(self, row):
+        """No line: the caller prints the round's table."""
 
 
 def last_acc(evs):
