@@ -492,7 +492,7 @@ def parse_args():
     a = ap.parse_args()
     # what bench_fleet.Row reads
     a.steps, a.eval_every, a.iso_steps, a.variants = None, None, 0, {}
-    if a.deb is None:
+    if a.deb is None and not a.report:  # --report reads files only
         debs = sorted(f for f in os.listdir(a.build)
                       if f.startswith("gossipnode_") and
                       f.endswith("_amd64.deb")) \
@@ -500,7 +500,7 @@ def parse_args():
         if not debs:
             ap.error(f"no --deb and no gossipnode_*_amd64.deb in {a.build}")
         a.deb = os.path.join(a.build, debs[-1])
-    a.deb = os.path.abspath(a.deb)
+    a.deb = a.deb and os.path.abspath(a.deb)
     a.delayer = linklab.find_delayer(a.delayer or os.path.join(
         a.build, "tests", "lab", "lab_delay"))
     a.out = os.path.abspath(a.out)
