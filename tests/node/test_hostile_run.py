@@ -132,8 +132,12 @@ NOT_PARTNER_FRAC = 0.25
 # The liar's base is the newest slice a node sent it of that part, up to
 # a few rounds older than the node's own copy, so a lie of 1.5 % of RMS
 # lands a bit further than designed; 2-5 % of them were clipped in the
-# runs of docs/history/liar-attacks.md, none refused.
-INSIDE_FRAC = 0.75
+# runs of docs/history/liar-attacks.md, none refused. The drift liar's
+# offset is fixed, not adaptive, and the radius moves with each node's
+# recent distances: 0-16 % of its lies were clipped at a node in 7 local
+# runs and 29 % (9 of 31, drift*4 at n1) in one CI run, so "inside" means
+# most of them, not three in four.
+INSIDE_FRAC = 0.5
 
 
 def run(c, binary_hostile, tmp, name, steps, robust, attacks, seed,
