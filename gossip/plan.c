@@ -214,6 +214,29 @@ int gossip_plan_far_behind(const struct gossip_plan_cfg *c, uint64_t t,
                              GOSSIP_PLAN_FAR_WINDOWS * gossip_plan_window(c, 0);
 }
 
+void gossip_plan_pace_note(struct gossip_plan_pace *p, uint64_t passed,
+                           uint64_t trained)
+{
+        if (trained > passed)
+                trained = passed; /* a trained step is a step passed */
+        p->passed += passed;
+        p->trained += trained;
+        while (p->passed > 2 * (uint64_t)GOSSIP_PLAN_PACE_WINDOW) {
+                p->passed /= 2;
+                p->trained /= 2;
+        }
+}
+
+double gossip_plan_pace_ratio(const struct gossip_plan_pace *p, double cap)
+{
+        double w;
+
+        if (!(cap > 1.0) || !p->trained)
+                return 1.0;
+        w = (double)p->passed / (double)p->trained;
+        return w < 1.0 ? 1.0 : w > cap ? cap : w;
+}
+
 int gossip_plan_part_of(const struct gossip_plan_cfg *c, size_t lo,
                         size_t count, uint32_t *part)
 {

@@ -627,9 +627,12 @@ static void print_train(FILE *f, const msgpack_object *d)
                 fmt_num(ctlc_get(d, "samples"), a, sizeof(a)));
         fprintf(f, "%-10s %s\n", "extra",
                 fmt_num(ctlc_get(d, "extra_batches"), a, sizeof(a)));
-        fprintf(f, "%-10s %s (peer states taken when far behind: %s)\n",
-                "skipped", fmt_num(ctlc_get(d, "steps_skipped"), a, 32),
-                fmt_num(ctlc_get(d, "refetches"), a + 32, 32));
+        fprintf(f,
+                "%-10s %s (peer states taken when far behind: %s; steps "
+                "passed per step trained: %s)\n",
+                "skipped", fmt_num(ctlc_get(d, "steps_skipped"), a, 21),
+                fmt_num(ctlc_get(d, "refetches"), a + 21, 21),
+                fmt_float(ctlc_get(d, "pace_ratio"), "%.2f", a + 42, 22));
         print_train_steps(f, d);
         fprintf(f, "%-10s %s\n", "lr",
                 fmt_float(ctlc_get(d, "lr"), "%g", a, sizeof(a)));

@@ -591,8 +591,9 @@ static void send_samples(struct node_exchange *ex)
 
         if (!s)
                 return;
-        cap = nn_samples_packed_len(node_shuffle_per_step(s),
-                                    node_shuffle_sample_bytes(s));
+        cap = nn_samples_packed_len(
+            node_shuffle_max_count(node_shuffle_per_step(s)),
+            node_shuffle_sample_bytes(s));
         buf = malloc(cap);
         if (!buf)
                 return;
@@ -928,4 +929,19 @@ void node_exchange_log_summary(struct node_exchange *ex)
                          "steps skipped to their pace",
                          (unsigned long long)hs.catch_ups,
                          (unsigned long long)hs.steps_skipped);
+        if (node_handoff_shuffle(ex->h)) {
+                struct node_shuffle_stats ss;
+
+                node_shuffle_stats(node_handoff_shuffle(ex->h), &ss);
+                node_log(NODE_LOG_INFO,
+                         "sample shuffle: sent %llu samples in %llu frames, "
+                         "received %llu (%llu kept, %llu frames refused), "
+                         "trained %llu from the reservoir",
+                         (unsigned long long)ss.samples_sent,
+                         (unsigned long long)ss.frames_sent,
+                         (unsigned long long)ss.samples_received,
+                         (unsigned long long)ss.samples_kept,
+                         (unsigned long long)ss.frames_refused,
+                         (unsigned long long)ss.samples_trained);
+        }
 }

@@ -356,7 +356,7 @@ static void pack_train(struct daemon *d, msgpack_packer *pk)
         struct node_train_stats st;
 
         node_trainer_stats(d->trainer, &st);
-        msgpack_pack_map(pk, 28);
+        msgpack_pack_map(pk, 29);
         pack_exchange(d, pk);
         node_ctl_pack_kstr(pk, "state", train_state(d, &st));
         node_ctl_pack_ku64(pk, "step", st.step);
@@ -371,6 +371,7 @@ static void pack_train(struct daemon *d, msgpack_packer *pk)
         node_ctl_pack_ku64(pk, "extra_batches", st.extra_batches);
         node_ctl_pack_ku64(pk, "steps_skipped", st.steps_skipped);
         node_ctl_pack_ku64(pk, "refetches", st.refetches);
+        node_ctl_pack_kdbl(pk, "pace_ratio", st.pace_ratio);
         node_ctl_pack_kdbl(pk, "step_pace_ms", st.step_pace_ms);
         node_ctl_pack_kdbl(pk, "step_max_ms", st.step_max_ms);
         node_ctl_pack_ku64(pk, "step_max_at", st.step_max_at);
@@ -450,6 +451,11 @@ static void metrics_fill(void *ctx, struct node_metrics_buf *b)
                             "Of it, waiting for partners' slices");
         node_metrics_sample(b, "train_slow_step_wait_seconds_total", NULL, 0,
                             st.slow_wait_ms / 1e3);
+        node_metrics_gauge(b, "train_pace_ratio",
+                           "Steps passed per step trained over the last "
+                           "512 or so (1: never behind; a slower device "
+                           "skips to its partners' pace)",
+                           st.pace_ratio);
         node_metrics_gauge(b, "train_step_median_seconds",
                            "Median time of the last 128 steps (0: fewer "
                            "than 16 timed)",

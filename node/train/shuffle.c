@@ -16,7 +16,7 @@
 
 struct node_shuffle {
         uint32_t r, classes, sample_bytes; /* fixed */
-        size_t out_cap;                    /* fixed: r packed samples */
+        size_t out_cap; /* fixed: node_shuffle_max_count(r) packed samples */
         pthread_mutex_t mu;
         /* under mu */
         uint8_t *out;
@@ -44,7 +44,8 @@ int node_shuffle_create(struct node_shuffle **out, uint32_t r, uint32_t cap,
         s->r = r;
         s->classes = classes;
         s->sample_bytes = sample_bytes;
-        s->out_cap = nn_samples_packed_len(r, sample_bytes);
+        s->out_cap =
+            nn_samples_packed_len(node_shuffle_max_count(r), sample_bytes);
         s->out = malloc(s->out_cap);
         if (!s->out) {
                 nn_reservoir_free(&s->res);
@@ -80,6 +81,16 @@ void node_shuffle_stats(struct node_shuffle *s, struct node_shuffle_stats *st)
 uint32_t node_shuffle_per_step(const struct node_shuffle *s)
 {
         return s->r;
+}
+
+uint32_t node_shuffle_pace_count(const struct node_shuffle *s, double ratio)
+{
+        uint32_t hi = node_shuffle_max_count(s->r);
+        double want = (double)s->r * ratio + 0.5;
+
+        if (!(want >= (double)s->r)) /* below 1 or NaN */
+                return s->r;
+        return want >= (double)hi ? hi : (uint32_t)want;
 }
 
 uint32_t node_shuffle_sample_bytes(const struct node_shuffle *s)

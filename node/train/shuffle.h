@@ -12,8 +12,10 @@
  *
  * Bounds: R <= NODE_SHUFFLE_MAX_R samples per step out (R * (1 +
  * sample bytes) payload bytes, 3.1 KB per step for R = 4 on 28x28
- * images), one posted batch at a time (a newer one replaces an unsent
- * one), the reservoir's fixed cap * (1 + sample bytes) bytes in.
+ * images; up to NODE_SHUFFLE_PACE_MAX times that per step trained on a
+ * node slower than its partners, the same bytes per second), one posted
+ * batch at a time (a newer one replaces an unsent one), the reservoir's
+ * fixed cap * (1 + sample bytes) bytes in.
  *
  * Who owns what: the training thread posts (node_shuffle_post) and
  * draws (node_shuffle_draw); the loop takes what was posted
@@ -39,7 +41,26 @@ enum {
          * partner's R = 4 per step refreshes it over 500 steps. */
         NODE_SHUFFLE_RESERVOIR_DEFAULT = 2000,
         NODE_SHUFFLE_RESERVOIR_MAX = 1000000,
+        /* A node that trains one step in X of those it passes (a slower
+         * device kept in the schedule by the catch-up: gossip_plan_pace_
+         * ratio) sends R times X samples per step trained, up to this X
+         * (and NODE_SHUFFLE_MAX_R), so its samples reach its partners at
+         * their rate: per second it sends what a device at their speed
+         * would. Under label skew with its classes held by it alone, one
+         * of 4 nodes at a quarter speed (history/benchmarks-log.md,
+         * "Mixed device classes"). 8: a Pi Zero 2 next to a Pi 5. */
+        NODE_SHUFFLE_PACE_MAX = 8,
 };
+
+/* Most samples sent in one step: R times NODE_SHUFFLE_PACE_MAX, at most
+ * NODE_SHUFFLE_MAX_R (and never below R). */
+static inline uint32_t node_shuffle_max_count(uint32_t r)
+{
+        uint64_t m = (uint64_t)r * NODE_SHUFFLE_PACE_MAX;
+
+        m = m < NODE_SHUFFLE_MAX_R ? m : NODE_SHUFFLE_MAX_R;
+        return m > r ? (uint32_t)m : r;
+}
 
 struct node_shuffle;
 
@@ -62,6 +83,9 @@ void node_shuffle_free(struct node_shuffle *s);
 void node_shuffle_stats(struct node_shuffle *s, struct node_shuffle_stats *st);
 uint32_t node_shuffle_per_step(const struct node_shuffle *s);
 uint32_t node_shuffle_sample_bytes(const struct node_shuffle *s);
+/* Samples to send this step at a pace ratio of `ratio` (>= 1): R x ratio
+ * rounded, in [R, node_shuffle_max_count(R)]. */
+uint32_t node_shuffle_pace_count(const struct node_shuffle *s, double ratio);
 
 /* Training thread: our samples of `step`, packed (nn_samples_pack), for
  * the loop to send; replaces a batch not yet taken. */

@@ -93,6 +93,9 @@ enum {
          * (seconds): an ask that fails costs up to NODE_HANDOFF_STATE_TRIES
          * x NODE_HANDOFF_STATE_WAIT_MS of waiting, a third of this. */
         TRAINER_REFETCH_S = 45,
+        /* The pace ratio told to stats and the log is capped here: past
+         * it the node is far behind and takes a peer's state instead. */
+        TRAINER_PACE_MAX = 64,
 };
 /* A step's loss above this many times the running median of recent healthy
  * step losses is an explosion: cross-entropy over 10 classes is 2.3 for a
@@ -145,6 +148,10 @@ struct node_trainer {
         uint64_t step, start_step;
         uint32_t peers_at_start;
         double refetch_after; /* monotonic s: far behind, ask again then */
+        /* steps passed and trained (gossip_plan_pace), the pace ratio
+         * last told to stats and the one last logged */
+        struct gossip_plan_pace pace;
+        double pace_r, pace_r_told;
         uint32_t batch_epoch; /* 1-based epoch of the last batch trained */
         double extra_cpu_us;  /* CPU time of the extra batches, in all */
         int resumed;
@@ -675,6 +682,7 @@ int node_trainer_create(const struct node_options *o,
         t->ev = ev;
         pthread_mutex_init(&t->stats_lock, NULL);
         node_stall_init(&t->stall);
+        t->pace_r = t->pace_r_told = t->st.pace_ratio = 1.0;
         atomic_init(&t->stop_flag, 0);
         t->st.test_acc = NAN;
         t->st.test_loss = NAN;
@@ -963,6 +971,32 @@ static void say_exchange(struct node_trainer *t)
                          why, (unsigned long long)t->step);
 }
 
+/* Steps passed per step trained (gossip_plan_pace_ratio), up to
+ * TRAINER_PACE_MAX: told to stats when it changes, logged when it moves
+ * by a quarter. */
+static double pace_ratio(struct node_trainer *t)
+{
+        double r = gossip_plan_pace_ratio(&t->pace, TRAINER_PACE_MAX);
+
+        if (fabs(r - t->pace_r_told) >= 0.25) {
+                node_log(NODE_LOG_INFO,
+                         "training %.0f%% of the steps passed (a pace ratio "
+                         "of %.2f: partners step faster)%s",
+                         100.0 / r, r,
+                         t->shuf ? "; the sample shuffle sends as many "
+                                   "times its samples per step trained"
+                                 : "");
+                t->pace_r_told = r;
+        }
+        if (r != t->pace_r) {
+                t->pace_r = r;
+                pthread_mutex_lock(&t->stats_lock);
+                t->st.pace_ratio = r;
+                pthread_mutex_unlock(&t->stats_lock);
+        }
+        return r;
+}
+
 /* Every recent partner is ahead (gossip_plan_catch_up): take their
  * pace, keep our model. Never skips into the run's last steps. So far
  * ahead that skipping cannot close it (gossip_plan_far_behind): take a
@@ -992,6 +1026,12 @@ static void catch_up(struct node_trainer *t)
                         pthread_mutex_lock(&t->stats_lock);
                         t->st.refetches++;
                         pthread_mutex_unlock(&t->stats_lock);
+                        /* steps passed, not trained, like a skip */
+                        if (t->step > was) {
+                                gossip_plan_pace_note(&t->pace, t->step - was,
+                                                      0);
+                                pace_ratio(t);
+                        }
                         node_log(NODE_LOG_INFO,
                                  "moved from step %llu to %llu on a peer's "
                                  "state",
@@ -1015,6 +1055,8 @@ static void catch_up(struct node_trainer *t)
                  (unsigned long long)t->step, (unsigned long long)skip);
         node_evlog_catch_up(t->ev, t->step, skip);
         t->step += skip;
+        gossip_plan_pace_note(&t->pace, skip, 0);
+        pace_ratio(t);
         pthread_mutex_lock(&t->stats_lock);
         t->st.steps_skipped += skip;
         pthread_mutex_unlock(&t->stats_lock);
@@ -1317,15 +1359,17 @@ static int shuffle_place(struct node_trainer *t, int n, int k)
         return k;
 }
 
-/* R of our own samples, drawn at random from our part, for the loop to
- * send to this step's partner. */
+/* R of our own samples times our pace ratio (at most
+ * NODE_SHUFFLE_PACE_MAX, so a device that trains one step of four sends
+ * its samples at its partners' rate), drawn at random from our part, for
+ * the loop to send to this step's partner. */
 static void shuffle_post(struct node_trainer *t)
 {
         uint32_t r, ss;
 
         if (!t->shuf)
                 return;
-        r = node_shuffle_per_step(t->shuf);
+        r = node_shuffle_pace_count(t->shuf, t->pace_r);
         ss = node_shuffle_sample_bytes(t->shuf);
         for (uint32_t i = 0; i < r; i++)
                 t->shuf_idx[i] =
@@ -1351,8 +1395,10 @@ static void shuffle_setup(struct node_trainer *t)
                 return;
         t->shuf_img = malloc((size_t)r * ss);
         t->shuf_lab = malloc(r);
-        t->shuf_out = malloc(nn_samples_packed_len(r, ss));
-        t->shuf_idx = malloc(r * sizeof(uint32_t));
+        /* what we send: up to R x NODE_SHUFFLE_PACE_MAX a step */
+        t->shuf_out =
+            malloc(nn_samples_packed_len(node_shuffle_max_count(r), ss));
+        t->shuf_idx = malloc(node_shuffle_max_count(r) * sizeof(uint32_t));
         t->shuf_rng = o->seed ^ (0x5348554646ull + o->shard_i);
         if (!t->shuf_img || !t->shuf_lab || !t->shuf_out || !t->shuf_idx ||
             node_shuffle_create(&s, r, o->shuffle_reservoir, ss,
@@ -1442,6 +1488,8 @@ static int train_step(struct node_trainer *t, struct window *pw,
         t->compute_s += local + (mono_s() - t0);
         c[3] = node_handoff_thread_cpu_us();
         t->step++;
+        gossip_plan_pace_note(&t->pace, 1, 1);
+        pace_ratio(t);
         if (t->box) {
                 float *params = nn_model_params(t->model);
 

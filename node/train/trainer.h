@@ -84,6 +84,8 @@ struct node_train_stats {
         uint64_t extra_batches; /* trained while waiting (--fill-batches) */
         uint64_t steps_skipped; /* skipped to the partners' pace, in step */
         uint64_t refetches;     /* far behind: a peer's state taken */
+        double pace_ratio;      /* steps passed per step trained (a slower
+                                 * device: gossip_plan_pace_ratio) */
         double loss;            /* mean over the last progress window */
         double acc;             /* train accuracy, same window, % */
         double sps;             /* samples per second, same window */

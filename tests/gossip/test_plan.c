@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -1020,6 +1021,44 @@ static void test_state_source(void **state)
         assert_int_equal(gossip_plan_state_source(steps, 2, 1), 1);
 }
 
+/* A node at a quarter of the schedule's pace (it trains 10 steps, then
+ * the catch-up skips 30) has a pace ratio of 4; a node that never skips
+ * 1 exactly; the cap holds; a node freed of its slowness
+ * returns to 1.1 within a few windows (header: 1,561 steps). */
+static void test_pace_ratio(void **state)
+{
+        struct gossip_plan_pace p = {0};
+        uint64_t passed = 0;
+
+        (void)state;
+        assert_true(gossip_plan_pace_ratio(&p, 4.0) == 1.0); /* nothing */
+        for (int i = 0; i < 3000; i++)
+                gossip_plan_pace_note(&p, 1, 1);
+        assert_true(gossip_plan_pace_ratio(&p, 4.0) == 1.0);  /* uniform */
+        assert_true(p.passed <= 2 * GOSSIP_PLAN_PACE_WINDOW); /* bounded */
+        memset(&p, 0, sizeof(p));
+        for (int r = 0; r < 100; r++) {
+                for (int i = 0; i < 10; i++)
+                        gossip_plan_pace_note(&p, 1, 1);
+                gossip_plan_pace_note(&p, 30, 0);
+        }
+        assert_true(fabs(gossip_plan_pace_ratio(&p, 8.0) - 4.0) < 0.3);
+        assert_true(gossip_plan_pace_ratio(&p, 2.5) == 2.5); /* capped */
+        assert_true(gossip_plan_pace_ratio(&p, 1.0) == 1.0); /* off */
+        assert_true(gossip_plan_pace_ratio(&p, 0.5) == 1.0);
+        /* freed: it trains every step again */
+        while (gossip_plan_pace_ratio(&p, 8.0) > 1.1) {
+                gossip_plan_pace_note(&p, 1, 1);
+                passed++;
+        }
+        assert_true(passed > GOSSIP_PLAN_PACE_WINDOW / 2); /* not at once */
+        assert_true(passed <= 4 * GOSSIP_PLAN_PACE_WINDOW);
+        /* a trained step is a step passed: never a ratio below 1 */
+        memset(&p, 0, sizeof(p));
+        gossip_plan_pace_note(&p, 1, 5);
+        assert_true(p.trained == 1 && gossip_plan_pace_ratio(&p, 4) == 1.0);
+}
+
 /* A node behind every recent partner skips to their pace; not when one
  * partner alone is ahead, not off a round's end, never past a window. */
 static void test_catch_up(void **state)
@@ -1141,6 +1180,7 @@ int main(void)
             cmocka_unit_test(test_join),
             cmocka_unit_test(test_state_source),
             cmocka_unit_test(test_catch_up),
+            cmocka_unit_test(test_pace_ratio),
             cmocka_unit_test(test_far_behind),
             cmocka_unit_test(test_health_too_old),
             cmocka_unit_test(test_health_starved),

@@ -17,9 +17,11 @@ endif()
 # certificate, the authority's key and a seed address, and is dropped by
 # every member once its serial is revoked; a node far behind takes a
 # peer's state; a node is a member while its data loads; nodes average
-# less often as their CPU needs with --adapt cpu (need gossipctl).
+# less often as their CPU needs with --adapt cpu; a node held to a CPU
+# quota sends its shuffled samples at its partners' pace (need gossipctl).
 if(TARGET gossipnode AND TARGET gossip-keygen AND TARGET gossipctl)
-  foreach(s serve wildcard finished settings cert revoke far joinfirst cpu)
+  foreach(s serve wildcard finished settings cert revoke far joinfirst cpu
+          paced)
     add_test(NAME test_cluster_${s}
              COMMAND /usr/bin/python3
                      ${CMAKE_CURRENT_SOURCE_DIR}/test_cluster_run.py

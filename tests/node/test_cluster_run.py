@@ -83,6 +83,14 @@ Fashion-MNIST shard per node). Scenarios:
          period ("as a partner's link or CPU needs"), every node shows
          the exchange's share in `gossipctl stats` and averaged slices.
          Needs GOSSIPCTL.
+  paced  a slower device's samples at its partners' rate (issue 34 item
+         3): three nodes with --shuffle-samples R; once all train, n2 is
+         put in a CPU quota of PACED_QUOTA % of a core (cgroup v1, needs
+         root), n0 and n1 in twice that, all averaging every 4 steps: n2
+         skips steps to their pace and tells a pace ratio of at least
+         1.5 in `gossipctl train` and its log, and from then on sends
+         more than 1.25 R samples per frame (at most 8 R); n0 and n1, never
+         behind, send exactly R a frame. Needs GOSSIPCTL.
   settings n2 runs another --seed than n0 and n1 (issue 33 item 2): the
          join is refused on both sides within 1 s, the setting named with
          both values, once per member life; n2 exits 78 (EX_CONFIG); n0 and
@@ -583,7 +591,19 @@ def scenario_shuffle(c):
         rec = 1 + 28 * 28
         assert sh["per_step"] == SHUF_R, sh
         assert sh["frames_sent"] >= 100, sh
-        assert sh["samples_sent"] == SHUF_R * sh["frames_sent"], sh
+        # R a frame, times the pace ratio on a node that skipped steps to
+        # its partners' pace (NODE_SHUFFLE_PACE_MAX = 8 at most)
+        tr = json.loads(subprocess.run(
+            [ctl, "--socket", socks[i], "train", "--json"],
+            capture_output=True, text=True, timeout=30).stdout)
+        print("n%d skipped %d, pace ratio %.2f" % (
+            i, tr["steps_skipped"], tr["pace_ratio"]))
+        if tr["steps_skipped"] == 0:
+            assert tr["pace_ratio"] == 1.0, tr
+            assert sh["samples_sent"] == SHUF_R * sh["frames_sent"], sh
+        else:
+            assert SHUF_R * sh["frames_sent"] <= sh["samples_sent"] <= \
+                8 * SHUF_R * sh["frames_sent"], sh
         assert sh["bytes_sent"] == rec * sh["samples_sent"], sh
         # only the other shuffler sends it samples: half its steps' senders
         assert sh["frames_received"] >= 50, sh
@@ -1049,6 +1069,76 @@ def scenario_cpu(c):
         assert m and int(m.group(1)) > 0, "n%d never averaged" % i
 
 
+PACED_QUOTA = 10
+CPU_CGROUP = "/sys/fs/cgroup/cpu"
+
+
+def scenario_paced(c):
+    cgs = [os.path.join(CPU_CGROUP, "gn-paced-%d-n%d" % (os.getpid(), i))
+           for i in range(3)]
+    shuf = ["--shuffle-samples", str(SHUF_R), "--shuffle-reservoir",
+            str(SHUF_CAP)]
+    # averaging every 4 steps: at every step n2, at a tenth of a core,
+    # spent its CPU receiving the slices of partners 4 times as fast and
+    # stalled (its loop did not answer gossipctl); --adapt cpu is the
+    # product's answer to that (design.md, "Adapting to the CPU")
+    for i in range(3):
+        c.start(i, ["--steps", "100000", "--eval-every", "500",
+                    "--avg-every", "4", "--control", c.sock(i)] + shuf)
+    c.wait_for("all three training",
+               lambda: all(c.step(i) >= 20 for i in range(3)), 120)
+    try:
+        # n0 and n1 at twice n2's quota (unbounded, they stepped 20
+        # times as fast on 2 cores; at 4 times, n2's share of receiving
+        # their slices made it 9 times slower)
+        for i, cg in enumerate(cgs):
+            os.mkdir(cg)
+            with open(os.path.join(cg, "cpu.cfs_period_us"), "w") as f:
+                f.write("20000")
+            with open(os.path.join(cg, "cpu.cfs_quota_us"), "w") as f:
+                f.write(str(200 * PACED_QUOTA * (1 if i == 2 else 2)))
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(c.procs[i].pid))
+        c.wait_for("n2 behind its partners' pace",
+                   lambda: ctl_json(c, 2, "train")["pace_ratio"] >= 1.5, 120)
+        before = ctl_json(c, 2, "stats")["shuffle"]
+        time.sleep(5)  # frames at that pace
+        for i in range(3):
+            tr = ctl_json(c, i, "train")
+            sh = ctl_json(c, i, "stats")["shuffle"]
+            if i == 2:  # per frame since it was behind
+                frames = sh["frames_sent"] - before["frames_sent"]
+                per = (sh["samples_sent"] - before["samples_sent"]) / \
+                    max(1, frames)
+                assert frames >= 10, (before, sh)
+            else:
+                per = sh["samples_sent"] / max(1, sh["frames_sent"])
+            print("n%d: step %d, skipped %d, pace ratio %.2f; shuffle sent "
+                  "%d samples in %d frames (%.1f a frame)" % (
+                      i, tr["step"], tr["steps_skipped"], tr["pace_ratio"],
+                      sh["samples_sent"], sh["frames_sent"], per))
+            assert sh["frames_sent"] >= 20, sh
+            if i < 2:
+                assert tr["pace_ratio"] < 1.5, (i, tr)
+                if tr["steps_skipped"] == 0:
+                    assert sh["samples_sent"] == \
+                        SHUF_R * sh["frames_sent"], (i, sh)
+            else:
+                assert tr["steps_skipped"] > 0 and \
+                    tr["pace_ratio"] >= 1.5, tr
+                assert 1.25 * SHUF_R < per <= 8 * SHUF_R, sh
+        assert re.search(r"a pace ratio of [0-9.]+: partners step faster\); "
+                         r"the sample shuffle sends", log_text(c, 2)), \
+            "n2 never logged its pace"
+        for i in range(3):
+            assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
+    finally:
+        c.kill_all()
+        for cg in cgs:
+            if os.path.isdir(cg):
+                os.rmdir(cg)
+
+
 def log_text(c, i):
     try:
         with open(c.log_path(i)) as f:
@@ -1242,7 +1332,7 @@ def main():
     gossipctl = sys.argv[4] if len(sys.argv) == 5 else None
     if scenario in ("serve", "wildcard", "finished", "settings",
                     "cert", "revoke", "far", "joinfirst",
-                    "cpu") and not gossipctl:
+                    "cpu", "paced") and not gossipctl:
         print(__doc__)
         return 2
     if not os.path.isdir(DATA):
@@ -1251,12 +1341,17 @@ def main():
     if not os.access(keygen, os.X_OK):
         print("SKIP: %s not built" % keygen)
         return 77
+    if scenario == "paced" and not os.access(
+            os.path.join(CPU_CGROUP, "cgroup.procs"), os.W_OK):
+        print("SKIP: paced needs root and cgroup v1's cpu controller at %s"
+              % CPU_CGROUP)
+        return 77
     seed = int(os.environ.get("GN_SEED", "1"))
     print("# GN_SEED=%d" % seed)
     n = {"three": 3, "churn": 4, "join": 3, "hup": 3, "stop": 3,
          "shuffle": 3, "serve": 3, "wildcard": 3, "finished": 2,
          "settings": 3, "cert": 4, "revoke": 3, "far": 3,
-         "joinfirst": 3, "cpu": 3}[scenario]
+         "joinfirst": 3, "cpu": 3, "paced": 3}[scenario]
     tmp = tempfile.mkdtemp(prefix="gn-cluster-")
     c = Cluster(binary, keygen, n, tmp, seed)
     c.gossipctl = gossipctl
@@ -1274,7 +1369,7 @@ def main():
          "settings": scenario_settings, "cert": scenario_cert,
          "revoke": scenario_revoke, "far": scenario_far,
          "joinfirst": scenario_joinfirst,
-         "cpu": scenario_cpu}[scenario](c)
+         "cpu": scenario_cpu, "paced": scenario_paced}[scenario](c)
         ok = True
     except AssertionError as e:
         print("FAIL: %s" % e)

@@ -55,3 +55,8 @@ target_compile_definitions(test_settings_build PRIVATE
 gn_add_test(NAME test_stall
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_stall.c
             LIBS gn_node gn::cmocka LABELS unit)
+# test_shuffle: how many samples a node sends per step at its pace, and a
+# batch that large through the shuffle's box whole (node/train/shuffle.c).
+gn_add_test(NAME test_shuffle
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_shuffle.c
+            LIBS gn_node gn::cmocka LABELS unit)

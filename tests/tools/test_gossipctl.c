@@ -159,7 +159,7 @@ static void pack_stats(msgpack_packer *pk)
 
 static void pack_train(msgpack_packer *pk)
 {
-        msgpack_pack_map(pk, 28);
+        msgpack_pack_map(pk, 29);
         pk_kv_str(pk, "state", "training");
         pk_kv_u(pk, "step", 120);
         pk_kv_u(pk, "epoch", 1);
@@ -167,6 +167,7 @@ static void pack_train(msgpack_packer *pk)
         pk_kv_u(pk, "extra_batches", 10);
         pk_kv_u(pk, "steps_skipped", 16);
         pk_kv_u(pk, "refetches", 1);
+        pk_kv_f(pk, "pace_ratio", 4.25);
         pk_kv_f(pk, "step_pace_ms", 41.0);
         pk_kv_f(pk, "step_max_ms", 230.5);
         pk_kv_u(pk, "step_max_at", 1200);
@@ -643,7 +644,8 @@ static void test_train(void **state)
                                    "samples    12250\n"
                                    "extra      10\n"
                                    "skipped    16 (peer states taken when "
-                                   "far behind: 1)\n"
+                                   "far behind: 1; steps passed per step "
+                                   "trained: 4.25)\n"
                                    "steps      pace 41.0 ms, longest 230.5 "
                                    "ms at step 1200 (190.0 ms waiting), 3 "
                                    "slow (over 2x the pace): 612 ms, 480 "
@@ -662,7 +664,8 @@ static void test_train(void **state)
                             "{\"state\":\"training\",\"step\":120,"
                             "\"epoch\":1,\"samples\":12250,"
                             "\"extra_batches\":10,\"steps_skipped\":16,"
-                            "\"refetches\":1,\"step_pace_ms\":41.0,"
+                            "\"refetches\":1,\"pace_ratio\":4.25,"
+                            "\"step_pace_ms\":41.0,"
                             "\"step_max_ms\":230.5,\"step_max_at\":1200,"
                             "\"step_max_wait_ms\":190.0,\"steps_slow\":3,"
                             "\"slow_ms\":612.0,\"slow_wait_ms\":480.0,"

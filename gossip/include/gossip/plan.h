@@ -353,6 +353,46 @@ enum { GOSSIP_PLAN_FAR_WINDOWS = 8 };
 int gossip_plan_far_behind(const struct gossip_plan_cfg *c, uint64_t t,
                            size_t alive, const struct gossip_plan_leads *l);
 
+/* ---- a node that skips: its pace ----------------------------------------
+ *
+ * The catch-up keeps a slow device in the schedule but trains it on only
+ * the steps it has the time for: a device at a quarter of its partners'
+ * speed skips about three steps of four, so its data goes into the
+ * consensus at a quarter of everyone else's rate. Under label skew that
+ * is most of what the cluster knows of its classes: with the 2 classes
+ * only one of 4 nodes holds and that node at a quarter speed, the fast
+ * nodes ended at 54.6 % on those classes against 94.9 % with all four
+ * fast (history/benchmarks-log.md, "Mixed device classes").
+ *
+ * The pace ratio is steps passed per step trained, over about the last
+ * GOSSIP_PLAN_PACE_WINDOW steps passed (both counts halved past twice
+ * that), so a device slowed for a while and then freed loses about half
+ * its excess over 1 per window (from 4 to 1.1 in 1,561 steps). A node
+ * that never skips has 1 exactly. The sample shuffle sends that many
+ * times its R samples per step trained, so a slow device's samples reach
+ * its partners at the cluster's rate (node/train/shuffle.h).
+ *
+ * Tried and dropped: weighing the steps it trains (its learning rate
+ * times the ratio, the importance weight of data sampled at 1/ratio of
+ * the rate). Under the label skew above the fast nodes ended at 5.6 % on
+ * the slow node's classes instead of 54.6 % (its steps toward 2 classes,
+ * 4 times as long, took its model out of the robust merge's radius), and
+ * with the robust merge off its own model diverged. */
+enum { GOSSIP_PLAN_PACE_WINDOW = 512 };
+
+struct gossip_plan_pace {
+        uint64_t passed;  /* steps of the schedule passed: trained + skipped */
+        uint64_t trained; /* of them, trained */
+};
+
+/* Passed `passed` steps of the schedule, of which `trained` trained. */
+void gossip_plan_pace_note(struct gossip_plan_pace *p, uint64_t passed,
+                           uint64_t trained);
+
+/* passed / trained over the window, in [1, cap]; 1 before anything was
+ * trained or when cap <= 1. */
+double gossip_plan_pace_ratio(const struct gossip_plan_pace *p, double cap);
+
 /* ---- is the exchange working? ---------------------------------------
  *
  * A node that cannot average must say so instead of training alone while
