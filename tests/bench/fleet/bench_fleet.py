@@ -20,7 +20,11 @@ on a fresh fleet (`fleet up`, install, keys, peers file, config, quota,
 `systemctl start`), torn down after it (`fleet down`, also on an error or
 a signal). Before each row the bench waits until no other fleet is up and
 the 1-minute load average is below --max-load (printing that it waits),
-and it records the load at the row's start and end.
+and it records the load at the row's start and end. A link named
+LINK+LABEL adds --variant LABEL's config lines; LINK+slow holds the last
+device at --quota / --slow once every device has stepped (mixed device
+classes: the row adds the fast devices' mean final accuracy and the slow
+one's).
 
 The training is bench_cluster.py's: MLP 784-512-10, batch 100, SGD
 momentum 0.9, lr 0.1, cosine over --epochs passes of each device's shard
@@ -292,9 +296,18 @@ class Row:
         memb = None
         last = t0
         deadline = t0 + a.row_timeout
+        self.slowed_s = None
         while True:
             time.sleep(POLL_S)
             done = [self.stopped(i) for i in range(self.n)]
+            if self.var == "slow" and self.slowed_s is None and all(
+                    any(e["ev"] == "step" for e in self.read_events(i))
+                    for i in range(self.n)):
+                self.fl.quota(self.n - 1, a.quota / a.slow)
+                self.slowed_s = time.monotonic() - t0
+                say(f"{self.tag}: {self.names[-1]} at "
+                    f"{a.quota / a.slow:g} % of a core from "
+                    f"{self.slowed_s:.0f} s")
             if self.iso and memb is None and self.n > 1:
                 memb = self.membership_window()
             if all(done):
@@ -413,6 +426,14 @@ class Row:
             "boot_s": self.boot_s, "setup_s": self.setup_s,
             "wall_s": self.wall_s, "devices": devs, "evals": evals,
         }
+        if self.var == "slow":
+            # the last device slowed: the others' figures apart from it
+            fast = [d["final_test_acc"] for d in devs[:-1]
+                    if d["final_test_acc"] is not None]
+            row["slow"] = {"ratio": a.slow, "from_s": self.slowed_s,
+                           "device": self.names[-1]}
+            row["fast_final_acc"] = bc.mean(fast)
+            row["slow_final_acc"] = devs[-1]["final_test_acc"]
         return row
 
     # --- one round: the lifecycle ChurnRow (churn_fleet.py) shares ------
@@ -468,7 +489,10 @@ def brief(r):
             f"{bc.fmt((r.get('tx_per_step') or 0) / 1e3, '{:.1f}')} kB/step, "
             f"averaged {bc.fmt(r.get('share_averaged'), '{:.1%}')}, "
             f"adapt {','.join(r.get('adapt') or []) or '-'}, membership "
-            f"{bc.fmt(r.get('membership_Bps'), '{:.0f}')} B/s")
+            f"{bc.fmt(r.get('membership_Bps'), '{:.0f}')} B/s"
+            + (f"; fast devices {bc.fmt(r.get('fast_final_acc'), '{:.2f}')}"
+               f" %, the slow one {bc.fmt(r.get('slow_final_acc'), '{:.2f}')}"
+               f" %" if r.get("slow") else ""))
 
 
 # --- DDP, projected --------------------------------------------------------
@@ -747,6 +771,11 @@ def parse_args():
                     help="config lines for the links named LINK+LABEL in "
                     "--links, e.g. k8=avg-every = 8 with --links "
                     "uncapped,uncapped+k8")
+    ap.add_argument("--slow", type=float, default=4.0, metavar="X",
+                    help="the links named LINK+slow: the last device at "
+                    "--quota / X once every device has stepped (mixed "
+                    "device classes, issue 34 item 3; a slow start would "
+                    "be a late join)")
     ap.add_argument("--delayer", default=None)
     ap.add_argument("--out", default="fleet-bench")
     ap.add_argument("--keep", action="store_true",
@@ -768,7 +797,7 @@ def parse_args():
     a.iso_sizes = [int(x) for x in a.iso_sizes.split(",")] \
         if a.iso_sizes else a.sizes
     a.links = a.links.split(",")
-    a.variants = {}
+    a.variants = {"slow": []}
     for v in a.variant:
         label, _, lines = v.partition("=")
         a.variants[label] = [ln.strip() for ln in lines.split(";")]
