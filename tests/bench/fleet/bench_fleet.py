@@ -713,7 +713,8 @@ def plot(a, rows, ddp, fixed, key):
 
 def plan(a):
     """Each round's rows, rotated from round to round."""
-    rows = [(n, link) for n in a.sizes for link in a.links]
+    rows = [(n, link) for n in a.sizes for link in a.links
+            if f"{n}:{link}" not in a.skip]
     if a.isolated:
         rows += [(n, ISO) for n in a.iso_sizes if n > 1]
         rows.append((1, ISO))
@@ -761,6 +762,8 @@ def parse_args():
     ap.add_argument("--iso-sizes", default=None,
                     help="sizes of the isolated rows (default --sizes)")
     ap.add_argument("--no-isolated", dest="isolated", action="store_false")
+    ap.add_argument("--skip", default="", metavar="N:LINK,...",
+                    help="(size, link) rows not to run, e.g. 3:uncapped+slow")
     ap.add_argument("--no-ddp", dest="ddp", action="store_false")
     ap.add_argument("--ddp-compute-steps", type=int, default=100)
     ap.add_argument("--conf", action="append", default=[],
@@ -794,6 +797,7 @@ def parse_args():
         a.isolated = a.ddp = False
         a.max_load, a.max_wait = 99.0, 0.0
     a.sizes = [int(x) for x in a.sizes.split(",")]
+    a.skip = set(x for x in a.skip.split(",") if x)
     a.iso_sizes = [int(x) for x in a.iso_sizes.split(",")] \
         if a.iso_sizes else a.sizes
     a.links = a.links.split(",")
