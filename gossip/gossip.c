@@ -299,8 +299,41 @@ static int members_certs(const struct gossip *g, struct gossip_blob **out,
         return 0;
 }
 
+/* ---- the view digest (protocol.md 3.9) ---- */
+
+int gossip_view_digest(const struct gossip *g,
+                       uint8_t out[GOSSIP_VIEW_DIGEST_BYTES])
+{
+        struct gossip_update *u;
+        struct gossip_blob *c;
+        size_t n = 1;
+        int rc = GOSSIP_ENOMEM;
+
+        u = malloc((g->n_tab + 1) * sizeof(*u));
+        c = malloc((g->n_tab + 1) * sizeof(*c));
+        if (!u || !c)
+                goto out;
+        /* our view as gossip__swim_full_view lists it, with the
+         * certificate a SYNC's key 20 (ours) or 21 would carry */
+        gossip__swim_entry(&g->self, &u[0]);
+        c[0] = (struct gossip_blob){g->own_cert, g->own_cert_len};
+        for (size_t i = 0; i < g->n_tab; i++) {
+                const struct swim_member *m = g->tab[i];
+
+                if (m->state == SWIM_UNKNOWN)
+                        continue;
+                gossip__swim_entry(m, &u[n]);
+                c[n++] = (struct gossip_blob){m->cert, m->cert_len};
+        }
+        rc = gossip_wire_view_digest(u, c, n, out);
+out:
+        free(u);
+        free(c);
+        return rc;
+}
+
 /* gossip__send(); lean: a SYNC or JOIN with our own entry only and no
- * key 21 (gossip__send_crl). */
+ * key 21 (gossip__send_crl, and a SYNC that gives its view's digest). */
 static int send_msg(struct gossip *g, struct swim_member *to,
                     const struct gossip_addr *addr, struct gossip_msg *m,
                     bool lean)
@@ -354,7 +387,12 @@ static int send_msg(struct gossip *g, struct swim_member *to,
 int gossip__send(struct gossip *g, struct swim_member *to,
                  const struct gossip_addr *addr, struct gossip_msg *m)
 {
-        return send_msg(g, to, addr, m, false);
+        bool lean = m->kind == GOSSIP_MSG_SYNC && m->u.sync.has_view;
+        int rc;
+
+        if (lean && (rc = gossip_view_digest(g, m->u.sync.view)) < 0)
+                return rc;
+        return send_msg(g, to, addr, m, lean);
 }
 
 int gossip__send_crl(struct gossip *g, struct swim_member *m)

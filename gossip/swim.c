@@ -298,7 +298,7 @@ static void bq_push(struct gossip *g, struct swim_member *m)
         }
 }
 
-static void entry_of(const struct swim_member *m, struct gossip_update *u)
+void gossip__swim_entry(const struct swim_member *m, struct gossip_update *u)
 {
         memset(u, 0, sizeof(*u));
         u->key_id = m->key_id;
@@ -333,7 +333,7 @@ size_t gossip__swim_piggyback(struct gossip *g, struct swim_member *to,
 
         if (to && (to->state == GOSSIP_SUSPECT || to->state == GOSSIP_DEAD) &&
             n < cap) {
-                entry_of(to, &upd[n]);
+                gossip__swim_entry(to, &upd[n]);
                 who[n++] = NULL; /* not a queue entry */
                 to->told_ms = gossip__now(g);
         }
@@ -341,7 +341,7 @@ size_t gossip__swim_piggyback(struct gossip *g, struct swim_member *to,
         for (i = 0; i < g->n_bq && n < cap; i++) {
                 if (g->bq[i] == to && n > 0 && who[0] == NULL)
                         continue;
-                entry_of(g->bq[i], &upd[n]);
+                gossip__swim_entry(g->bq[i], &upd[n]);
                 who[n++] = g->bq[i];
         }
         return n;
@@ -368,10 +368,10 @@ size_t gossip__swim_full_view(const struct gossip *g, struct gossip_update *upd)
 {
         size_t n = 0, i;
 
-        entry_of(&g->self, &upd[n++]);
+        gossip__swim_entry(&g->self, &upd[n++]);
         for (i = 0; i < g->n_tab; i++)
                 if (g->tab[i]->state != SWIM_UNKNOWN)
-                        entry_of(g->tab[i], &upd[n++]);
+                        gossip__swim_entry(g->tab[i], &upd[n++]);
         return n;
 }
 
@@ -978,13 +978,18 @@ static void relays_tick(struct gossip *g, uint64_t now)
 
 /* ---- sync, gossip, join, leave ---- */
 
-static void send_sync(struct gossip *g, struct swim_member *to, bool reply)
+/* A SYNC to `to`: our whole view, or (digest) our own entry and our
+ * view's digest, which the receiver compares with its own (see
+ * on_sync). */
+static void send_sync(struct gossip *g, struct swim_member *to, bool reply,
+                      bool digest)
 {
         struct gossip_msg msg = {0};
 
         msg.kind = GOSSIP_MSG_SYNC;
         msg.channel = GOSSIP_CH_STREAM;
         msg.u.sync.reply = reply;
+        msg.u.sync.has_view = digest;
         if (gossip__send(g, to, &to->addr, &msg) == 0)
                 g->st.syncs_sent++;
 }
@@ -1032,8 +1037,11 @@ static void sync_round(struct gossip *g)
                 m = pick_unwell(g);
         if (!m)
                 m = pick_live(g, NULL, false);
+        /* Asking with our view's digest: in a settled cluster the answer
+         * is a digest too, and anti-entropy costs O(1) bytes, not O(n). A
+         * joiner's view is known to lack members: it asks with its own. */
         if (m)
-                send_sync(g, m, true);
+                send_sync(g, m, true, !g->joining);
 }
 
 static void gossip_round(struct gossip *g)
@@ -1115,6 +1123,33 @@ static void on_sync_answer(struct gossip *g, uint64_t learned_before)
         }
         if (at < g->next_sync_at)
                 g->next_sync_at = at;
+}
+
+/* A SYNC, its updates taken. A request with the sender's view's digest
+ * (key 23) is answered with ours when the two are equal (nothing to
+ * teach either way), else with our whole view asking for theirs back
+ * (reply 1): a request that came with a whole view gets ours, as
+ * push-pull has it. Answers end the exchange. */
+static void on_sync(struct gossip *g, struct swim_member *from,
+                    const struct gossip_msg *m, uint64_t learned_before)
+{
+        uint8_t mine[GOSSIP_VIEW_DIGEST_BYTES];
+
+        if (!m->u.sync.reply) {
+                on_sync_answer(g, learned_before);
+                return;
+        }
+        if (!m->u.sync.has_view) {
+                send_sync(g, from, false, false);
+                return;
+        }
+        if (gossip_view_digest(g, mine) == 0 &&
+            memcmp(mine, m->u.sync.view, sizeof(mine)) == 0) {
+                g->st.syncs_same++;
+                send_sync(g, from, false, true);
+                return;
+        }
+        send_sync(g, from, true, false);
 }
 
 /* A frame from a member that may run other settings: its JOIN or SYNC's
@@ -1206,14 +1241,11 @@ int gossip__swim_on_msg(struct gossip *g, struct swim_member *from,
                 break;
         case GOSSIP_MSG_SYNC:
                 g->st.syncs_received++;
-                if (m->u.sync.reply)
-                        send_sync(g, from, false);
-                else
-                        on_sync_answer(g, learned_before);
+                on_sync(g, from, m, learned_before);
                 break;
         case GOSSIP_MSG_JOIN:
                 g->st.syncs_received++;
-                send_sync(g, from, false);
+                send_sync(g, from, false, false);
                 break;
         default:
                 break;

@@ -249,6 +249,8 @@ size_t gossip__swim_piggyback(struct gossip *g, struct swim_member *to,
 /* The first n_sent of who[] went out: count one transmission each. */
 void gossip__swim_piggyback_done(struct gossip *g, struct swim_member **who,
                                  size_t n_sent);
+/* m's entry as a SYNC or a piggyback lists it. */
+void gossip__swim_entry(const struct swim_member *m, struct gossip_update *u);
 /* Fill upd (room for n_tab + 1) with our whole view, ourselves first. */
 size_t gossip__swim_full_view(const struct gossip *g,
                               struct gossip_update *upd);

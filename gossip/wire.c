@@ -95,6 +95,7 @@ enum {
         K_CERT = 20,     /* JOIN, SYNC: the sender's certificate, optional */
         K_CERTS = 21,    /* SYNC: certificates of members it lists, opt. */
         K_CRL = 22,      /* JOIN, SYNC: the revocation list held, optional */
+        K_VIEW = 23,     /* SYNC: the digest of the sender's view, optional */
         K_COUNT
 };
 #define BIT(k) (1u << (k))
@@ -135,9 +136,10 @@ static const struct kind_info kinds[GOSSIP_MSG_KIND_COUNT] = {
     [GOSSIP_MSG_ACK] = {BIT(K_UPDATES) | BIT(K_ACK_SEQ) | BIT(K_TARGET) |
                             BIT(K_NACK),
                         BIT(K_ACK_SEQ) | BIT(K_TARGET), 3, 0},
-    /* settings, cert, certs, crl: written if set */
+    /* settings, cert, certs, crl, view: written if set */
     [GOSSIP_MSG_SYNC] = {BIT(K_UPDATES) | BIT(K_REPLY) | BIT(K_SETTINGS) |
-                             BIT(K_CERT) | BIT(K_CERTS) | BIT(K_CRL),
+                             BIT(K_CERT) | BIT(K_CERTS) | BIT(K_CRL) |
+                             BIT(K_VIEW),
                          0, 1, 0},
     [GOSSIP_MSG_JOIN] = {BIT(K_UPDATES) | BIT(K_SETTINGS) | BIT(K_CERT) |
                              BIT(K_CRL),
@@ -435,7 +437,8 @@ static uint32_t fields_count(const struct gossip_msg *m)
         if (m->kind == GOSSIP_MSG_JOIN || m->kind == GOSSIP_MSG_SYNC)
                 return kinds[m->kind].n_fields + has_settings(m) +
                        (m->cert_len != 0) + (m->n_certs != 0) +
-                       (m->crl_len != 0);
+                       (m->crl_len != 0) +
+                       (m->kind == GOSSIP_MSG_SYNC && m->u.sync.has_view);
         if (m->kind == GOSSIP_MSG_LEAVE)
                 return m->u.leave.reason != 0;
         if (m->kind == GOSSIP_MSG_PARAMS)
@@ -464,7 +467,11 @@ static int pack_fields(msgpack_packer *pk, const struct gossip_msg *m)
         case GOSSIP_MSG_SYNC:
                 r = pack_kv_bool(pk, K_REPLY, m->u.sync.reply);
                 r = r || !m->settings ? r : pack_settings(pk, m->settings);
-                return r ? r : pack_certs(pk, m);
+                r = r ? r : pack_certs(pk, m);
+                if (!r && m->u.sync.has_view)
+                        r = pack_kv_bin(pk, K_VIEW, m->u.sync.view,
+                                        GOSSIP_VIEW_DIGEST_BYTES);
+                return r;
         case GOSSIP_MSG_JOIN:
                 r = m->settings ? pack_settings(pk, m->settings) : 0;
                 return r ? r : pack_certs(pk, m);
@@ -526,7 +533,7 @@ static int msg_valid(const struct gossip_msg *m)
         case GOSSIP_MSG_ACK:
                 return m->u.ack.nack <= 1;
         case GOSSIP_MSG_SYNC:
-                return m->u.sync.reply <= 1 &&
+                return m->u.sync.reply <= 1 && m->u.sync.has_view <= 1 &&
                        (!m->settings || settings_valid(m->settings)) &&
                        certs_valid(m);
         case GOSSIP_MSG_JOIN:
@@ -1012,6 +1019,16 @@ static int get_field(int key, const msgpack_object *v, struct gossip_msg *m)
                 return get_bool(v, &m->u.ack.nack);
         case K_REPLY:
                 return get_bool(v, &m->u.sync.reply);
+        case K_VIEW: {
+                const uint8_t *p;
+                size_t len;
+
+                if (get_bin(v, &p, &len) || len != GOSSIP_VIEW_DIGEST_BYTES)
+                        return -1;
+                memcpy(m->u.sync.view, p, len);
+                m->u.sync.has_view = 1;
+                return 0;
+        }
         case K_STEP:
                 return get_u64(v, is_state ? &m->u.state.step : &t->step);
         case K_CODEC:
@@ -1105,6 +1122,91 @@ static int decode_body(const uint8_t *b, size_t n, struct gossip_msg *m)
 out:
         msgpack_unpacked_destroy(&up);
         return err;
+}
+
+/* ---- the view digest (protocol.md 3.9) ---------------------------------- */
+
+static void hash_u64(crypto_generichash_state *h, uint64_t v)
+{
+        uint8_t b[8];
+
+        for (int i = 0; i < 8; i++)
+                b[i] = (uint8_t)(v >> (56 - 8 * i));
+        crypto_generichash_update(h, b, sizeof(b));
+}
+
+static void hash_str(crypto_generichash_state *h, const char *s, size_t max)
+{
+        uint8_t len = (uint8_t)strnlen(s, max - 1);
+
+        crypto_generichash_update(h, &len, 1);
+        crypto_generichash_update(h, (const uint8_t *)s, len);
+}
+
+/* One entry's record: its update's fields and its certificate's hash. */
+static void hash_entry(crypto_generichash_state *h,
+                       const struct gossip_update *u,
+                       const struct gossip_blob *cert)
+{
+        uint8_t b[2 + 16 + 2], ch[32];
+        size_t n = 0, clen = cert ? cert->len : 0;
+
+        hash_u64(h, u->key_id);
+        hash_u64(h, u->incarnation);
+        b[n++] = u->state;
+        b[n++] = u->addr.family;
+        if (u->addr.family) {
+                size_t alen = u->addr.family == 4 ? 4 : 16;
+                memcpy(b + n, u->addr.addr, alen);
+                n += alen;
+                b[n++] = (uint8_t)(u->addr.port >> 8);
+                b[n++] = (uint8_t)u->addr.port;
+        }
+        crypto_generichash_update(h, b, n);
+        hash_str(h, u->name, sizeof(u->name));
+        hash_u64(h, u->origin);
+        hash_str(h, u->version, sizeof(u->version));
+        hash_u64(h, u->settings);
+        b[0] = (uint8_t)(clen >> 8);
+        b[1] = (uint8_t)clen;
+        crypto_generichash_update(h, b, 2);
+        if (clen) {
+                crypto_generichash(ch, sizeof(ch), cert->p, clen, NULL, 0);
+                crypto_generichash_update(h, ch, sizeof(ch));
+        }
+}
+
+struct view_ent {
+        const struct gossip_update *u;
+        const struct gossip_blob *cert;
+};
+
+static int by_key_id(const void *a, const void *b)
+{
+        uint64_t x = ((const struct view_ent *)a)->u->key_id;
+        uint64_t y = ((const struct view_ent *)b)->u->key_id;
+
+        return x < y ? -1 : x > y;
+}
+
+int gossip_wire_view_digest(const struct gossip_update *u,
+                            const struct gossip_blob *certs, size_t n,
+                            uint8_t out[GOSSIP_VIEW_DIGEST_BYTES])
+{
+        struct view_ent *v = malloc((n ? n : 1) * sizeof(*v));
+        crypto_generichash_state h;
+
+        if (!v)
+                return GOSSIP_ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                v[i] = (struct view_ent){&u[i], certs ? &certs[i] : NULL};
+        qsort(v, n, sizeof(*v), by_key_id);
+        crypto_generichash_init(&h, NULL, 0, GOSSIP_VIEW_DIGEST_BYTES);
+        for (size_t i = 0; i < n; i++)
+                hash_entry(&h, v[i].u, v[i].cert);
+        crypto_generichash_final(&h, out, GOSSIP_VIEW_DIGEST_BYTES);
+        free(v);
+        return 0;
 }
 
 /* ---- frame decoding ---------------------------------------------------- */

@@ -273,6 +273,13 @@ static void exchange_metrics(struct node_cluster *c, struct node_metrics_buf *b,
                              "Protocol messages received", gs->msgs_in);
         node_metrics_counter(b, "gossip_msgs_out_total",
                              "Protocol messages sent", gs->msgs_out);
+        node_metrics_counter(b, "gossip_syncs_received_total",
+                             "Anti-entropy SYNCs and JOINs received",
+                             gs->syncs_received);
+        node_metrics_counter(b, "gossip_syncs_same_total",
+                             "SYNC requests whose view digest equalled ours "
+                             "(answered without a view)",
+                             gs->syncs_same);
         node_metrics_counter(b, "gossip_suspects_total", "Suspicions raised",
                              gs->suspects_raised);
         node_metrics_counter(b, "gossip_deaths_total", "Members declared dead",

@@ -162,6 +162,9 @@ static void make_msg(struct fx *f, int kind, struct gossip_msg *m,
                 break;
         case GOSSIP_MSG_SYNC:
                 m->u.sync.reply = 1;
+                m->u.sync.has_view = 1;
+                for (int i = 0; i < GOSSIP_VIEW_DIGEST_BYTES; i++)
+                        m->u.sync.view[i] = (uint8_t)(0xa0 + i);
                 break;
         case GOSSIP_MSG_GRADIENT:
         case GOSSIP_MSG_PARAMS:
@@ -232,6 +235,9 @@ static void assert_msg_equal(const struct gossip_msg *a,
                 break;
         case GOSSIP_MSG_SYNC:
                 assert_int_equal(a->u.sync.reply, b->u.sync.reply);
+                assert_int_equal(a->u.sync.has_view, b->u.sync.has_view);
+                assert_memory_equal(a->u.sync.view, b->u.sync.view,
+                                    GOSSIP_VIEW_DIGEST_BYTES);
                 break;
         case GOSSIP_MSG_LEAVE:
                 assert_int_equal(a->u.leave.reason, b->u.leave.reason);
@@ -755,6 +761,18 @@ static void test_body_bounds(void **state)
              B(0x85, 0x07, 0x01, 0x08, 0x00, 0x09, 0x00, 0x0a, 0x01, 0x0b,
                0x00),
              GOSSIP_EDECODE},
+            {GOSSIP_MSG_SYNC, "view digest of 16 bytes",
+             B(0x82, 0x06, 0xc3, 0x17, 0xc4, 0x10, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+               10, 11, 12, 13, 14, 15, 16),
+             0},
+            {GOSSIP_MSG_SYNC, "view digest of 15 bytes",
+             B(0x82, 0x06, 0xc3, 0x17, 0xc4, 0x0f, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+               10, 11, 12, 13, 14, 15),
+             GOSSIP_EDECODE},
+            {GOSSIP_MSG_SYNC, "view digest as str",
+             B(0x81, 0x17, 0xa2, 'a', 'b'), GOSSIP_EDECODE},
+            {GOSSIP_MSG_PING, "view digest on a PING: not read",
+             B(0x82, 0x17, 0xa2, 'a', 'b', 0x02, 0x07), 0},
 #undef B
         };
 
@@ -1891,11 +1909,107 @@ static void test_protocol_vectors(void **state)
         free(doc);
 }
 
+/* The two entries of protocol.md's view-digest vector (3.9). */
+static void view_vector(struct gossip_update u[2], struct gossip_blob c[2],
+                        uint8_t cert[137])
+{
+        memset(u, 0, 2 * sizeof(*u));
+        for (int i = 0; i < 137; i++)
+                cert[i] = (uint8_t)i;
+        u[0].key_id = 0x1122334455667788ull; /* listed first, sorts second */
+        u[0].incarnation = 5;
+        u[0].state = 1; /* suspect */
+        u[0].origin = 0x0123456789abcdefull;
+        u[0].addr.family = 4;
+        memcpy(u[0].addr.addr, (uint8_t[]){10, 0, 0, 2}, 4);
+        u[0].addr.port = 7946;
+        strcpy(u[0].name, "pi-02");
+        c[0] = (struct gossip_blob){cert, 137};
+        u[1].key_id = 0x0123456789abcdefull;
+        u[1].incarnation = 3;
+        u[1].state = 0; /* alive */
+        u[1].addr.family = 4;
+        memcpy(u[1].addr.addr, (uint8_t[]){10, 0, 0, 1}, 4);
+        u[1].addr.port = 7946;
+        strcpy(u[1].name, "pi-01");
+        strcpy(u[1].version, "0.1.0");
+        u[1].settings = 0x70988c922c367c88ull;
+        c[1] = (struct gossip_blob){NULL, 0};
+}
+
+/* The view digest: the order of the entries does not matter, every field
+ * a full SYNC would tell does, and the value is protocol.md's vector. */
+static void test_view_digest(void **state)
+{
+        struct gossip_update u[2], sw[2];
+        struct gossip_blob c[2], cs[2];
+        uint8_t cert[137], d[GOSSIP_VIEW_DIGEST_BYTES],
+            e[GOSSIP_VIEW_DIGEST_BYTES], want[32];
+        char *doc;
+
+        (void)state;
+        view_vector(u, c, cert);
+        assert_int_equal(gossip_wire_view_digest(u, c, 2, d), 0);
+        if (getenv("GN_WIRE_PRINT_VECTORS")) {
+                gn_test_print_vector("view-digest", d, sizeof(d));
+                return;
+        }
+        sw[0] = u[1], sw[1] = u[0], cs[0] = c[1], cs[1] = c[0];
+        assert_int_equal(gossip_wire_view_digest(sw, cs, 2, e), 0);
+        assert_memory_equal(d, e, sizeof(d));
+        for (int f = 0; f < 9; f++) {
+                view_vector(u, c, cert);
+                switch (f) {
+                case 0:
+                        u[1].incarnation++;
+                        break;
+                case 1:
+                        u[0].state = 2;
+                        break; /* dead */
+                case 2:
+                        u[1].addr.port++;
+                        break;
+                case 3:
+                        u[1].addr.addr[3] = 9;
+                        break;
+                case 4:
+                        strcpy(u[0].name, "pi-2");
+                        break;
+                case 5:
+                        u[0].origin = 7;
+                        break;
+                case 6:
+                        strcpy(u[1].version, "0.1.1");
+                        break;
+                case 7:
+                        u[1].settings++;
+                        break;
+                case 8:
+                        cert[100] ^= 1;
+                        break;
+                }
+                assert_int_equal(gossip_wire_view_digest(u, c, 2, e), 0);
+                if (!memcmp(d, e, sizeof(d)))
+                        fail_msg("field %d changed, the digest did not", f);
+        }
+        view_vector(u, c, cert);
+        assert_int_equal(gossip_wire_view_digest(u, NULL, 2, e), 0);
+        assert_memory_not_equal(d, e, sizeof(d)); /* B's certificate */
+        doc = gn_test_read_file(GN_SOURCE_DIR "/docs/protocol.md");
+        assert_non_null(doc);
+        assert_int_equal(
+            gn_test_doc_vector(doc, "view-digest", want, sizeof(want)),
+            GOSSIP_VIEW_DIGEST_BYTES);
+        assert_memory_equal(d, want, sizeof(d));
+        free(doc);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
             T(test_roundtrip_every_kind),
+            T(test_view_digest),
             T(test_updates_fill_datagram),
             T(test_updates_fill_every_cap),
             T(test_truncations_and_bit_flips),

@@ -232,6 +232,9 @@ struct gossip_stats {
          * suspicion of our own); stream-channel fallback PINGs sent */
         uint64_t probe_failures, stream_probes;
         uint64_t syncs_sent, syncs_received;
+        /* SYNC requests whose view digest equalled ours: answered with
+         * our digest, no view sent (protocol.md 3.9) */
+        uint64_t syncs_same;
         /* member addresses told in updates that nobody can send to (a
          * wildcard such as 0.0.0.0, port 0): kept out of the member table */
         uint64_t addrs_refused;
@@ -282,6 +285,12 @@ int gossip_on_frame(struct gossip *g, const struct gossip_addr *from,
  * For a transport's first-frame check (node_net_config.verify). */
 int gossip_frame_authenticate(const struct gossip *g, const void *buf,
                               size_t len, int channel);
+
+/* The digest of our whole view as a full SYNC would list it (protocol.md
+ * 3.9): equal digests, nothing for a SYNC to teach either side. 0 or
+ * GOSSIP_ENOMEM. */
+int gossip_view_digest(const struct gossip *g,
+                       uint8_t out[GOSSIP_VIEW_DIGEST_BYTES]);
 
 /* Do whatever is due at env->now_ms (probes, timeouts, sync). */
 void gossip_tick(struct gossip *g);

@@ -61,6 +61,9 @@ enum gossip_channel {
 #define GOSSIP_SECRET_BYTES 64
 #define GOSSIP_SIG_BYTES    64
 
+/* A view's digest, a SYNC's key 23: BLAKE2b-128 (protocol.md 3.9). */
+#define GOSSIP_VIEW_DIGEST_BYTES 16
+
 struct gossip_env {
         /* Hand one complete frame to the transport. 0 or negative. The
          * buffer is only borrowed for the duration of the call. */

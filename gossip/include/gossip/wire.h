@@ -247,6 +247,12 @@ struct gossip_msg {
                 } ack;
                 struct {
                         uint8_t reply; /* 1: please answer with your SYNC */
+                        /* key 23 (optional): the digest of the
+                         * sender's whole view (gossip_view_digest,
+                         * protocol.md 3.9); a SYNC that carries it lists
+                         * only its sender's own entry. */
+                        uint8_t has_view;
+                        uint8_t view[GOSSIP_VIEW_DIGEST_BYTES];
                 } sync;
                 struct gossip_tensor tensor; /* GRADIENT, PARAMS */
                 struct gossip_state state;   /* STATE */
@@ -323,6 +329,15 @@ int gossip_wire_authenticate(const void *buf, size_t len, int channel,
 int gossip_wire_authenticate_pk(const void *buf, size_t len, int channel,
                                 const struct gossip_wire_limits *lim,
                                 const uint8_t pk[GOSSIP_KEY_BYTES]);
+
+/* The digest of a membership view (protocol.md 3.9), a SYNC's key 23:
+ * BLAKE2b-128 over each entry's record in ascending key_id, the record
+ * being u[i]'s fields and certs[i]'s hash (certs NULL, or certs[i].len 0:
+ * no certificate). Two views with the same entries give the same digest
+ * whatever their order. 0 or GOSSIP_ENOMEM. */
+int gossip_wire_view_digest(const struct gossip_update *u,
+                            const struct gossip_blob *certs, size_t n,
+                            uint8_t out[GOSSIP_VIEW_DIGEST_BYTES]);
 
 /* The certificate (key 20) of a JOIN or SYNC frame, NOT authenticated:
  * the prefix is checked and the body bounded as the decoder does, then
