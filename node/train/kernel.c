@@ -47,17 +47,35 @@ enum {
 /* Floating-point work of one repetition: the MLP 784-512-10 at batch 100
  * (~165 MFLOP, ~2 ms on AVX2) fits; a CNN's im2col GEMMs get fewer samples. */
 #define PROBE_FLOPS 2.0e8
+/* Rounds after the first measure again only the sets within this factor
+ * of the fastest so far: on this host the lead's margin over the next set
+ * was 1.43-1.57x at full speed and at 6 % of a core (skx against zen3). */
+#define REMEASURE_MARGIN 1.25
 /* A child gets this multiple of its budget (plus start-up) before it is
  * killed: the reference kernels on a big shape would not finish in time,
  * and they are never the fastest where anything else runs. */
 #define DEADLINE_FACTOR 6
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
         struct timespec ts;
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
+        clock_gettime(id, &ts);
         return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double now_s(void)
+{
+        return clock_s(CLOCK_MONOTONIC);
+}
+
+/* The CPU time a child's GEMM took: unlike the wall clock, not inflated
+ * when a CPU quota (a Pi-class device in the fleet lab, a container)
+ * throttles the child mid-measure, nor by other load; the process's, so
+ * that a threaded BLIS counts every thread's work. */
+static double cpu_s(void)
+{
+        return clock_s(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /* ---- the CPU's key ----------------------------------------------------- */
@@ -304,12 +322,12 @@ static double child_measure(const struct nn_gemm_shape *s, int n,
                         end = now_s() + budget_s;
                 for (int i = 0; i < n; i++) {
                         const struct nn_gemm_shape *g = &s[i];
-                        double t0 = now_s(), dt;
+                        double t0 = cpu_s(), dt;
 
                         nn_gemm(g->transa, g->transb, g->m, g->n, g->k, 1.0f, a,
                                 g->transa ? g->m : g->k, b,
                                 g->transb ? g->k : g->n, 0.0f, c, g->n);
-                        dt = now_s() - t0;
+                        dt = cpu_s() - t0;
                         if (rep > 0 && dt < best[i])
                                 best[i] = dt;
                 }
@@ -432,16 +450,29 @@ static int probe_all(struct node_kernel *k, const struct nn_gemm_shape *s,
                         k->cand[k->ncand].ms = -1;
                         ids[k->ncand++] = id;
                 }
-        for (int r = 0; r < ROUNDS; r++)
-                for (int i = 0; i < k->ncand; i++) {
-                        double ms = now_s() < p->end
-                                        ? probe_patient(ids[i], s, n, p)
-                                        : -1;
-                        double *have = &k->cand[i].ms;
+        for (int r = 0; r < ROUNDS; r++) {
+                double lead = INFINITY; /* the best time so far */
 
+                for (int i = 0; i < k->ncand; i++)
+                        if (k->cand[i].ms > 0 && k->cand[i].ms < lead)
+                                lead = k->cand[i].ms;
+                for (int i = 0; i < k->ncand; i++) {
+                        double *have = &k->cand[i].ms, ms;
+
+                        /* Later rounds only for the contenders: a set
+                         * REMEASURE_MARGIN slower than the lead would need
+                         * a burst of load in its first round that large
+                         * to have lost, and each child costs a Pi-class
+                         * device ~0.5 s (docs/design.md, "Join first"). */
+                        if (r > 0 && *have > 0 &&
+                            *have > lead * REMEASURE_MARGIN)
+                                continue;
+                        ms = now_s() < p->end ? probe_patient(ids[i], s, n, p)
+                                              : -1;
                         if (ms > 0 && (*have < 0 || ms < *have))
                                 *have = ms;
                 }
+        }
         for (int i = 0; i < k->ncand; i++)
                 if (k->cand[i].ms > 0 &&
                     (best < 0 || k->cand[i].ms < k->cand[best].ms))
