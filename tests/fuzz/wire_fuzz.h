@@ -164,6 +164,10 @@ static int wf_same(const struct gossip_msg *a, const struct gossip_msg *b)
                        a->u.ack.nack == b->u.ack.nack;
         case GOSSIP_MSG_SYNC:
                 return a->u.sync.reply == b->u.sync.reply &&
+                       a->u.sync.has_view == b->u.sync.has_view &&
+                       (!a->u.sync.has_view ||
+                        memcmp(a->u.sync.view, b->u.sync.view,
+                               GOSSIP_VIEW_DIGEST_BYTES) == 0) &&
                        wf_blob_same(a->crl, a->crl_len, b->crl, b->crl_len);
         case GOSSIP_MSG_JOIN:
                 return wf_blob_same(a->crl, a->crl_len, b->crl, b->crl_len);
@@ -283,7 +287,7 @@ static void wf_check_frame(const uint8_t *b, size_t len, int channel,
 /* Seed frames: one valid frame of each kind on channel, with updates;
  * then a JOIN and a SYNC with a certificate and a revocation list (keys
  * 20 and 22: the decoder bounds them, the contents are the receiver's to
- * judge, so filler bytes will do). */
+ * judge, so filler bytes will do), the SYNC with a view digest (key 23). */
 static void wf_seed_frames(int channel,
                            void (*add)(void *, const uint8_t *, size_t),
                            void *ctx)
@@ -376,6 +380,11 @@ static void wf_seed_frames(int channel,
                 m.cert_len = sizeof(cert);
                 m.crl = crl;
                 m.crl_len = sizeof(crl);
+                if (kind == GOSSIP_MSG_SYNC) { /* key 23, a view digest */
+                        m.u.sync.reply = 1;
+                        m.u.sync.has_view = 1;
+                        memset(m.u.sync.view, 0xd6, GOSSIP_VIEW_DIGEST_BYTES);
+                }
                 if (gossip_wire_encode(&m, wf_sk, b + 1, sizeof(b) - 1, &len,
                                        NULL))
                         continue;
