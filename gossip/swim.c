@@ -1039,7 +1039,7 @@ static void sync_round(struct gossip *g)
                 m = pick_live(g, NULL, false);
         /* Asking with our view's digest: in a settled cluster the answer
          * is a digest too, and anti-entropy costs O(1) bytes, not O(n). A
-         * joiner's view is known to lack members: it asks with its own. */
+         * joiner's view is known to lack members: it asks with all of it. */
         if (m)
                 send_sync(g, m, true, !g->joining);
 }
