@@ -26,6 +26,8 @@
 
 #include <sodium.h>
 
+#include "base/gn_bigbuf.h"
+
 _Static_assert(GOSSIP_MSG_KIND_COUNT <= GOSSIP_KIND_SLOTS,
                "gossip_stats kind counters too small");
 _Static_assert(GOSSIP_WIRE_REJECT_SLOTS <= GOSSIP_REJECT_SLOTS,
@@ -246,8 +248,9 @@ static int encode_send(struct gossip *g, struct swim_member *to,
         int rc;
 
         if (m->channel == GOSSIP_CH_STREAM) {
+                /* a STATE's frame is megabytes: on huge pages */
                 cap = gossip_wire_frame_bound(m);
-                if (!(buf = malloc(cap)))
+                if (!(buf = gn_big_alloc(cap)))
                         return GOSSIP_ENOMEM;
         }
         rc = gossip_wire_encode(m, g->sk, buf, cap, &len, n_sent);
@@ -267,7 +270,7 @@ static int encode_send(struct gossip *g, struct swim_member *to,
         }
 out:
         if (buf != g->dgram_buf)
-                free(buf);
+                gn_big_free(buf);
         return rc;
 }
 

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/gn_bigbuf.h"
 #include "gossip/codec.h"
 #include "service/evlog.h"
 #include "train/handoff.h"
@@ -641,7 +642,7 @@ void node_exchange_on_post(struct node_exchange *ex)
         if (w.state) {
                 node_join_send_state(ex->join, w.state, w.state_len,
                                      w.local_step);
-                free(w.state);
+                gn_big_free(w.state);
         }
         if (w.want_state)
                 node_join_request_state(ex->join, w.local_step);

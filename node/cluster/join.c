@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/gn_bigbuf.h"
 #include "base/gn_endian.h"
 
 #include "service/evlog.h"
@@ -78,7 +79,7 @@ static void serve_pending(struct node_join *j)
         }
         node_trainer_stats(j->served, &st);
         node_join_send_state(j, buf, len, st.step);
-        free(buf);
+        gn_big_free(buf);
 }
 
 /* The live member to fetch from, among those near the front

@@ -28,6 +28,7 @@
  * in one place; the policy numbers are in net.h.
  */
 #include "net/net.h"
+#include "base/gn_bigbuf.h"
 #include "base/gn_endian.h"
 #include "base/gn_rng.h"
 #include "net/tcpinfo.h"
@@ -466,7 +467,7 @@ static void dest_drop_pending(struct dest *d)
                 struct frame *next = f->next;
                 dest_drop(d, f);
                 d->queued -= f->size;
-                free(f);
+                gn_big_free(f);
                 f = next;
         }
         d->pend_head = d->pend_tail = NULL;
@@ -564,7 +565,7 @@ static void frame_written(uv_write_t *req, int status)
                 if (status != UV_ECANCELED && c->dest == d)
                         dest_lost(d, status);
         }
-        free(f);
+        gn_big_free(f);
 }
 
 static int dest_write(struct dest *d, struct frame *f)
@@ -635,7 +636,7 @@ static void dest_connected(uv_connect_t *req, int status)
                 if (err) {
                         dest_drop(d, f);
                         d->queued -= f->size;
-                        free(f);
+                        gn_big_free(f);
                         dest_lost(d, err);
                         dest_drop_pending(d);
                 }
@@ -801,7 +802,7 @@ static int net_send_stream(struct node_net *net, const struct gossip_addr *to,
                 net->st.bytes_dropped += len;
                 return -ENOBUFS;
         }
-        f = malloc(sizeof(*f) + 4 + len);
+        f = gn_big_alloc(sizeof(*f) + 4 + len); /* a STATE: megabytes */
         if (!f)
                 return -ENOMEM;
         memset(f, 0, sizeof(*f));
@@ -817,7 +818,7 @@ static int net_send_stream(struct node_net *net, const struct gossip_addr *to,
                         dest_drop(d, f);
                         d->queued -= f->size;
                         d->st.queued_bytes = d->queued;
-                        free(f);
+                        gn_big_free(f);
                         dest_lost(d, err);
                 }
                 return err;

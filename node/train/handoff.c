@@ -35,6 +35,7 @@
  *            overwrite it for a later round
  */
 #include "train/handoff.h"
+#include "base/gn_bigbuf.h"
 #include "gossip/adapt.h"
 #include "train/shuffle.h"
 
@@ -245,7 +246,7 @@ void node_handoff_free(struct node_handoff *h)
                 free(h->t_in[i]);
         }
         free(h->t_answered);
-        free(h->snap);
+        gn_big_free(h->snap);
         free(h->in_state);
         node_shuffle_free(h->shuffle);
         pthread_mutex_destroy(&h->mu);
@@ -878,7 +879,7 @@ int node_handoff_snapshot_wanted(struct node_handoff *h)
 void node_handoff_post_snapshot(struct node_handoff *h, void *buf, size_t len)
 {
         pthread_mutex_lock(&h->mu);
-        free(h->snap);
+        gn_big_free(h->snap);
         h->snap = buf;
         h->snap_len = len;
         pthread_mutex_unlock(&h->mu);

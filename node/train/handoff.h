@@ -199,7 +199,7 @@ void node_handoff_drain_params(struct node_handoff *h,
 /* 1 if the loop asked for a snapshot (clears the request). */
 int node_handoff_snapshot_wanted(struct node_handoff *h);
 
-/* Hand a snapshot (malloc'd, checkpoint byte format) to the loop. */
+/* Hand a snapshot (gn_big_alloc'd, checkpoint byte format) to the loop. */
 void node_handoff_post_snapshot(struct node_handoff *h, void *buf, size_t len);
 
 /* Live join, before step 0: wait at most JOIN_WAIT for a live peer;
@@ -225,7 +225,8 @@ struct node_handoff_work {
         int nslices; /* posted slices, oldest first */
         unsigned slot[GOSSIP_PLAN_RING];
         uint64_t slice_step[GOSSIP_PLAN_RING];
-        void *state; /* a snapshot for STATE answers; the loop frees */
+        void *state; /* a snapshot for STATE answers; the loop frees
+                     * it (gn_big_free) */
         size_t state_len;
         int want_state;    /* join: ask a peer for its state */
         int reset_encoder; /* a peer's state was taken: restart codecs */

@@ -44,6 +44,7 @@
 #include "nn/data.h"
 #include "nn/health.h"
 #include "service/evlog.h"
+#include "base/gn_bigbuf.h"
 #include "base/gn_endian.h"
 #include "base/gn_errbuf.h"
 #include "base/gn_rng.h"
@@ -332,12 +333,12 @@ int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len)
         cap = nn_checkpoint_encoded_size(&ck);
         if (!cap)
                 return NN_EINVAL;
-        p = malloc(cap);
+        p = gn_big_alloc(cap); /* megabytes: on huge pages (gn_bigbuf.h) */
         if (!p)
                 return NN_ENOMEM;
         rc = nn_checkpoint_encode(&ck, p, cap, len);
         if (rc) {
-                free(p);
+                gn_big_free(p);
                 return rc;
         }
         *buf = p;

@@ -4,16 +4,22 @@
  * fields through gn_endian.h, so its layout is pinned here, independently),
  * the error-buffer contract (NULL or zero length writes nothing, long
  * lines are truncated and NUL-terminated, gn_fail returns its code), and
- * the generator's published sequence.
+ * the generator's published sequence; and the large-buffer allocator
+ * (gn_bigbuf.c): every byte usable, aligned, a large buffer on a 2 MB
+ * boundary and, where the kernel offers transparent huge pages, eligible
+ * for them (its mapping's THPeligible in /proc/self/smaps).
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "base/gn_bigbuf.h"
 
 #include "base/gn_endian.h"
 #include "base/gn_errbuf.h"
@@ -116,6 +122,77 @@ static void test_splitmix64(void **state)
         assert_true(s == 3 * 0x9e3779b97f4a7c15ull);
 }
 
+/* Fill b[0..n) with a pattern and read it back. */
+static void check_usable(uint8_t *b, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                b[i] = (uint8_t)(i * 131u + 7u);
+        for (size_t i = 0; i < n; i += 4093)
+                assert_int_equal(b[i], (uint8_t)(i * 131u + 7u));
+        assert_int_equal(b[n - 1], (uint8_t)((n - 1) * 131u + 7u));
+}
+
+/* 1 if the kernel hands out transparent huge pages on madvise. */
+static int thp_offered(void)
+{
+        char line[128] = "";
+        FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+
+        if (!f)
+                return 0;
+        if (!fgets(line, sizeof(line), f))
+                line[0] = 0;
+        fclose(f);
+        return strstr(line, "[always]") || strstr(line, "[madvise]");
+}
+
+/* The THPeligible field of the mapping holding p; -1 if not found. */
+static int thp_eligible(const void *p)
+{
+        char line[256];
+        unsigned long lo = 0, hi = 0, a = (unsigned long)(uintptr_t)p;
+        int in = 0, v = -1;
+        FILE *f = fopen("/proc/self/smaps", "r");
+
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f)) {
+                if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+                    strchr(line, '-') < strchr(line, ' '))
+                        in = a >= lo && a < hi;
+                else if (in && sscanf(line, "THPeligible: %d", &v) == 1)
+                        break;
+        }
+        fclose(f);
+        return v;
+}
+
+static void test_bigbuf(void **state)
+{
+        size_t small = 200000, big = 3260000; /* a slice, a model's state */
+        uint8_t *s = gn_big_alloc(small), *b = gn_big_alloc(big);
+
+        assert_null(gn_big_alloc(0));
+        gn_big_free(NULL);
+        assert_non_null(s);
+        assert_non_null(b);
+        assert_int_equal((uintptr_t)s % _Alignof(max_align_t), 0);
+        /* the large one is mapped on its own, on a huge page boundary */
+        assert_int_equal((uintptr_t)b % GN_BIG_PAGE, 0);
+        check_usable(s, small);
+        check_usable(b, big);
+#ifndef GN_TEST_EMULATED /* qemu-user takes madvise and drops it */
+        if (thp_offered())
+                assert_int_equal(thp_eligible(b), 1);
+        else
+                print_message("no transparent huge pages on this kernel: "
+                              "the eligibility check does not apply\n");
+#endif
+        gn_big_free(s);
+        gn_big_free(b);
+        (void)state;
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -123,6 +200,7 @@ int main(void)
             cmocka_unit_test(test_big_endian),
             cmocka_unit_test(test_errbuf),
             cmocka_unit_test(test_splitmix64),
+            cmocka_unit_test(test_bigbuf),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "base/gn_bigbuf.h"
 #include "nn/data.h"
 #include "train/handoff.h"
 #include "nn/nn.h"
@@ -63,7 +64,7 @@ static void take(void *ctx)
                 }
                 node_handoff_slot_done(s->h, w.slot[i]);
         }
-        free(w.state);
+        gn_big_free(w.state);
         if (w.want_state) {
                 s->state_asked++;
                 node_handoff_no_state(s->h, 0); /* no one is ahead of us */
