@@ -226,7 +226,7 @@ struct node_handoff_work {
         unsigned slot[GOSSIP_PLAN_RING];
         uint64_t slice_step[GOSSIP_PLAN_RING];
         void *state; /* a snapshot for STATE answers; the loop frees
-                     * it (gn_big_free) */
+                      * it (gn_big_free) */
         size_t state_len;
         int want_state;    /* join: ask a peer for its state */
         int reset_encoder; /* a peer's state was taken: restart codecs */
