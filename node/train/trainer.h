@@ -178,9 +178,9 @@ const char *node_trainer_reason_name(int reason);
 
 /* Encode the current state (params, optimizer state, step) in the
  * checkpoint byte format into a new buffer (gn_big_alloc: free it with
- * gn_big_free), for a peer (a state transfer): quasi-global momentum goes as a
- * velocity, its buffer m only. Training thread only. 0, NN_ENOMEM or NN_EINVAL.
- */
+ * gn_big_free), for a peer (a state transfer): quasi-global momentum goes
+ * as a velocity, its buffer m only. Training thread only. 0, NN_ENOMEM or
+ * NN_EINVAL. */
 int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len);
 
 /* The model (training thread only; NULL until loaded). */
