@@ -99,6 +99,12 @@ static int digest(uint8_t out[NN_CKPT_DIGEST_SIZE], const uint8_t *buf,
                    : NN_EIO;
 }
 
+/* A seal keeps BLAKE2b's state as bytes (any alignment: the struct may
+ * live anywhere); each piece works on an aligned copy. */
+_Static_assert(sizeof(crypto_generichash_state) ==
+                   sizeof(((struct nn_ckpt_seal *)0)->hash),
+               "nn_ckpt_seal holds BLAKE2b's state");
+
 size_t nn_checkpoint_encoded_size(const struct nn_checkpoint *ck)
 {
         uint64_t t;
@@ -112,16 +118,21 @@ size_t nn_checkpoint_encoded_size(const struct nn_checkpoint *ck)
         return t > SIZE_MAX ? 0 : (size_t)t;
 }
 
-int nn_checkpoint_encode(const struct nn_checkpoint *ck, void *buf, size_t cap,
-                         size_t *len)
+int nn_checkpoint_encode_open(const struct nn_checkpoint *ck, void *buf,
+                              size_t cap, size_t *len, struct nn_ckpt_seal *s)
 {
         size_t total = nn_checkpoint_encoded_size(ck), sl;
+        crypto_generichash_state h;
         uint8_t *p = buf;
 
-        if (total == 0 || buf == NULL || cap < total ||
+        if (total == 0 || buf == NULL || s == NULL || cap < total ||
             first_nonfinite(ck->params, ck->n_params) != ck->n_params ||
             first_nonfinite(ck->opt, ck->n_opt) != ck->n_opt)
                 return NN_EINVAL;
+        if (sodium_init() < 0 ||
+            crypto_generichash_init(&h, NULL, 0, NN_CKPT_DIGEST_SIZE) != 0)
+                return NN_EIO;
+        memcpy(s->hash, &h, sizeof(h));
         sl = strlen(ck->spec);
         gn_le32_put(p, CKPT_MAGIC);
         gn_le32_put(p + 4, NN_CKPT_VERSION);
@@ -142,11 +153,43 @@ int nn_checkpoint_encode(const struct nn_checkpoint *ck, void *buf, size_t cap,
         put_floats(p, ck->params, ck->n_params);
         p += 4 * ck->n_params;
         put_floats(p, ck->opt, ck->n_opt);
-        p += 4 * ck->n_opt;
-        if (digest(p, buf, (size_t)(p - (uint8_t *)buf)) != 0)
-                return NN_EIO;
+        s->buf = buf;
+        s->done = 0;
+        s->body = total - NN_CKPT_DIGEST_SIZE;
         *len = total;
         return 0;
+}
+
+int nn_checkpoint_seal_some(struct nn_ckpt_seal *s, size_t max)
+{
+        crypto_generichash_state h;
+        size_t n = s->body - s->done;
+
+        if (n > max)
+                n = max;
+        memcpy(&h, s->hash, sizeof(h));
+        if (crypto_generichash_update(&h, s->buf + s->done, n) != 0)
+                return NN_EIO;
+        s->done += n;
+        if (s->done < s->body) {
+                memcpy(s->hash, &h, sizeof(h));
+                return 0;
+        }
+        return crypto_generichash_final(&h, s->buf + s->body,
+                                        NN_CKPT_DIGEST_SIZE) == 0
+                   ? 1
+                   : NN_EIO;
+}
+
+int nn_checkpoint_encode(const struct nn_checkpoint *ck, void *buf, size_t cap,
+                         size_t *len)
+{
+        struct nn_ckpt_seal s;
+        int rc = nn_checkpoint_encode_open(ck, buf, cap, len, &s);
+
+        if (rc == 0)
+                rc = nn_checkpoint_seal_some(&s, SIZE_MAX);
+        return rc < 0 ? rc : 0;
 }
 
 /* Checks the fixed header; sets *total. Messages are prefixed by name. */

@@ -97,6 +97,13 @@ enum {
         /* The pace ratio told to stats and the log is capped here: past
          * it the node is far behind and takes a peer's state instead. */
         TRAINER_PACE_MAX = 64,
+        /* A state a peer asked for is sealed (its BLAKE2b digest) this
+         * many bytes at a time, between steps: the whole 3.3 MB digest is
+         * ~5.5 ms of CPU at lab speed, ~90 ms at a Pi-class quota, the
+         * serving device's longest step when done at once; 256 kB is
+         * ~0.4 ms, a fifth of a step's compute, over 13 steps at most
+         * (design.md, "A state served costs one step"). */
+        TRAINER_SEAL_PIECE = 256 << 10,
 };
 /* A step's loss above this many times the running median of recent healthy
  * step losses is an explosion: cross-entropy over 10 classes is 2.3 for a
@@ -191,6 +198,12 @@ struct node_trainer {
         int loss_ok;            /* the last step's loss was recorded */
         uint32_t rollbacks_run; /* rollbacks since the last healthy step */
         struct gossip_robust_stat losses;
+
+        /* The state a peer asked for, being sealed a piece at a time
+         * (training thread; NULL: none). Posted to the box once sealed. */
+        void *seal_buf;
+        size_t seal_len;
+        struct nn_ckpt_seal seal;
 
         /* --shuffle-samples (node/train/shuffle.h; NULL: off): staging for the
          * reservoir samples of a batch and for our outgoing ones */
@@ -309,7 +322,10 @@ static void fill_ckpt(struct node_trainer *t, struct nn_checkpoint *ck,
         ck->meta_len = TRAINER_META_LEN;
 }
 
-int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len)
+/* The state encoded into a new gn_big_alloc buffer, the digest left to
+ * seal (node_trainer_encode_state, exchange_snapshot). */
+static int open_state(struct node_trainer *t, void **buf, size_t *len,
+                      struct nn_ckpt_seal *seal)
 {
         struct nn_checkpoint ck;
         uint8_t meta[TRAINER_META_LEN];
@@ -336,13 +352,26 @@ int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len)
         p = gn_big_alloc(cap); /* megabytes: on huge pages (gn_bigbuf.h) */
         if (!p)
                 return NN_ENOMEM;
-        rc = nn_checkpoint_encode(&ck, p, cap, len);
+        rc = nn_checkpoint_encode_open(&ck, p, cap, len, seal);
         if (rc) {
                 gn_big_free(p);
                 return rc;
         }
         *buf = p;
         return 0;
+}
+
+int node_trainer_encode_state(struct node_trainer *t, void **buf, size_t *len)
+{
+        struct nn_ckpt_seal seal;
+        int rc = open_state(t, buf, len, &seal);
+
+        if (rc == 0 && (rc = nn_checkpoint_seal_some(&seal, SIZE_MAX)) < 0) {
+                gn_big_free(*buf);
+                *buf = NULL;
+                return rc;
+        }
+        return rc < 0 ? rc : 0;
 }
 
 static int save_checkpoint(struct node_trainer *t)
@@ -911,15 +940,27 @@ int node_trainer_extra_batch(struct node_trainer *t)
 
 /* ---- the exchange's side of a step --------------------------------------- */
 
-/* Make and post the snapshot a peer asked for. */
+/* The snapshot a peer asked for: taken at once (a copy of the
+ * parameters and optimizer state), sealed TRAINER_SEAL_PIECE bytes a call
+ * (one or a few calls a step, more while we wait), posted once sealed. */
 static void exchange_snapshot(struct node_trainer *t)
 {
-        void *buf = NULL;
-        size_t len = 0;
+        int rc;
 
-        if (node_handoff_snapshot_wanted(t->box) &&
-            node_trainer_encode_state(t, &buf, &len) == 0)
-                node_handoff_post_snapshot(t->box, buf, len);
+        if (!t->seal_buf &&
+            (!node_handoff_snapshot_wanted(t->box) ||
+             open_state(t, &t->seal_buf, &t->seal_len, &t->seal) != 0)) {
+                t->seal_buf = NULL;
+                return;
+        }
+        rc = nn_checkpoint_seal_some(&t->seal, TRAINER_SEAL_PIECE);
+        if (rc == 0)
+                return;
+        if (rc == 1)
+                node_handoff_post_snapshot(t->box, t->seal_buf, t->seal_len);
+        else
+                gn_big_free(t->seal_buf);
+        t->seal_buf = NULL;
 }
 
 /* Ask the plan at one point of the step and obey it until it says READY:
@@ -1948,6 +1989,7 @@ void node_trainer_free(struct node_trainer *t)
         free(t->gacc);
         free(t->good_params);
         free(t->good_opt);
+        gn_big_free(t->seal_buf);
         free(t->ver_params);
         free(t->ver_opt);
         free(t->shuf_img);

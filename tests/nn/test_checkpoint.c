@@ -7,10 +7,13 @@
  * the documented ones; every single-byte flip and every truncation of a
  * small checkpoint is refused (checksum or header), as is trailing
  * garbage, a non-finite float under a valid digest, a lying header and
- * an over-limit size; a different spec or size is refused as a
- * mismatch naming the file; a failed save (missing directory, file size
- * limit hit mid-write, read-only directory when not root) leaves the
- * previous checkpoint byte-identical and no temp file behind.
+ * an over-limit size; a checkpoint sealed in pieces of any size is the
+ * same bytes, its digest BLAKE2b-256 of all before it (computed here
+ * directly), sealed on its last piece only; a different spec or size is
+ * refused as a mismatch naming the file; a failed save (missing
+ * directory, file size limit hit mid-write, read-only directory when not
+ * root) leaves the previous checkpoint byte-identical and no temp file
+ * behind.
  *
  * Values come from GN_SEED (printed); files live in a mkdtemp() dir.
  */
@@ -189,6 +192,58 @@ static void test_memory_roundtrip(void **state)
         expect_same(&ck, &out);
         nn_checkpoint_free(&out);
         free(buf);
+        own_free(&ck);
+}
+
+/* nn_checkpoint_encode_open + nn_checkpoint_seal_some in pieces of k
+ * bytes: 0 for every piece but the last, which says 1; the bytes are
+ * nn_checkpoint_encode's and the digest is BLAKE2b-256 of the body. */
+static void test_seal_in_pieces(void **state)
+{
+        static const size_t pieces[] = {1, 7, 64, 1000, 4096, SIZE_MAX};
+        struct nn_checkpoint ck;
+        struct nn_ckpt_seal s;
+        uint8_t want[NN_CKPT_DIGEST_SIZE], *one, *buf;
+        size_t len, len2, body;
+
+        (void)state;
+        own_make(&ck, "784-512-10", 1001, 1001, 9, g_seed);
+        one = encode(&ck, &len);
+        body = len - NN_CKPT_DIGEST_SIZE;
+        assert_int_equal(
+            crypto_generichash(want, sizeof(want), one, body, NULL, 0), 0);
+        assert_memory_equal(one + body, want, sizeof(want));
+        buf = malloc(len);
+        assert_non_null(buf);
+        for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+                size_t k = pieces[i], calls = 0;
+                int rc;
+
+                memset(buf, 0xa5, len);
+                assert_int_equal(
+                    nn_checkpoint_encode_open(&ck, buf, len, &len2, &s), 0);
+                assert_int_equal(len2, len);
+                while ((rc = nn_checkpoint_seal_some(&s, k)) == 0)
+                        calls++;
+                assert_int_equal(rc, 1);
+                calls++;
+                /* every piece but the last was whole */
+                assert_int_equal(calls, k == SIZE_MAX ? 1 : (body + k - 1) / k);
+                assert_memory_equal(buf, one, len);
+        }
+        /* unsealed, a decoder refuses it */
+        assert_int_equal(nn_checkpoint_encode_open(&ck, buf, len, &len2, &s),
+                         0);
+        assert_int_equal(nn_checkpoint_seal_some(&s, body - 1), 0);
+        memset(buf + body, 0, NN_CKPT_DIGEST_SIZE);
+        {
+                struct nn_checkpoint out;
+
+                assert_int_not_equal(decode(buf, len, &out), 0);
+                expect_zeroed(&out);
+        }
+        free(buf);
+        free(one);
         own_free(&ck);
 }
 
@@ -639,6 +694,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_memory_roundtrip),
+            cmocka_unit_test(test_seal_in_pieces),
             cmocka_unit_test(test_bounds_on_encode),
             cmocka_unit_test(test_flip_every_byte),
             cmocka_unit_test(test_truncate_every_length),

@@ -53,6 +53,30 @@ size_t nn_checkpoint_encoded_size(const struct nn_checkpoint *ck);
 int nn_checkpoint_encode(const struct nn_checkpoint *ck, void *buf, size_t cap,
                          size_t *len);
 
+/* A checkpoint whose digest is computed a piece at a time, so that no
+ * single call pays for all of it (a state served to a joining peer is
+ * sealed over several training steps: docs/design.md, "A state served
+ * costs one step"). nn_checkpoint_encode_open writes everything but the
+ * digest; each nn_checkpoint_seal_some then hashes at most max more
+ * bytes and writes the digest when the last is hashed. The bytes are
+ * those of nn_checkpoint_encode. The caller keeps buf unchanged and
+ * alive until sealed. */
+struct nn_ckpt_seal {
+        unsigned char hash[384]; /* BLAKE2b's running state, as bytes */
+        uint8_t *buf;
+        size_t done, body; /* bytes hashed, bytes to hash */
+};
+
+/* As nn_checkpoint_encode, the digest left to s (bytes unspecified there
+ * until sealed). 0, or NN_EINVAL as nn_checkpoint_encode. */
+int nn_checkpoint_encode_open(const struct nn_checkpoint *ck, void *buf,
+                              size_t cap, size_t *len, struct nn_ckpt_seal *s);
+
+/* Hash at most max more bytes (max >= 1); 1 once the digest is written
+ * (the buffer is then a whole checkpoint), 0 while bytes remain,
+ * NN_EIO if the hash fails. */
+int nn_checkpoint_seal_some(struct nn_ckpt_seal *s, size_t max);
+
 /* Reads the total encoded length from the first NN_CKPT_HEADER_SIZE
  * bytes of a checkpoint (for framing a stream); checks magic, version
  * and that the lengths add up, not the digest. */
