@@ -413,6 +413,30 @@ static void init_params(struct nn_model *m, uint64_t seed)
         }
 }
 
+/* The activation and im2col sizes of a laid-out model: dmax, col_per
+ * and col_n (what nn_model_gemm_shapes reads besides the layers). */
+static void plan_sizes(struct nn_model *m)
+{
+        for (int i = 0; i < m->nlayers; i++) {
+                struct layer *l = &m->layers[i];
+                size_t cl;
+
+                if ((size_t)l->out_size > m->dmax)
+                        m->dmax = (size_t)l->out_size;
+                if ((size_t)l->in_size > m->dmax)
+                        m->dmax = (size_t)l->in_size;
+                if (l->kind != L_CONV)
+                        continue;
+                cl = nn__conv_col_len(&l->conv, 1);
+                if (cl > m->col_per)
+                        m->col_per = cl;
+        }
+        /* One sample at least; as many as fit in the budget. */
+        if (m->col_per)
+                m->col_n =
+                    COL_BUDGET / m->col_per ? COL_BUDGET / m->col_per : 1;
+}
+
 int nn_model_create(const char *spec, int in_channels, int in_h, int in_w,
                     uint64_t seed, struct nn_model **out)
 {
@@ -434,24 +458,8 @@ int nn_model_create(const char *spec, int in_channels, int in_h, int in_w,
                 goto out;
         m->ws[0].grads = m->grads;
         init_params(m, seed);
-        for (int i = 0; i < m->nlayers; i++) {
-                struct layer *l = &m->layers[i];
-                size_t cl;
-
-                if ((size_t)l->out_size > m->dmax)
-                        m->dmax = (size_t)l->out_size;
-                if ((size_t)l->in_size > m->dmax)
-                        m->dmax = (size_t)l->in_size;
-                if (l->kind != L_CONV)
-                        continue;
-                cl = nn__conv_col_len(&l->conv, 1);
-                if (cl > m->col_per)
-                        m->col_per = cl;
-        }
+        plan_sizes(m);
         if (m->col_per) {
-                /* One sample at least; as many as fit in the budget. */
-                m->col_n =
-                    COL_BUDGET / m->col_per ? COL_BUDGET / m->col_per : 1;
                 m->ws[0].col_len = m->col_per * m->col_n;
                 m->ws[0].col = malloc(sizeof(float) * m->ws[0].col_len);
                 if (!m->ws[0].col)
@@ -1401,5 +1409,23 @@ int nn_model_gemm_shapes(const struct nn_model *m, int batch,
                 if (i)
                         shape_add(out, max, &n, 0, 0, rows, kkc, l->oc);
         }
+        return n;
+}
+
+int nn_spec_gemm_shapes(const char *spec, int in_channels, int in_h, int in_w,
+                        int batch, struct nn_gemm_shape *out, int max)
+{
+        struct nn_model *m = calloc(1, sizeof(*m));
+        int n = NN_EINVAL;
+
+        if (!m)
+                return NN_ENOMEM;
+        if (parse_spec(spec, in_channels, in_h, in_w, m, m->spec,
+                       sizeof(m->spec)) == 0 &&
+            layout(m) != 0) {
+                plan_sizes(m);
+                n = nn_model_gemm_shapes(m, batch, out, max);
+        }
+        free(m);
         return n;
 }

@@ -486,19 +486,16 @@ static int probe_all(struct node_kernel *k, const struct nn_gemm_shape *s,
 static int probe_shapes(const char *spec, int batch, struct nn_gemm_shape *s,
                         char *key, size_t keylen)
 {
-        struct nn_model *m = NULL;
         char canon[NN_SPEC_MAX];
-        int n, rc;
+        int n;
 
         /* A spec without an input token (the "cnn" preset) gets the
          * default data set's shape: close enough to rank kernels. */
         if (nn_spec_canonical(spec, 0, 0, 0, canon, sizeof(canon)) &&
             nn_spec_canonical(spec, 1, 28, 28, canon, sizeof(canon)))
                 return -EINVAL;
-        rc = nn_model_create(canon, 0, 0, 0, 1, &m);
-        if (rc)
-                return rc == NN_ENOMEM ? -ENOMEM : -EINVAL;
-        n = nn_model_gemm_shapes(m, batch, s, SHAPES_MAX);
+        /* the shapes without the model: no weights drawn before the join */
+        n = nn_spec_gemm_shapes(canon, 0, 0, 0, batch, s, SHAPES_MAX);
         for (int i = 0; i < 8 && n > 0 && batch > 1; i++) {
                 double f = shapes_flops(s, n < SHAPES_MAX ? n : SHAPES_MAX);
 
@@ -506,9 +503,10 @@ static int probe_shapes(const char *spec, int batch, struct nn_gemm_shape *s,
                         break;
                 batch = (int)(batch * PROBE_FLOPS / f);
                 batch = batch < 1 ? 1 : batch;
-                n = nn_model_gemm_shapes(m, batch, s, SHAPES_MAX);
+                n = nn_spec_gemm_shapes(canon, 0, 0, 0, batch, s, SHAPES_MAX);
         }
-        nn_model_free(m);
+        if (n == NN_ENOMEM)
+                return -ENOMEM;
         snprintf(key, keylen, "%s/b%d", canon, batch);
         return n < 0 ? -EINVAL : (n < SHAPES_MAX ? n : SHAPES_MAX);
 }

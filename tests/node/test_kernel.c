@@ -274,6 +274,24 @@ static void test_blis_runs_the_choice(void **state)
         nn_lib_finalize();
 }
 
+/* nn_spec_gemm_shapes (no model built) lists what the built model's
+ * nn_model_gemm_shapes does, shape for shape. */
+static void same_shapes(const char *spec, int c, int h, int w, int batch)
+{
+        struct nn_model *m;
+        struct nn_gemm_shape a[16], b[16];
+        int n;
+
+        memset(a, 0, sizeof(a));
+        memset(b, 0x5a, sizeof(b));
+        assert_int_equal(nn_model_create(spec, c, h, w, 1, &m), 0);
+        n = nn_model_gemm_shapes(m, batch, a, 16);
+        assert_true(n > 0 && n <= 16);
+        assert_int_equal(nn_spec_gemm_shapes(spec, c, h, w, batch, b, 16), n);
+        assert_memory_equal(a, b, (size_t)n * sizeof(a[0]));
+        nn_model_free(m);
+}
+
 static void test_gemm_shapes(void **state)
 {
         struct nn_model *m;
@@ -300,6 +318,16 @@ static void test_gemm_shapes(void **state)
         assert_memory_equal(&s[0], (&(struct nn_gemm_shape){0, 1, 1568, 32, 9}),
                             sizeof(s[0]));
         nn_model_free(m);
+        /* without the model: the same shapes, a conv's im2col pass capped
+         * by its budget at a large batch included */
+        for (int b = 1; b <= 1000; b *= 10) {
+                same_shapes("784-512-10", 0, 0, 0, b);
+                same_shapes("cnn", 1, 28, 28, b);
+        }
+        assert_int_equal(nn_spec_gemm_shapes("784-x-10", 0, 0, 0, 10, s, 16),
+                         NN_EINVAL);
+        assert_int_equal(nn_spec_gemm_shapes("784-512-10", 0, 0, 0, 0, s, 16),
+                         NN_EINVAL);
 }
 
 static int setup(void **state)

@@ -256,6 +256,14 @@ int nn_model_predict(struct nn_model *m, const float *x, int n, uint8_t *pred);
 int nn_model_gemm_shapes(const struct nn_model *m, int batch,
                          struct nn_gemm_shape *out, int max);
 
+/* nn_model_gemm_shapes of the model nn_model_create would build from the
+ * same spec and input shape, without allocating its buffers or drawing
+ * its weights (the kernel probe runs before the join, the model only
+ * after it: creating one cost a node's start ~10 ms of CPU at lab speed,
+ * most of its start). NN_ENOMEM, NN_EINVAL, else as nn_model_gemm_shapes. */
+int nn_spec_gemm_shapes(const char *spec, int in_channels, int in_h, int in_w,
+                        int batch, struct nn_gemm_shape *out, int max);
+
 /* ---- optimizers -------------------------------------------------------- */
 
 enum nn_optim_kind {
