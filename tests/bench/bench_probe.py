@@ -33,6 +33,35 @@ def keygen_for(binpath):
                         "gossip-keygen")
 
 
+def quota_cgroup(quota):
+    """A cgroup v1 cpu group of ours holding quota % of a core (period
+    PERIOD_US); None for no quota."""
+    if quota <= 0:
+        return None
+    cg = os.path.join(CG, "gnprobe%d" % os.getpid())
+    os.makedirs(cg, exist_ok=True)
+    with open(os.path.join(cg, "cpu.cfs_period_us"), "w") as f:
+        f.write(str(PERIOD_US))
+    with open(os.path.join(cg, "cpu.cfs_quota_us"), "w") as f:
+        f.write(str(int(PERIOD_US * quota / 100.0)))
+    return cg
+
+
+def enter_cgroup(cg):
+    """A preexec_fn that moves the child into cg (None: nothing)."""
+    def enter():
+        if cg:
+            with open(os.path.join(cg, "tasks"), "w") as f:
+                f.write(str(os.getpid()))
+    return enter
+
+
+def remove_cgroup(cg):
+    """Remove cg once its processes are gone (None: nothing)."""
+    if cg:
+        os.rmdir(cg)
+
+
 def run_one(binpath, quota, work, data):
     keygen = keygen_for(binpath)
     key = os.path.join(work, "node.key")
@@ -47,27 +76,13 @@ def run_one(binpath, quota, work, data):
             "--blis-arch", "probe"]
     if data:
         argv += ["--data", data]
-    cg = None
-    if quota > 0:
-        cg = os.path.join(CG, "gnprobe%d" % os.getpid())
-        os.makedirs(cg, exist_ok=True)
-        with open(os.path.join(cg, "cpu.cfs_period_us"), "w") as f:
-            f.write(str(PERIOD_US))
-        with open(os.path.join(cg, "cpu.cfs_quota_us"), "w") as f:
-            f.write(str(int(PERIOD_US * quota / 100.0)))
-
-    def enter():
-        if cg:
-            with open(os.path.join(cg, "tasks"), "w") as f:
-                f.write(str(os.getpid()))
-
+    cg = quota_cgroup(quota)
     try:
         out = subprocess.run(argv, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
-                             preexec_fn=enter, timeout=300).stdout
+                             preexec_fn=enter_cgroup(cg), timeout=300).stdout
     finally:
-        if cg:
-            os.rmdir(cg)
+        remove_cgroup(cg)
     for line in out.splitlines():
         m = LINE.search(line)
         if m:
@@ -75,25 +90,33 @@ def run_one(binpath, quota, work, data):
     sys.exit("bench_probe: no probe line from %s:\n%s" % (binpath, out))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_builds(doc, runs, prog):
+    """The command line of a builds-interleaved bench (this one's and
+    bench_start.py's): --bin LABEL=PATH..., --quota, --runs, --data; the
+    quota checked (root and cgroup v1's cpu controller). (args, [(label,
+    absolute path)])."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--bin", action="append", required=True,
                     metavar="LABEL=PATH")
     ap.add_argument("--quota", type=float, default=6.0)
-    ap.add_argument("--runs", type=int, default=6)
+    ap.add_argument("--runs", type=int, default=runs)
     ap.add_argument("--data", default=None)
     a = ap.parse_args()
-    bins = [b.split("=", 1) for b in a.bin]
     if a.quota > 0 and (os.geteuid() != 0 or not os.path.isdir(CG)):
-        sys.exit("bench_probe: a quota needs root and cgroup v1's cpu "
-                 "controller at %s (or --quota 0)" % CG)
+        sys.exit("%s: a quota needs root and cgroup v1's cpu controller "
+                 "at %s (or --quota 0)" % (prog, CG))
+    return a, [(lb, os.path.abspath(p)) for lb, p in
+               (b.split("=", 1) for b in a.bin)]
+
+
+def main():
+    a, bins = parse_builds(__doc__, 6, "bench_probe")
     res = {label: [] for label, _ in bins}
     work = tempfile.mkdtemp(prefix="bench_probe.")
     try:
         for r in range(a.runs):
             for label, path in bins:
-                s, arch, line = run_one(os.path.abspath(path), a.quota, work,
-                                        a.data)
+                s, arch, line = run_one(path, a.quota, work, a.data)
                 res[label].append((s, arch))
                 print("run %d %s: %s" % (r + 1, label, line), flush=True)
     finally:

@@ -269,8 +269,10 @@ class ChurnRow(bf.Row):
     def served(self, r):
         """The state a restarted device took (its `join` event): from
         whom, and that survivor's longest step within STATE_SPAN_S of it
-        (the snapshot is encoded on the server's training thread, inside
-        a step, and sent from the same device's CPU budget)."""
+        (the snapshot is copied on the server's training thread, sealed
+        there over the next steps, framed and sent by its loop, all from
+        the same device's CPU budget: design.md, "A state served costs
+        one step")."""
         # the join comes before the run's `start` event: after the churn
         joins = [e for e in self.read_events(r) if e["ev"] == "join" and
                  e["t_ms"] / 1e3 > self.t_out[r]]
