@@ -32,6 +32,12 @@ enum {
          * dominates, ~0.2 s for Fashion-MNIST train); kept for slow
          * SD-card reads on Pi-class boards, where it is unmeasured. */
         NN_DATA_GZ_BUFFER = 256 << 10,
+        /* ... but for reading a header alone (nn_dataset_probe_dir, before
+         * the join): zlib fills its output, twice the input buffer, at
+         * the first read, so 256 KiB inflated 512 KiB (~5 ms of CPU at
+         * lab speed, ~80 ms at a Pi's quota) for 16 bytes. zlib's
+         * default. */
+        NN_DATA_GZ_HEAD_BUFFER = 8 << 10,
         NN_DATA_IDX_IMAGES = 0x00000803, /* u8, 3 dims */
         NN_DATA_IDX_LABELS = 0x00000801, /* u8, 1 dim */
         NN_DATA_CIFAR_SIDE = 32,
@@ -80,7 +86,8 @@ static const char *gz_why(gzFile f)
         return msg;
 }
 
-static int gz_open(const char *path, gzFile *f, char *err, size_t errlen)
+static int gz_open(const char *path, unsigned buffer, gzFile *f, char *err,
+                   size_t errlen)
 {
         errno = 0;
         *f = gzopen(path, "rb");
@@ -89,7 +96,7 @@ static int gz_open(const char *path, gzFile *f, char *err, size_t errlen)
                           errno ? strerror(errno) : "out of memory");
                 return errno ? NN_EIO : NN_ENOMEM;
         }
-        gzbuffer(*f, NN_DATA_GZ_BUFFER);
+        gzbuffer(*f, buffer);
         return 0;
 }
 
@@ -151,12 +158,13 @@ out:
  * first four the magic). On success *f is open; on error it is closed and
  * err names the file. */
 static int idx_open(const char *path, uint8_t *h, size_t hlen, uint32_t magic,
-                    const char *what, gzFile *f, char *err, size_t errlen)
+                    const char *what, unsigned buffer, gzFile *f, char *err,
+                    size_t errlen)
 {
         long long r;
         int rc;
 
-        rc = gz_open(path, f, err, errlen);
+        rc = gz_open(path, buffer, f, err, errlen);
         if (rc != 0)
                 return rc;
         r = gz_read_full(*f, h, hlen);
@@ -181,17 +189,19 @@ static int idx_open(const char *path, uint8_t *h, size_t hlen, uint32_t magic,
         return rc;
 }
 
-/* Opens an IDX image file and takes n, rows, cols and channels from its
- * 16-byte header, within the bounds; on success *f is open at the first
- * pixel, on error it is closed and err names the file. */
-static int idx_images_head(const char *path, struct nn_dataset *ds, gzFile *f,
-                           char *err, size_t errlen)
+/* Opens an IDX image file (zlib's input buffer of `buffer` bytes) and
+ * takes n, rows, cols and channels from its 16-byte header, within the
+ * bounds; on success *f is open at the first pixel, on error it is closed
+ * and err names the file. */
+static int idx_images_head(const char *path, unsigned buffer,
+                           struct nn_dataset *ds, gzFile *f, char *err,
+                           size_t errlen)
 {
         uint8_t h[16];
         int rc;
 
-        rc = idx_open(path, h, sizeof(h), NN_DATA_IDX_IMAGES, "image", f, err,
-                      errlen);
+        rc = idx_open(path, h, sizeof(h), NN_DATA_IDX_IMAGES, "image", buffer,
+                      f, err, errlen);
         if (rc != 0)
                 return rc;
         ds->n = gn_be32_get(h + 4);
@@ -221,7 +231,7 @@ static int idx_images(const char *path, struct nn_dataset *ds, char *err,
         size_t want, got;
         int rc, extra;
 
-        rc = idx_images_head(path, ds, &f, err, errlen);
+        rc = idx_images_head(path, NN_DATA_GZ_BUFFER, ds, &f, err, errlen);
         if (rc != 0)
                 return rc;
         want = (size_t)ds->n * ds->rows * ds->cols;
@@ -258,8 +268,8 @@ static int idx_labels(const char *path, const char *images_path,
         size_t got;
         int rc, extra;
 
-        rc = idx_open(path, h, sizeof(h), NN_DATA_IDX_LABELS, "label", &f, err,
-                      errlen);
+        rc = idx_open(path, h, sizeof(h), NN_DATA_IDX_LABELS, "label",
+                      NN_DATA_GZ_BUFFER, &f, err, errlen);
         if (rc != 0)
                 return rc;
         n = gn_be32_get(h + 4);
@@ -333,7 +343,7 @@ static int cifar_file(const char *path, struct nn_dataset *ds, size_t *cap,
         long long r;
         int rc;
 
-        rc = gz_open(path, &f, err, errlen);
+        rc = gz_open(path, NN_DATA_GZ_BUFFER, &f, err, errlen);
         if (rc != 0)
                 return rc;
         for (;;) {
@@ -533,7 +543,8 @@ int nn_dataset_probe_dir(const char *dir, int train, struct nn_dataset *out,
         memset(out, 0, sizeof(*out));
         rc = locate_dir(dir, train, img, lbl, cdir, err, errlen);
         if (rc == 1) {
-                rc = idx_images_head(img, out, &f, err, errlen);
+                rc = idx_images_head(img, NN_DATA_GZ_HEAD_BUFFER, out, &f, err,
+                                     errlen);
                 if (rc == 0)
                         gzclose(f);
         } else if (rc == 2) {
