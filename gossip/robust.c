@@ -10,16 +10,21 @@
 #include "base/gn_hot.h"
 
 const struct gossip_robust_cfg gossip_robust_params_cfg = {
-    .mult = 3.0f, .refuse = 4.0f, .floor = 0.02f, .cap = 0.5f};
+    .mult = 3.0f,
+    .refuse = 4.0f,
+    .floor = 0.02f,
+    .cap = 0.5f,
+    .sway = GOSSIP_ROBUST_SWAY_BOUND,
+    .name_t = 4.5f};
 const struct gossip_robust_cfg gossip_robust_grads_cfg = {
     .mult = 3.0f, .refuse = 4.0f, .floor = 0.5f, .cap = 4.0f};
 
 const char *gossip_robust_reason_name(int reason)
 {
         static const char *names[GOSSIP_ROBUST_REASONS] = {
-            "accepted",  "clipped",     "far",
-            "nonfinite", "not_partner", "out_of_window",
-            "mismatch",  "quarantined", "duplicate"};
+            "accepted",    "clipped",       "far",      "nonfinite",
+            "not_partner", "out_of_window", "mismatch", "quarantined",
+            "duplicate",   "swayed",        "named"};
 
         if (reason < 0 || reason >= GOSSIP_ROBUST_REASONS)
                 return NULL;
@@ -211,13 +216,16 @@ gossip_robust_peer_get(struct gossip_robust_peers *t,
 void gossip_robust_peer_note(struct gossip_robust_peer *p, int reason)
 {
         const uint32_t mask = (1u << GOSSIP_ROBUST_HISTORY) - 1u;
+        int bad =
+            reason == GOSSIP_ROBUST_FAR || reason == GOSSIP_ROBUST_NONFINITE;
 
         if (reason < 0 || reason >= GOSSIP_ROBUST_REASONS)
                 return;
+
         p->count[reason]++;
-        if (reason > GOSSIP_ROBUST_NONFINITE)
+        if (reason > GOSSIP_ROBUST_NONFINITE && reason != GOSSIP_ROBUST_SWAYED)
                 return; /* who and when, not what: not judged */
-        p->hist = ((p->hist << 1) | (reason != GOSSIP_ROBUST_ACCEPTED)) & mask;
+        p->hist = ((p->hist << 1) | (uint32_t)bad) & mask;
         if (p->nhist < GOSSIP_ROBUST_HISTORY)
                 p->nhist++;
 }
@@ -273,5 +281,191 @@ uint32_t gossip_robust_peer_bad(const struct gossip_robust_peer *p)
 
 int gossip_robust_peer_suspect(const struct gossip_robust_peer *p)
 {
-        return gossip_robust_peer_bad(p) > GOSSIP_ROBUST_SUSPECT_BAD;
+        return gossip_robust_peer_bad(p) > GOSSIP_ROBUST_SUSPECT_BAD ||
+               p->named;
+}
+
+/* ---- a peer's accumulated influence (sway) ------------------------------ */
+
+static const double sway_lambda = 1.0 - 1.0 / GOSSIP_ROBUST_SWAY_TURNS;
+
+size_t gossip_robust_sway_stride(size_t nparams)
+{
+        size_t s = (nparams + GOSSIP_ROBUST_SWAY_SAMPLES - 1) /
+                   GOSSIP_ROBUST_SWAY_SAMPLES;
+
+        return s ? s : 1;
+}
+
+/* The first sampled coordinate at or after element lo. */
+static size_t sway_first(size_t stride, size_t lo)
+{
+        return (lo + stride - 1) / stride * stride;
+}
+
+void gossip_robust_sway_measure(const struct gossip_robust_sway *s,
+                                size_t stride, const float *theirs,
+                                const float *mine, const float *past, size_t lo,
+                                size_t count, struct gossip_robust_sway_turn *t)
+{
+        double dd = 0.0, ad = 0.0, gd = 0.0, gg = 0.0;
+
+        for (size_t g = sway_first(stride, lo); g < lo + count; g += stride) {
+                double d = (double)theirs[g - lo] - (double)mine[g - lo];
+
+                dd += d * d;
+                ad += (double)s->a[g / stride] * d;
+                if (past) {
+                        double p = (double)mine[g - lo] - past[g / stride];
+
+                        gd += p * d;
+                        gg += p * p;
+                }
+        }
+        t->dd = dd;
+        t->ad = ad;
+        t->gd = gd;
+        t->gg = gg;
+}
+
+void gossip_robust_sway_sample(const float *params, size_t n, size_t stride,
+                               float *out)
+{
+        for (size_t g = 0; g < n; g += stride)
+                out[g / stride] = params[g];
+}
+
+float gossip_robust_sway_scale(const struct gossip_robust_sway *s,
+                               const struct gossip_robust_sway_turn *t,
+                               float bound)
+{
+        const double l = sway_lambda;
+        /* q(alpha) = k2 alpha^2 + k1 alpha + k0: |l A + alpha d|^2 less
+         * the bound's allowance */
+        double k2 = t->dd, k1 = 2.0 * l * t->ad,
+               k0 = l * l * s->aa - bound * (l * l * s->e + t->dd);
+        double disc, hi, least;
+
+        if (!(k2 > 0.0) || !isfinite(k2) || !isfinite(k1))
+                return 1.0f;
+        if (k2 + k1 + k0 <= 0.0)
+                return 1.0f;
+        disc = k1 * k1 - 4.0 * k2 * k0;
+        if (disc >= 0.0) {
+                hi = (-k1 + sqrt(disc)) / (2.0 * k2);
+                if (hi >= 0.0 && hi < 1.0)
+                        return (float)hi;
+        }
+        least = -k1 / (2.0 * k2);
+        return (float)(least < 0.0 ? 0.0 : least > 1.0 ? 1.0 : least);
+}
+
+void gossip_robust_sway_add(struct gossip_robust_sway *s, size_t stride,
+                            const float *theirs, const float *mine, size_t lo,
+                            size_t count,
+                            const struct gossip_robust_sway_turn *t,
+                            float alpha)
+{
+        const float l = (float)sway_lambda;
+        double aa = 0.0;
+
+        for (size_t i = 0; i < GOSSIP_ROBUST_SWAY_SAMPLES; i++)
+                s->a[i] *= l;
+        for (size_t g = sway_first(stride, lo); g < lo + count; g += stride)
+                s->a[g / stride] += alpha * (theirs[g - lo] - mine[g - lo]);
+        for (size_t i = 0; i < GOSSIP_ROBUST_SWAY_SAMPLES; i++)
+                aa += (double)s->a[i] * s->a[i];
+        s->aa = aa;
+        s->e = sway_lambda * sway_lambda * s->e + t->dd;
+        s->turns++;
+        s->scaled += alpha < 1.0f;
+}
+
+float gossip_robust_sway_consistency(const struct gossip_robust_sway *s)
+{
+        return s->e > 0.0 ? (float)(s->aa / s->e) : 0.0f;
+}
+
+/* ---- naming the liar: the evidence --------------------------------------- */
+
+void gossip_robust_evidence_of(const struct gossip_robust_sway *s,
+                               const struct gossip_robust_sway_turn *t,
+                               float x[GOSSIP_ROBUST_EVS])
+{
+        x[GOSSIP_ROBUST_EV_PULL] = t->gg > 0.0 && t->dd > 0.0
+                                       ? (float)(-t->gd / sqrt(t->gg * t->dd))
+                                       : NAN;
+        x[GOSSIP_ROBUST_EV_PUSH] = s->aa > 0.0 && t->dd > 0.0
+                                       ? (float)(t->ad / sqrt(s->aa * t->dd))
+                                       : NAN;
+}
+
+void gossip_robust_evidence_add(struct gossip_robust_evidence *e,
+                                const float x[GOSSIP_ROBUST_EVS])
+{
+        for (int k = 0; k < GOSSIP_ROBUST_EVS; k++) {
+                double d;
+
+                if (!isfinite(x[k]))
+                        continue;
+                e->n[k]++;
+                d = x[k] - e->mean[k];
+                e->mean[k] += d / (double)e->n[k];
+                e->m2[k] += d * (x[k] - e->mean[k]);
+        }
+}
+
+float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
+                               const struct gossip_robust_peer *p, int stat)
+{
+        /* the other peers pooled (Chan et al.'s parallel update) */
+        double n = 0.0, mean = 0.0, m2 = 0.0, np, vp, vo;
+
+        if (stat < 0 || stat >= GOSSIP_ROBUST_EVS)
+                return NAN;
+        for (size_t i = 0; i < t->n; i++) {
+                const struct gossip_robust_evidence *e = &t->p[i].ev;
+                double ni = (double)e->n[stat], d;
+
+                if (&t->p[i] == p || ni == 0.0)
+                        continue;
+                d = e->mean[stat] - mean;
+                m2 += e->m2[stat] + d * d * n * ni / (n + ni);
+                mean += d * ni / (n + ni);
+                n += ni;
+        }
+        np = (double)p->ev.n[stat];
+        if (np < GOSSIP_ROBUST_NAME_TURNS || n < GOSSIP_ROBUST_NAME_TURNS)
+                return NAN;
+        vp = p->ev.m2[stat] / (np - 1.0);
+        vo = m2 / (n - 1.0);
+        if (!(vp / np + vo / n > 0.0))
+                return NAN;
+        return (float)((p->ev.mean[stat] - mean) / sqrt(vp / np + vo / n));
+}
+
+size_t gossip_robust_name(struct gossip_robust_peers *t, float name_t)
+{
+        size_t named = 0;
+
+        for (size_t i = 0; i < t->n; i++) {
+                struct gossip_robust_peer *p = &t->p[i];
+                float best = NAN;
+
+                for (int k = 0; k < GOSSIP_ROBUST_EVS; k++) {
+                        float x = gossip_robust_evidence_t(t, p, k);
+
+                        if (isfinite(x) && !(x <= best))
+                                best = x;
+                }
+                p->evidence = best;
+                if (!(name_t > 0.0f) || !isfinite(best))
+                        p->named = 0;
+                else if (best >= name_t)
+                        p->named = 1;
+                else if (best < 0.5f * name_t)
+                        p->named = 0;
+                named += (size_t)p->named;
+        }
+        return named;
 }

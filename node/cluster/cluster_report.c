@@ -278,7 +278,7 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
                 }
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 20);
+        msgpack_pack_map(pk, 22);
         node_ctl_pack_kstr(pk, "name", m->name);
         node_ctl_pack_kstr(pk, "addr", a);
         node_ctl_pack_kstr(pk, "key", k);
@@ -297,6 +297,10 @@ static void pack_peer_stats(struct node_cluster *c, msgpack_packer *pk,
         node_ctl_pack_str(pk, "suspect_model");
         have_rp &&gossip_robust_peer_suspect(&rp) ? msgpack_pack_true(pk)
                                                   : msgpack_pack_false(pk);
+        node_ctl_pack_str(pk, "sway");
+        msgpack_pack_double(pk, have_rp ? (double)rp.sway : 0.0);
+        node_ctl_pack_str(pk, "evidence");
+        msgpack_pack_double(pk, have_rp ? (double)rp.evidence : NAN);
         pack_link(c, pk, &m->addr, 1);
 }
 

@@ -810,7 +810,7 @@ static void log_robust(struct node_exchange *ex,
                  "robust merge %s: %llu accepted, %llu clipped, refused "
                  "%llu far, %llu nonfinite, %llu not_partner, %llu "
                  "out_of_window, %llu mismatch, %llu quarantined, %llu "
-                 "duplicate",
+                 "duplicate; %llu swayed, %llu named",
                  ex->o->robust ? "on" : "off",
                  (unsigned long long)r[GOSSIP_ROBUST_ACCEPTED],
                  (unsigned long long)r[GOSSIP_ROBUST_CLIPPED],
@@ -820,30 +820,35 @@ static void log_robust(struct node_exchange *ex,
                  (unsigned long long)r[GOSSIP_ROBUST_WINDOW],
                  (unsigned long long)r[GOSSIP_ROBUST_MISMATCH],
                  (unsigned long long)r[GOSSIP_ROBUST_QUARANTINED],
-                 (unsigned long long)r[GOSSIP_ROBUST_DUPLICATE]);
+                 (unsigned long long)r[GOSSIP_ROBUST_DUPLICATE],
+                 (unsigned long long)r[GOSSIP_ROBUST_SWAYED],
+                 (unsigned long long)r[GOSSIP_ROBUST_NAMED]);
         mi = node_view_members(ex->view, &n);
         for (size_t i = 1; mi && i < n; i++) {
                 if (node_handoff_robust_peer(ex->h, mi[i].key, &rp))
                         continue;
-                node_log(NODE_LOG_INFO,
-                         "robust merge peer %s%s: %llu accepted, %llu "
-                         "clipped, %llu far, %llu nonfinite, %llu "
-                         "not_partner, %llu out_of_window, %llu mismatch, "
-                         "%llu quarantined, %llu duplicate; %u bad of the "
-                         "last %u",
-                         node_view_member_name(&mi[i]),
-                         gossip_robust_peer_suspect(&rp) ? " suspect_model"
-                                                         : "",
-                         (unsigned long long)rp.count[0],
-                         (unsigned long long)rp.count[1],
-                         (unsigned long long)rp.count[2],
-                         (unsigned long long)rp.count[3],
-                         (unsigned long long)rp.count[4],
-                         (unsigned long long)rp.count[5],
-                         (unsigned long long)rp.count[6],
-                         (unsigned long long)rp.count[7],
-                         (unsigned long long)rp.count[8],
-                         gossip_robust_peer_bad(&rp), rp.nhist);
+                node_log(
+                    NODE_LOG_INFO,
+                    "robust merge peer %s%s: %llu accepted, %llu "
+                    "clipped, %llu far, %llu nonfinite, %llu "
+                    "not_partner, %llu out_of_window, %llu mismatch, "
+                    "%llu quarantined, %llu duplicate, %llu swayed, "
+                    "%llu named; sway %.2f; evidence %.1f; %u bad of "
+                    "the last %u",
+                    node_view_member_name(&mi[i]),
+                    gossip_robust_peer_suspect(&rp) ? " suspect_model" : "",
+                    (unsigned long long)rp.count[0],
+                    (unsigned long long)rp.count[1],
+                    (unsigned long long)rp.count[2],
+                    (unsigned long long)rp.count[3],
+                    (unsigned long long)rp.count[4],
+                    (unsigned long long)rp.count[5],
+                    (unsigned long long)rp.count[6],
+                    (unsigned long long)rp.count[7],
+                    (unsigned long long)rp.count[8],
+                    (unsigned long long)rp.count[9],
+                    (unsigned long long)rp.count[10], (double)rp.sway,
+                    (double)rp.evidence, gossip_robust_peer_bad(&rp), rp.nhist);
         }
         free(mi);
 }

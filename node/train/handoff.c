@@ -131,6 +131,14 @@ struct node_handoff {
         /* training thread */
         float *t_grad;
         float *t_in[NODE_HANDOFF_INBOX]; /* slices taken out of the inbox */
+        /* each peer's sway (gossip/robust.h), by its index in peers (an
+         * entry never moves); the samples allocated at its first merge */
+        struct gossip_robust_sway t_sway[GOSSIP_ROBUST_PEERS];
+        size_t t_sway_stride;
+        /* our model's sample once a round (past_sample): our progress */
+        float *t_past[NODE_HANDOFF_PAST_RING];
+        uint64_t t_past_step[NODE_HANDOFF_PAST_RING], t_past_last;
+        int t_past_n, t_past_next;
         /* per part of our P: our step when we last averaged a slice into
          * it (UINT64_MAX: never), the record gossip_plan_judge keeps */
         uint64_t *t_answered;
@@ -188,6 +196,10 @@ static int alloc_buffers(struct node_handoff *h)
         }
         h->t_answered = malloc(h->cfg.plan.parts * sizeof(uint64_t));
         ok &= h->t_answered != NULL;
+        h->t_sway_stride = gossip_robust_sway_stride(n);
+        for (int i = 0; ok && h->cfg.robust && i < NODE_HANDOFF_PAST_RING; i++)
+                ok &= (h->t_past[i] = malloc(GOSSIP_ROBUST_SWAY_SAMPLES *
+                                             sizeof(float))) != NULL;
         for (uint32_t p = 0; ok && p < h->cfg.plan.parts; p++)
                 h->t_answered[p] = UINT64_MAX;
         return ok ? 0 : -ENOMEM;
@@ -246,6 +258,10 @@ void node_handoff_free(struct node_handoff *h)
                 free(h->t_in[i]);
         }
         free(h->t_answered);
+        for (int i = 0; i < GOSSIP_ROBUST_PEERS; i++)
+                free(h->t_sway[i].a);
+        for (int i = 0; i < NODE_HANDOFF_PAST_RING; i++)
+                free(h->t_past[i]);
         gn_big_free(h->snap);
         free(h->in_state);
         node_shuffle_free(h->shuffle);
@@ -642,6 +658,15 @@ static void robust_count(struct node_handoff *h, const uint8_t *key, int reason)
                 gossip_robust_peer_note(p, reason);
 }
 
+/* The index of key's record in peers, added when new (mu held); -1 when
+ * the table is full. */
+static long sender_index(struct node_handoff *h, const uint8_t *key)
+{
+        struct gossip_robust_peer *p = gossip_robust_peer_get(&h->peers, key);
+
+        return p ? (long)(p - h->peers.p) : -1;
+}
+
 /* Is the sender of a contribution in quarantine at our step (mu held)?
  * The quarantine is model health's answer, with or without the robust
  * merge: it uses the merge's peer table, not its judgement. */
@@ -700,23 +725,108 @@ size_t node_handoff_quarantine(struct node_handoff *h, uint64_t since,
         return k;
 }
 
-/* Robust merge of one slice against mine (our copy it is averaged with),
- * on the training thread with mu released: rs_params is the trainer's.
- * Returns the verdict; theirs is clipped in place when it says so. */
-static int robust_slice(struct node_handoff *h, struct in_slice *q,
-                        const float *mine, float *radius, float *dist)
+/* The sway record of the peer at index pi of peers, its samples allocated
+ * at first use (training thread); NULL without one. */
+static struct gossip_robust_sway *sway_of(struct node_handoff *h, long pi)
 {
-        struct gossip_robust_verdict v;
-        float ref, d = gossip_robust_rms_both(q->v, mine, q->count, &ref);
+        struct gossip_robust_sway *s;
 
-        gossip_robust_judge_dist(&gossip_robust_params_cfg, &h->rs_params, d,
-                                 ref, &v);
-        *radius = ref > 0 ? v.radius / ref : NAN;
-        *dist = v.reason == GOSSIP_ROBUST_CLIPPED ? v.dist * v.scale : v.dist;
+        if (pi < 0 || pi >= GOSSIP_ROBUST_PEERS)
+                return NULL;
+        s = &h->t_sway[pi];
+        if (!s->a)
+                s->a = calloc(GOSSIP_ROBUST_SWAY_SAMPLES, sizeof(float));
+        return s->a ? s : NULL;
+}
+
+/* What robust_slice measured of one turn, for the record under mu. */
+struct turn_out {
+        float radius; /* the radius applied / RMS(mine); NaN: none */
+        float dist;   /* RMS of what the merge takes of theirs - mine */
+        float sway;   /* the sender's consistency after it; NaN: none */
+        float ev[GOSSIP_ROBUST_EVS]; /* its figures; NaN: none */
+};
+
+/* Robust merge of one slice against mine (our copy it is averaged with),
+ * on the training thread with mu released: rs_params, the sways and the
+ * past sample are the trainer's. The radius first; what it lets through
+ * is measured against the sender's sway (sw, NULL: none kept) and our
+ * progress since past (NULL: none yet) for the evidence; a named sender's
+ * slice stops there (NAMED, not merged); else the sway bound. Returns the
+ * verdict; theirs is scaled in place when it says so. */
+static int robust_slice(struct node_handoff *h, struct in_slice *q,
+                        const float *mine, struct gossip_robust_sway *sw,
+                        const float *past, int named, struct turn_out *o)
+{
+        const struct gossip_robust_cfg *c = &gossip_robust_params_cfg;
+        struct gossip_robust_verdict v;
+        struct gossip_robust_sway_turn t;
+        float ref, d = gossip_robust_rms_both(q->v, mine, q->count, &ref);
+        float alpha = 1.0f;
+
+        gossip_robust_judge_dist(c, &h->rs_params, d, ref, &v);
+        o->radius = ref > 0 ? v.radius / ref : NAN;
+        o->dist = v.reason == GOSSIP_ROBUST_CLIPPED ? v.dist * v.scale : v.dist;
+        o->sway = NAN;
+        for (int k = 0; k < GOSSIP_ROBUST_EVS; k++)
+                o->ev[k] = NAN;
         if (v.reason == GOSSIP_ROBUST_CLIPPED)
                 gossip_robust_clip(q->v, mine, q->count, v.scale);
-        gossip_robust_note(&h->rs_params, &v);
-        return v.reason;
+        if (!named)
+                gossip_robust_note(&h->rs_params, &v);
+        if (v.reason != GOSSIP_ROBUST_ACCEPTED &&
+            v.reason != GOSSIP_ROBUST_CLIPPED)
+                return v.reason;
+        if (!sw)
+                return named ? GOSSIP_ROBUST_NAMED : v.reason;
+        gossip_robust_sway_measure(sw, h->t_sway_stride, q->v, mine, past,
+                                   q->lo, q->count, &t);
+        gossip_robust_evidence_of(sw, &t, o->ev);
+        if (named)
+                return GOSSIP_ROBUST_NAMED;
+        if (c->sway > 0.0f)
+                alpha = gossip_robust_sway_scale(sw, &t, c->sway);
+        gossip_robust_sway_add(sw, h->t_sway_stride, q->v, mine, q->lo,
+                               q->count, &t, alpha);
+        o->sway = gossip_robust_sway_consistency(sw);
+        if (alpha >= 1.0f)
+                return v.reason;
+        gossip_robust_clip(q->v, mine, q->count, alpha);
+        o->dist *= alpha;
+        return GOSSIP_ROBUST_SWAYED;
+}
+
+/* Our model's sample, kept once per averaging round (period k) for the
+ * last PAST_RING rounds (training thread); returns the newest one at least
+ * PROGRESS_ROUNDS rounds old, or NULL. */
+static const float *past_sample(struct node_handoff *h, const float *params,
+                                size_t n, uint64_t step, uint32_t k)
+{
+        uint64_t span = (uint64_t)GOSSIP_ROBUST_PROGRESS_ROUNDS * k;
+        const float *best = NULL;
+        uint64_t best_step = 0;
+
+        if (!h->t_past[0])
+                return NULL;
+        if (h->t_past_n == 0 || step >= h->t_past_last + k ||
+            step < h->t_past_last) {
+                int i = h->t_past_next;
+
+                gossip_robust_sway_sample(params, n, h->t_sway_stride,
+                                          h->t_past[i]);
+                h->t_past_step[i] = step;
+                h->t_past_last = step;
+                h->t_past_next = (i + 1) % NODE_HANDOFF_PAST_RING;
+                if (h->t_past_n < NODE_HANDOFF_PAST_RING)
+                        h->t_past_n++;
+        }
+        for (int i = 0; i < h->t_past_n; i++)
+                if (h->t_past_step[i] + span <= step &&
+                    (!best || h->t_past_step[i] > best_step)) {
+                        best = h->t_past[i];
+                        best_step = h->t_past_step[i];
+                }
+        return best;
 }
 
 /* The plan's verdict on every slice in the inbox (mu held), judged
@@ -764,10 +874,15 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         const float *against[NODE_HANDOFF_INBOX];
         int use[NODE_HANDOFF_INBOX], reason[NODE_HANDOFF_INBOX],
             rc[NODE_HANDOFF_INBOX];
-        float radius[NODE_HANDOFF_INBOX];
+        struct turn_out out[NODE_HANDOFF_INBOX];
+        long pi[NODE_HANDOFF_INBOX]; /* the sender's index in peers */
+        int named[NODE_HANDOFF_INBOX];
+        const float *past = NULL;
         double moved = 0.0; /* |what the merges moved params|^2 */
         size_t nw = 0;
 
+        if (h->cfg.robust && n == c->nparams)
+                past = past_sample(h, params, n, step, c->avg_every);
         pthread_mutex_lock(&h->mu);
         drop_quarantined(h, step);
         judge_inbox(h, c, step, n, jd);
@@ -791,6 +906,8 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
                 against[nw] = u == GOSSIP_PLAN_DELTA ? h->ring[jd[i].slot].v
                                                      : params + q->lo;
                 work[nw] = *q;
+                pi[nw] = sender_index(h, q->from);
+                named[nw] = pi[nw] >= 0 && h->peers.p[pi[nw]].named;
                 q->v = h->t_in[nw]; /* the inbox keeps a buffer per entry */
                 h->t_in[nw] = work[nw].v;
                 nw++;
@@ -803,16 +920,18 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
                 float dist;
 
                 rc[j] = -1;
-                radius[j] = NAN;
                 if (h->cfg.robust) {
                         reason[j] =
-                            robust_slice(h, q, against[j], &radius[j], &dist);
+                            robust_slice(h, q, against[j], sway_of(h, pi[j]),
+                                         past, named[j], &out[j]);
+                        dist = out[j].dist;
                 } else {
                         reason[j] = GOSSIP_ROBUST_ACCEPTED;
                         dist = gossip_robust_rms(q->v, against[j], q->count);
                 }
                 if (reason[j] == GOSSIP_ROBUST_FAR ||
-                    reason[j] == GOSSIP_ROBUST_NONFINITE)
+                    reason[j] == GOSSIP_ROBUST_NONFINITE ||
+                    reason[j] == GOSSIP_ROBUST_NAMED)
                         continue;
                 if (use[j] == GOSSIP_PLAN_DELTA)
                         rc[j] = gossip_merge_average_delta(
@@ -832,9 +951,14 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         for (size_t j = 0; j < nw; j++) {
                 if (h->cfg.robust) {
                         robust_count(h, work[j].from, reason[j]);
+                        if (pi[j] >= 0 && !isnan(out[j].sway))
+                                h->peers.p[pi[j]].sway = out[j].sway;
+                        if (pi[j] >= 0)
+                                gossip_robust_evidence_add(
+                                    &h->peers.p[pi[j]].ev, out[j].ev);
                         if (reason[j] != GOSSIP_ROBUST_FAR &&
                             reason[j] != GOSSIP_ROBUST_NONFINITE)
-                                h->st.radius_params = radius[j];
+                                h->st.radius_params = out[j].radius;
                 }
                 if (rc[j] == 0)
                         robust_merged(h, work[j].from, step);
@@ -844,6 +968,8 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
                 if (rc[j] == 0)
                         note_health(h, GOSSIP_PLAN_USED);
         }
+        if (h->cfg.robust)
+                gossip_robust_name(&h->peers, gossip_robust_params_cfg.name_t);
         pthread_mutex_unlock(&h->mu);
         return moved;
 }

@@ -44,6 +44,10 @@ enum {
         /* Received parameter slices held for the trainer's next step; a
          * node receives about one per step, a slow step may see a few. */
         NODE_HANDOFF_INBOX = 4,
+        /* Samples of our own model kept, one a round: our progress over
+         * GOSSIP_ROBUST_PROGRESS_ROUNDS rounds, with room for rounds that
+         * merged nothing. */
+        NODE_HANDOFF_PAST_RING = 8,
         /* After start, wait this long for membership before deciding we
          * are alone: a SWIM join round trip on a LAN is milliseconds; on a
          * loaded Pi a second or two. */

@@ -4,7 +4,11 @@
  * slightly off) judged against a trained-looking model after a warm-up of
  * honest distances; the median and the radius's band; centered clipping
  * lands exactly on the radius; liars never raise the radius; a peer is
- * suspect_model at 11 bad of its last 20 and not at 10; after a health
+ * suspect_model at 11 bad of its last 20 and not at 10 (clipped and
+ * swayed are not bad); a peer's sway: near 1 for moves that point anywhere,
+ * growing for a push one way, held at the bound (what the push adds up
+ * to shrinks) while a turn that undoes it is taken whole, on the sampled
+ * coordinates it says; after a health
  * verdict exactly the peers merged since the snapshot are refused, for
  * exactly QUARANTINE_STEPS, uncounted in the suspect history. Seed from
  * GN_SEED.
@@ -219,10 +223,17 @@ static void test_peer_suspect(void **state)
         assert_non_null(p);
         assert_ptr_equal(gossip_robust_peer_get(&t, k1), p);
         assert_null(gossip_robust_peer_find(&t, k2));
+        /* clipped and swayed are judged but not evidence: nothing bad */
+        for (int i = 0; i < 10; i++)
+                gossip_robust_peer_note(p, GOSSIP_ROBUST_CLIPPED);
+        for (int i = 0; i < 10; i++)
+                gossip_robust_peer_note(p, GOSSIP_ROBUST_SWAYED);
+        assert_int_equal(gossip_robust_peer_bad(p), 0);
+        assert_int_equal(p->nhist, GOSSIP_ROBUST_HISTORY);
         for (int i = 0; i < 10; i++)
                 gossip_robust_peer_note(p, GOSSIP_ROBUST_ACCEPTED);
         for (int i = 0; i < 10; i++)
-                gossip_robust_peer_note(p, GOSSIP_ROBUST_CLIPPED);
+                gossip_robust_peer_note(p, GOSSIP_ROBUST_FAR);
         assert_int_equal(gossip_robust_peer_bad(p), 10);
         assert_false(gossip_robust_peer_suspect(p));
         for (int i = 0; i < 50; i++)
@@ -233,6 +244,7 @@ static void test_peer_suspect(void **state)
         assert_true(gossip_robust_peer_suspect(p));
         assert_int_equal(p->count[GOSSIP_ROBUST_NOT_PARTNER], 50);
         assert_int_equal(p->count[GOSSIP_ROBUST_CLIPPED], 10);
+        assert_int_equal(p->count[GOSSIP_ROBUST_SWAYED], 10);
         for (int i = 0; i < 10; i++)
                 gossip_robust_peer_note(p, GOSSIP_ROBUST_ACCEPTED);
         assert_false(gossip_robust_peer_suspect(p)); /* 10 of the last 20 */
@@ -248,6 +260,8 @@ static void test_peer_suspect(void **state)
         assert_null(gossip_robust_reason_name(GOSSIP_ROBUST_REASONS));
         assert_string_equal(gossip_robust_reason_name(GOSSIP_ROBUST_WINDOW),
                             "out_of_window");
+        assert_string_equal(gossip_robust_reason_name(GOSSIP_ROBUST_SWAYED),
+                            "swayed");
 }
 
 /* A sender's contribution of a step and slice is taken once: its copies
@@ -404,6 +418,331 @@ static void test_quarantine(void **state)
         assert_false(gossip_robust_peer_refused(idle, 301));
 }
 
+/* ---- a peer's sway: turns over a model of SW_P parts -------------------- */
+
+enum { SW_P = 4, SW_PART = 4096, SW_N = SW_P * SW_PART };
+
+struct sway_sim {
+        struct gossip_robust_sway s;
+        float mine[SW_N], theirs[SW_N];
+        size_t stride;
+};
+
+static void sway_sim_init(struct sway_sim *m)
+{
+        memset(m, 0, sizeof(*m));
+        m->s.a = calloc(GOSSIP_ROBUST_SWAY_SAMPLES, sizeof(float));
+        assert_non_null(m->s.a);
+        m->stride = gossip_robust_sway_stride(SW_N);
+}
+
+/* One turn of the sender on part `part`: theirs = mine + push x u + noise
+ * (u = +1 on every coordinate, noise N(0,1)); scaled by the bound when
+ * bound > 0. Returns alpha; *along what the merge moved along u, per
+ * coordinate (alpha x the part's mean of theirs - mine). */
+static float sway_turn(struct sway_sim *m, uint64_t *rng, int part, float push,
+                       float bound, double *along)
+{
+        size_t lo = (size_t)part * SW_PART;
+        struct gossip_robust_sway_turn t;
+        double sum = 0.0;
+        float alpha = 1.0f;
+
+        for (size_t i = 0; i < SW_PART; i++) {
+                m->mine[lo + i] = normal(rng);
+                m->theirs[lo + i] = m->mine[lo + i] + push + normal(rng);
+                sum += (double)m->theirs[lo + i] - m->mine[lo + i];
+        }
+        gossip_robust_sway_measure(&m->s, m->stride, m->theirs + lo,
+                                   m->mine + lo, NULL, lo, SW_PART, &t);
+        if (bound > 0.0f)
+                alpha = gossip_robust_sway_scale(&m->s, &t, bound);
+        assert_true(alpha >= 0.0f && alpha <= 1.0f);
+        gossip_robust_sway_add(&m->s, m->stride, m->theirs + lo, m->mine + lo,
+                               lo, SW_PART, &t, alpha);
+        *along += alpha * sum / SW_PART;
+        return alpha;
+}
+
+/* Moves that point anywhere (an honest replica's disagreement, fresh each
+ * turn) keep c near 1 and are never scaled; a push one way as large as
+ * the noise (the turn still only sqrt(2) x an honest one: inside any
+ * radius) grows c past the bound
+ * unbounded, and with the bound c never passes it and what the push adds
+ * up to over the run is cut (by a third at bound 3). */
+static void test_sway_bound(void **state)
+{
+        static struct sway_sim honest, free_liar, held_liar;
+        uint64_t rng = g_seed;
+        double h_along = 0, f_along = 0, b_along = 0;
+        const float bound = GOSSIP_ROBUST_SWAY_BOUND;
+        int scaled = 0, turns = 600;
+
+        (void)state;
+        sway_sim_init(&honest);
+        sway_sim_init(&free_liar);
+        sway_sim_init(&held_liar);
+        for (int k = 0; k < turns; k++) {
+                int part = k % SW_P;
+
+                assert_float_equal(
+                    sway_turn(&honest, &rng, part, 0.0f, bound, &h_along), 1.0f,
+                    0.0f);
+                sway_turn(&free_liar, &rng, part, 1.0f, 0.0f, &f_along);
+                scaled += sway_turn(&held_liar, &rng, part, 1.0f, bound,
+                                    &b_along) < 1.0f;
+                assert_true(gossip_robust_sway_consistency(&held_liar.s) <=
+                            bound * 1.001f);
+                if (k >= 100)
+                        assert_true(gossip_robust_sway_consistency(&honest.s) <
+                                    1.5f);
+        }
+        print_message("sway after %d turns: honest %.3f, liar %.2f free, %.2f "
+                      "bounded (%d turns scaled); push along u %.1f free, "
+                      "%.1f bounded, honest %.2f\n",
+                      turns, gossip_robust_sway_consistency(&honest.s),
+                      gossip_robust_sway_consistency(&free_liar.s),
+                      gossip_robust_sway_consistency(&held_liar.s), scaled,
+                      f_along, b_along, h_along);
+        assert_true(gossip_robust_sway_consistency(&free_liar.s) >
+                    1.5f * bound);
+        assert_true(scaled > turns / 2);
+        /* a push as large as the noise keeps about 2/3 of what it added
+         * up to free (measured 0.50 at bound 2, 0.62 at 3, 0.71 at 4) */
+        assert_true(b_along < 0.75 * f_along);
+        assert_true(fabs(h_along) < 0.1 * f_along);
+        assert_int_equal(honest.s.turns, turns);
+        assert_int_equal(honest.s.scaled, 0);
+        assert_int_equal(held_liar.s.scaled, scaled);
+        free(honest.s.a);
+        free(free_liar.s.a);
+        free(held_liar.s.a);
+}
+
+/* At the bound, a turn that undoes the peer's own push is taken whole and
+ * one that adds to it is cut; a zero move is taken. */
+static void test_sway_direction(void **state)
+{
+        static struct sway_sim m;
+        uint64_t rng = g_seed ^ 7;
+        double along = 0;
+        const float bound = GOSSIP_ROBUST_SWAY_BOUND;
+        struct gossip_robust_sway_turn t;
+
+        (void)state;
+        sway_sim_init(&m);
+        for (int k = 0; k < 200; k++)
+                sway_turn(&m, &rng, k % SW_P, 1.0f, bound, &along);
+        assert_true(gossip_robust_sway_consistency(&m.s) > 0.9f * bound);
+        for (size_t i = 0; i < SW_PART; i++) {
+                m.mine[i] = 0.0f;
+                m.theirs[i] = -1.0f; /* against the push */
+        }
+        gossip_robust_sway_measure(&m.s, m.stride, m.theirs, m.mine, NULL, 0,
+                                   SW_PART, &t);
+        assert_true(t.ad < 0.0);
+        assert_float_equal(gossip_robust_sway_scale(&m.s, &t, bound), 1.0f,
+                           0.0f);
+        for (size_t i = 0; i < SW_PART; i++)
+                m.theirs[i] = 1.0f; /* with it */
+        gossip_robust_sway_measure(&m.s, m.stride, m.theirs, m.mine, NULL, 0,
+                                   SW_PART, &t);
+        assert_true(gossip_robust_sway_scale(&m.s, &t, bound) < 1.0f);
+        memset(&t, 0, sizeof(t));
+        assert_float_equal(gossip_robust_sway_scale(&m.s, &t, bound), 1.0f,
+                           0.0f);
+        free(m.s.a);
+}
+
+/* The sample: every stride-th coordinate of the model, wherever a slice
+ * starts; A, |A|^2 and E as the formulas say. */
+static void test_sway_sample(void **state)
+{
+        float a[GOSSIP_ROBUST_SWAY_SAMPLES] = {0}, mine[10], theirs[10];
+        struct gossip_robust_sway s = {.a = a};
+        struct gossip_robust_sway_turn t;
+        const double l = 1.0 - 1.0 / GOSSIP_ROBUST_SWAY_TURNS;
+        size_t stride =
+            gossip_robust_sway_stride(3 * GOSSIP_ROBUST_SWAY_SAMPLES);
+
+        (void)state;
+        assert_int_equal(stride, 3);
+        assert_int_equal(gossip_robust_sway_stride(100), 1);
+        assert_int_equal(gossip_robust_sway_stride(0), 1);
+        assert_int_equal(
+            gossip_robust_sway_stride(GOSSIP_ROBUST_SWAY_SAMPLES + 1), 2);
+        for (int i = 0; i < 10; i++) {
+                mine[i] = 1.0f;
+                theirs[i] = 1.0f + (float)i; /* d = i at element 5 + i */
+        }
+        /* elements 5..14: sampled 6, 9, 12 (d 1, 4, 7) in slots 2, 3, 4 */
+        gossip_robust_sway_measure(&s, stride, theirs, mine, NULL, 5, 10, &t);
+        assert_float_equal(t.dd, 1 + 16 + 49, 1e-9);
+        assert_float_equal(t.ad, 0, 0);
+        assert_float_equal(gossip_robust_sway_consistency(&s), 0.0f, 0.0f);
+        gossip_robust_sway_add(&s, stride, theirs, mine, 5, 10, &t, 0.5f);
+        assert_float_equal(a[1], 0.0f, 0.0f);
+        assert_float_equal(a[2], 0.5f, 1e-6);
+        assert_float_equal(a[3], 2.0f, 1e-6);
+        assert_float_equal(a[4], 3.5f, 1e-6);
+        assert_float_equal(a[5], 0.0f, 0.0f);
+        assert_float_equal(s.aa, 0.25 + 4 + 12.25, 1e-5);
+        assert_float_equal(s.e, 66, 1e-9);
+        assert_int_equal(s.scaled, 1);
+        /* the second turn sees the first: <A, d> = 0.5 + 8 + 24.5 */
+        gossip_robust_sway_measure(&s, stride, theirs, mine, NULL, 5, 10, &t);
+        assert_float_equal(t.ad, 33, 1e-5);
+        gossip_robust_sway_add(&s, stride, theirs, mine, 5, 10, &t, 1.0f);
+        assert_float_equal(a[4], 3.5 * l + 7, 1e-5);
+        assert_float_equal(s.e, l * l * 66 + 66, 1e-6);
+        assert_float_equal(gossip_robust_sway_consistency(&s), s.aa / s.e,
+                           1e-6);
+}
+
+/* ---- naming the liar: the evidence --------------------------------------- */
+
+/* Feed one turn of figures (pull, push) to peer p of t. */
+static void ev_turn(struct gossip_robust_peer *p, float pull, float push)
+{
+        const float x[GOSSIP_ROBUST_EVS] = {pull, push};
+
+        gossip_robust_evidence_add(&p->ev, x);
+}
+
+/* Welch's t of a peer against the others pooled, computed here from the
+ * raw figures; NaN figures skipped; too few turns: NaN. */
+static void test_evidence_t(void **state)
+{
+        static struct gossip_robust_peers t;
+        uint8_t k[3][GOSSIP_KEY_BYTES] = {{1}, {2}, {3}};
+        struct gossip_robust_peer *p[3];
+        double x[3][40], m[3] = {0}, v[3] = {0}, mo = 0, vo = 0;
+        uint64_t rng = g_seed ^ 11;
+
+        (void)state;
+        memset(&t, 0, sizeof(t));
+        for (int i = 0; i < 3; i++)
+                p[i] = gossip_robust_peer_get(&t, k[i]);
+        for (int j = 0; j < 40; j++)
+                for (int i = 0; i < 3; i++) {
+                        x[i][j] = 0.1 * i + 0.3 * normal(&rng);
+                        ev_turn(p[i], (float)x[i][j], NAN);
+                }
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(p[i]->ev.n[GOSSIP_ROBUST_EV_PULL], 40);
+        assert_int_equal(p[0]->ev.n[GOSSIP_ROBUST_EV_PUSH], 0);
+        /* peer 2 against 0 and 1 pooled, from the float figures */
+        for (int j = 0; j < 40; j++) {
+                m[2] += (float)x[2][j] / 40.0;
+                mo += ((float)x[0][j] + (float)x[1][j]) / 80.0;
+        }
+        for (int j = 0; j < 40; j++) {
+                v[2] += pow((float)x[2][j] - m[2], 2) / 39.0;
+                vo += (pow((float)x[0][j] - mo, 2) +
+                       pow((float)x[1][j] - mo, 2)) /
+                      79.0;
+        }
+        assert_float_equal(
+            gossip_robust_evidence_t(&t, p[2], GOSSIP_ROBUST_EV_PULL),
+            (m[2] - mo) / sqrt(v[2] / 40 + vo / 80), 1e-4);
+        assert_true(
+            isnan(gossip_robust_evidence_t(&t, p[2], GOSSIP_ROBUST_EV_PUSH)));
+        assert_true(isnan(gossip_robust_evidence_t(&t, p[2], 7)));
+        /* too few turns of its own */
+        memset(&p[2]->ev, 0, sizeof(p[2]->ev));
+        for (int j = 0; j < GOSSIP_ROBUST_NAME_TURNS - 1; j++)
+                ev_turn(p[2], 1.0f + 0.01f * (float)j, NAN);
+        assert_true(
+            isnan(gossip_robust_evidence_t(&t, p[2], GOSSIP_ROBUST_EV_PULL)));
+        ev_turn(p[2], 1.0f, NAN);
+        assert_true(gossip_robust_evidence_t(&t, p[2], GOSSIP_ROBUST_EV_PULL) >
+                    10.0f);
+}
+
+/* Senders of a node, as measured on loopback (docs/reliability.md): an
+ * honest sender's cos(d, g) ~ N(-0.35, 0.45) and push ~ N(0.03, 0.2) a
+ * turn; a liar pulls back (cos mean -0.65) or pushes one way (0.13). One
+ * turn of each sender per round, named after every round; over SEEDS runs
+ * the liar is named in every run, within 200 of its turns in at least 9 of
+ * 10 (issue 32's target; a pusher at 3 nodes excepted, below), and an
+ * honest sender never in 2000 rounds, at 3 (one honest sender and the
+ * liar), 4 and 8 nodes; with no liar nobody is named. */
+static void test_evidence_names(void **state)
+{
+        enum { SEEDS = 20, ROUNDS = 2000 };
+        static struct gossip_robust_peers t;
+        const float name_t = gossip_robust_params_cfg.name_t;
+        const int senders[] = {2, 3, 7};
+        int worst = 0, late[3][3] = {{0}};
+
+        (void)state;
+        assert_true(name_t > 0.0f);
+        for (int kind = 0; kind < 3; kind++) /* 0: none, 1 pull, 2 push */
+                for (int si = 0; si < 3; si++)
+                        for (int seed = 0; seed < SEEDS; seed++) {
+                                uint64_t rng = g_seed + 1000u * (uint64_t)seed +
+                                               (uint64_t)(kind * 10 + si);
+                                int n = senders[si], named_at = -1;
+
+                                memset(&t, 0, sizeof(t));
+                                for (int i = 0; i < n; i++) {
+                                        uint8_t k[GOSSIP_KEY_BYTES] = {0};
+
+                                        k[0] = (uint8_t)(i + 1);
+                                        gossip_robust_peer_get(&t, k);
+                                }
+                                for (int r = 0; r < ROUNDS; r++) {
+                                        for (int i = 0; i < n; i++) {
+                                                int liar = kind && i == 0;
+                                                float pull =
+                                                    -0.35f +
+                                                    0.45f * normal(&rng);
+                                                float push =
+                                                    0.03f + 0.2f * normal(&rng);
+
+                                                if (liar && kind == 1)
+                                                        pull -= 0.3f;
+                                                if (liar && kind == 2)
+                                                        push += 0.1f;
+                                                ev_turn(&t.p[i], -pull, push);
+                                        }
+                                        gossip_robust_name(&t, name_t);
+                                        for (int i = kind ? 1 : 0; i < n; i++)
+                                                assert_false(t.p[i].named);
+                                        if (kind && t.p[0].named &&
+                                            named_at < 0)
+                                                named_at = r + 1;
+                                        if (!kind && r > 200)
+                                                break;
+                                }
+                                if (!kind)
+                                        continue;
+                                assert_true(named_at > 0);
+                                late[kind][si] += named_at > 200;
+                                assert_true(
+                                    gossip_robust_peer_suspect(&t.p[0]));
+                                if (named_at > worst)
+                                        worst = named_at;
+                        }
+        print_message("the liar named within %d of its turns at worst\n",
+                      worst);
+        /* within 200 of its turns in at least 9 runs of 10 */
+        for (int kind = 1; kind < 3; kind++)
+                for (int si = 0; si < 3; si++) {
+                        print_message("liar %s, %d senders: later than 200 "
+                                      "turns in %d of %d runs\n",
+                                      kind == 1 ? "pulling" : "pushing",
+                                      senders[si], late[kind][si], SEEDS);
+                        /* one honest sender beside a pusher: the push's
+                         * 0.1 against a turn's spread of 0.2 needs
+                         * 2 x (4.5 x 0.2 / 0.1)^2 = 162 turns on average,
+                         * more than 200 in about 1 run of 5: the target
+                         * missed there (docs/reliability.md) */
+                        if (kind == 1 || si > 0)
+                                assert_true(late[kind][si] * 10 <= SEEDS);
+                }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -415,6 +754,11 @@ int main(void)
             cmocka_unit_test(test_against_zero),
             cmocka_unit_test(test_rms_both),
             cmocka_unit_test(test_quarantine),
+            cmocka_unit_test(test_sway_bound),
+            cmocka_unit_test(test_sway_direction),
+            cmocka_unit_test(test_sway_sample),
+            cmocka_unit_test(test_evidence_t),
+            cmocka_unit_test(test_evidence_names),
         };
 
         g_seed = gn_test_seed("test_robust", g_seed);

@@ -17,8 +17,9 @@ trains the same --steps with the same seed and keys
 Measured, per (n, attack), over the honest nodes and repeats:
   acc      each honest node's test accuracy, the mean of its last three
            evaluations (test_hostile_run.LAST_EVALS); mean, min, max
-  delta    mean and worst of (attacked - clean) per node, against the
-           mean of that node's clean runs of the same n
+  delta    attacked - clean per node, against the mean of that node's
+           clean runs of the same n: the median over runs of each run's
+           mean over its honest nodes, and the worst node of any run
   marked at end  honest nodes whose leave summary marks the liar
            suspect_model, of all honest nodes in all repeats
   judged when first marked  the liar's judged contributions at one
@@ -30,7 +31,11 @@ Measured, per (n, attack), over the honest nodes and repeats:
            in a poll or a leave summary
   rollbacks      model-health rollbacks, all honest nodes
   verdicts the liar's contributions as the honest nodes counted them,
-           summed: accepted / clipped / far / not_partner
+           summed: accepted / clipped / swayed / far / named (refused,
+           its evidence named it) / not_partner
+  sway, evidence  (JSON log only) each honest node's figures for the
+           liar and for its honest senders at the end: consistency and
+           Welch t (gossip/robust.h)
   offset   the liar's own mean RMS(lie - base)/RMS(base) (its summary)
 
 Prints a markdown table (and writes it to --out); --log keeps every
@@ -120,17 +125,26 @@ def one_run(c, hostile, ctl, tmp, label, steps, attack, seed):
                                       | (marks - {liar}))
         rc = th.robust_counts(logs[i], liar)
         for k, v in (rc or {}).items():
-            if k != "suspect_model":
+            if k not in ("suspect_model", "sway", "evidence"):
                 rec["verdicts"][k] = rec["verdicts"].get(k, 0) + v
+        # every sender's sway and evidence at this node: the liar's, the
+        # honest ones'
+        for j in range(c.n):
+            rj = th.robust_counts(logs[i], "n%d" % j) if j != i else None
+            who = "liar" if j == c.n - 1 else "honest"
+            for f in ("sway", "evidence"):
+                if rj and rj[f] == rj[f]:
+                    rec.setdefault("%s_%s" % (f, who), []).append(rj[f])
     m = re.search(r"offset ([0-9.]+) x RMS", out or "")
     rec["offset"] = float(m.group(1)) if m else None
     return rec
 
 
 def table(recs, sizes, attacks):
-    rows = ["| n | attack | acc mean (min-max) % | delta mean (worst) | "
+    rows = ["| n | attack | acc mean (min-max) % | delta: median of runs "
+            "(worst node) | "
             "liar marked at end | judged when first marked | honest marked | "
-            "rollbacks | liar acc/clip/far/not_partner | offset |",
+            "rollbacks | liar acc/clip/sway/far/named/not_partner | offset |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for n in sizes:
         clean = [r for r in recs if r["n"] == n and r["attack"] == "clean"]
@@ -146,6 +160,13 @@ def table(recs, sizes, attacks):
             accs = [v for r in rs for v in r["acc"].values()]
             deltas = [v - base[k] for r in rs for k, v in r["acc"].items()
                       if k in base]
+            # per run, the honest nodes' mean delta; the median of runs
+            run_d = sorted(sum(v - base[k] for k, v in r["acc"].items()
+                               if k in base) / max(len(r["acc"]), 1)
+                           for r in rs)
+            med = (run_d[len(run_d) // 2] if len(run_d) % 2 else
+                   0.5 * (run_d[len(run_d) // 2 - 1] +
+                          run_d[len(run_d) // 2]))
             turns = [t for r in rs for t in r["first_turns"]]
             vd = {}
             for r in rs:
@@ -157,19 +178,21 @@ def table(recs, sizes, attacks):
                         "| %d | %s | %s |" % (
                             n, a, sum(accs) / len(accs), min(accs),
                             max(accs),
-                            "%+.2f (%+.2f)" % (sum(deltas) / len(deltas),
-                                               min(deltas))
-                            if a != "clean" else "-",
+                            "%+.2f (%+.2f; %d runs)" % (med, min(deltas),
+                                                        len(rs))
+                            if a != "clean" else "%d runs" % len(rs),
                             "%d/%d" % (sum(r["marked"] for r in rs),
                                        len(rs) * (n - 1))
                             if a != "clean" else "-",
                             min(turns) if turns else "-",
                             ",".join(hm) or "none",
                             sum(r["rollbacks"] for r in rs),
-                            "%d/%d/%d/%d" % (vd.get("accepted", 0),
-                                             vd.get("clipped", 0),
-                                             vd.get("far", 0),
-                                             vd.get("not_partner", 0))
+                            "%d/%d/%d/%d/%d/%d" % (vd.get("accepted", 0),
+                                                   vd.get("clipped", 0),
+                                                   vd.get("swayed", 0),
+                                                   vd.get("far", 0),
+                                                   vd.get("named", 0),
+                                                   vd.get("not_partner", 0))
                             if a != "clean" else "-",
                             "%.4f" % (sum(offs) / len(offs)) if offs
                             else "-"))

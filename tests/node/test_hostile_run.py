@@ -207,16 +207,24 @@ def late_acc(c, i):
 
 
 def robust_counts(log, peer):
-    """The robust-merge line about `peer` in a node's summary."""
+    """The robust-merge line about `peer` in a node's summary: its counts
+    by reason, "sway" (its consistency, gossip/robust.h; NaN from a node
+    before it), "evidence" (its Welch t, NaN: too few turns) and
+    "suspect_model"."""
     m = re.search(r"robust merge peer %s( suspect_model)?: (\d+) accepted, "
                   r"(\d+) clipped, (\d+) far, (\d+) nonfinite, (\d+) "
                   r"not_partner, (\d+) out_of_window, (\d+) mismatch, "
-                  r"(\d+) quarantined, (\d+) duplicate" % peer, log)
+                  r"(\d+) quarantined, (\d+) duplicate"
+                  r"(?:, (\d+) swayed, (\d+) named; sway (\S+); "
+                  r"evidence ([^;]+);)?" % peer, log)
     if not m:
         return None
     keys = ["accepted", "clipped", "far", "nonfinite", "not_partner",
-            "out_of_window", "mismatch", "quarantined", "duplicate"]
-    d = dict(zip(keys, map(int, m.groups()[1:])))
+            "out_of_window", "mismatch", "quarantined", "duplicate",
+            "swayed", "named"]
+    d = dict(zip(keys, [int(x or 0) for x in m.groups()[1:12]]))
+    d["sway"] = float(m.group(13) or "nan")
+    d["evidence"] = float(m.group(14) or "nan")
     d["suspect_model"] = m.group(1) is not None
     return d
 
@@ -374,14 +382,15 @@ def designed(c, hostile, tmp, steps, seed, attacks):
                      rollbacks(logs[i]), rc))
             assert rc, "n%d logged no robust-merge record of %s" % (i, liar)
             judged = rc["accepted"] + rc["clipped"] + rc["far"] + \
-                rc["nonfinite"]
+                rc["nonfinite"] + rc["swayed"] + rc["named"]
             assert judged >= MIN_TURNS, \
                 "n%d judged only %d of the liar's slices: %s" % (i, judged, rc)
             assert rc["not_partner"] <= NOT_PARTNER_FRAC * judged, \
                 "n%d: the liar's slices out of turn: %s" % (i, rc)
             assert rc["far"] == 0 and rc["nonfinite"] == 0, \
                 "n%d refused the liar's %s: %s" % (i, a, rc)
-            assert rc["accepted"] >= INSIDE_FRAC * judged, \
+            assert rc["accepted"] + rc["swayed"] + rc["named"] >= \
+                INSIDE_FRAC * judged, \
                 "n%d: %s did not stay inside the radius: %s" % (i, a, rc)
             assert rollbacks(logs[i]) == 0, "n%d rolled back" % i
             # NAME*C: each lie sent C times; all but the first refused

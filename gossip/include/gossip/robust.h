@@ -24,9 +24,17 @@
  *             otherwise                      -> accepted, d recorded
  *           Until WARMUP distances are recorded the radius is CAP x
  *           RMS(mine).
+ *   how long per peer, its sway: what its merges added up to, kept
+ *           within sqrt(SWAY_BOUND) of what moves pointing anywhere add up
+ *           to (below; centred clipping with momentum), so a push one
+ *           way inside the radius is bounded over time, not only per
+ *           round.
  *   whom    per peer, the verdicts of its last HISTORY judged
- *           contributions; more than SUSPECT_BAD of them clipped or
- *           refused marks it suspect_model.
+ *           contributions: more than SUSPECT_BAD of them refused (far,
+ *           nonfinite) marks it suspect_model; and its evidence (below):
+ *           a peer whose turns pull us back along our own path, or push
+ *           one way, more than our other senders' is named: suspect_model
+ *           and its slices refused (NAMED) while the evidence holds.
  *   after   when model health rolls us back for a slow divergence
  *           (nn/health.h: worse than chance, parameter norm, accuracy
  *           drop), every peer whose contribution we merged since the
@@ -93,6 +101,152 @@ enum {
         GOSSIP_ROBUST_QUARANTINE_STEPS = 200,
 };
 
+/* A peer's accumulated influence (its "sway"), the memory per peer that
+ * per-round clipping lacks (issue 32; centred clipping with momentum,
+ * Karimireddy, He, Jaggi 2021). Every contribution merged moves our model
+ * by w x d, d = theirs - mine (after the radius clip). Per peer we keep
+ *
+ *   A = lambda A + alpha d     what its merges added up to, decayed
+ *   E = lambda^2 E + |d|^2     what a peer whose moves point anywhere
+ *                              would have added up to: E[|A|^2] = E then
+ *   c = |A|^2 / E              its consistency
+ *
+ * lambda = 1 - 1/SWAY_TURNS per turn of that peer. An honest peer's d is
+ * the two replicas' disagreement, which each round of averaging halves and
+ * fresh batches renew in new directions: its moves nearly cancel and c
+ * stays near 1. A liar that pulls the same way turn after turn (a fixed
+ * direction, its victim's own older slice sent back, a shrink toward
+ * zero, minus the honest update, a shift of the honest mean) adds up
+ * linearly: c grows toward (1 + lambda) / (1 - lambda) (63 when every
+ * slice is the whole model; with P parts visited in turn, each part's
+ * sum decays by lambda^P between its turns: 17 at P = 4). Each turn is
+ * scaled by the largest alpha in [0, 1] that keeps c at or below BOUND,
+ * so what one peer adds up to stays within sqrt(BOUND) of what a peer of
+ * the same size pointing anywhere would: bounded over time, not only per
+ * round. The ratio is scale-free, so a peer cannot buy room by sending
+ * more (its size is the radius's business) and no distance it sends
+ * sets another peer's bound.
+ *
+ * A and E are kept on a fixed sample of the model's coordinates (every
+ * stride-th, at most SWAY_SAMPLES of them: 32 kB a peer); inner products
+ * over a few thousand coordinates of a dense difference estimate the
+ * whole one's to a few %. */
+enum {
+        GOSSIP_ROBUST_SWAY_SAMPLES = 8192,
+        GOSSIP_ROBUST_SWAY_TURNS = 32,
+        /* The bound on c (gossip_robust_params_cfg.sway): honest senders'
+         * c measured 1.3-2.0 at the end of 4-node runs on loopback (1 for
+         * moves that point anywhere: replicas' disagreements are a little
+         * consistent); at 2 they were scaled now and then. */
+        GOSSIP_ROBUST_SWAY_BOUND = 3,
+};
+
+struct gossip_robust_sway {
+        float *a;        /* SWAY_SAMPLES floats, zeroed, the caller's */
+        double aa;       /* |A|^2 over the sample */
+        double e;        /* E over the sample */
+        uint64_t turns;  /* contributions added */
+        uint64_t scaled; /* ... of which scaled (alpha < 1) */
+};
+
+/* One turn measured against the sway (before it is added) and against
+ * our own progress g = mine - our model some rounds ago (both over the
+ * sample). */
+struct gossip_robust_sway_turn {
+        double dd; /* |d|^2 */
+        double ad; /* <A, d> */
+        double gd; /* <g, d>; 0 without a past model */
+        double gg; /* |g|^2; 0 without a past model */
+};
+
+/* Every stride-th coordinate of a model of nparams floats is sampled. */
+size_t gossip_robust_sway_stride(size_t nparams);
+
+/* d = theirs - mine over the slice of count floats that starts at element
+ * lo of the model, measured against s and, when past is not NULL, against
+ * g = mine - past (past: our model's sample some rounds ago,
+ * gossip_robust_sway_sample). Nothing changes. */
+void gossip_robust_sway_measure(const struct gossip_robust_sway *s,
+                                size_t stride, const float *theirs,
+                                const float *mine, const float *past, size_t lo,
+                                size_t count,
+                                struct gossip_robust_sway_turn *t);
+
+/* The sample of a model of n floats: out[i] = params[i x stride]. */
+void gossip_robust_sway_sample(const float *params, size_t n, size_t stride,
+                               float *out);
+
+/* The largest alpha in [0, 1] with |lambda A + alpha d|^2 <= bound x
+ * (lambda^2 E + |d|^2); when none, the alpha in [0, 1] that leaves
+ * |lambda A + alpha d| least (a turn that undoes the peer's own push is
+ * taken, one that adds to it is not). 1 for a zero d. */
+float gossip_robust_sway_scale(const struct gossip_robust_sway *s,
+                               const struct gossip_robust_sway_turn *t,
+                               float bound);
+
+/* Add the turn: A = lambda A + alpha d over the sample (theirs, mine as
+ * measured), E = lambda^2 E + |d|^2. */
+void gossip_robust_sway_add(struct gossip_robust_sway *s, size_t stride,
+                            const float *theirs, const float *mine, size_t lo,
+                            size_t count,
+                            const struct gossip_robust_sway_turn *t,
+                            float alpha);
+
+/* c = |A|^2 / E; 0 before any turn. */
+float gossip_robust_sway_consistency(const struct gossip_robust_sway *s);
+
+/* Naming the liar (issue 32 item 4): per peer, two figures of every turn
+ * judged, kept as count, mean and spread over the whole run:
+ *
+ *   PULL  -cos(d, g), g our own progress over the last PROGRESS_ROUNDS
+ *         rounds: how far the turn pulls us back along our own path.
+ *         Every merge does some (our own batches' noise is in g, and a
+ *         peer's fresh model lacks it); a sender whose models are built
+ *         from what it received, not trained (an echo, a stale or shrunk
+ *         copy, minus the honest update), lacks all our progress since.
+ *   PUSH  cos(d, A), A its sway before the turn: how much the turn adds
+ *         to what this peer has already pushed. Fresh replicas'
+ *         disagreements point anywhere (mean near 0); a fixed direction, a
+ *         shift of the honest mean by their spread, a shrink toward zero
+ *         add up (0.1-0.2 per turn, measured: docs/reliability.md).
+ *
+ * A peer is named (suspect_model, and its contributions refused, still
+ * measured) when, for either figure, its mean exceeds the pooled mean of
+ * our other senders by NAME_T standard errors (Welch) with at least
+ * NAME_TURNS turns on both sides; named until the figure falls below half
+ * of that. One-sided and relative: a liar raises the pool it is compared
+ * with for the others, so an honest peer is not named for standing next
+ * to it; figures common to all senders (every merge pulls back a little)
+ * cancel. What it needs: the liars are fewer than the honest senders of
+ * a node, or, at one honest sender against one liar (3 nodes), that the
+ * liar differs in a figure. What it cannot see: a liar whose turns look
+ * like an honest replica's in both (the dissensus attack moves the honest
+ * senders as much as itself): the radius and the sway bound it. */
+enum {
+        GOSSIP_ROBUST_EV_PULL = 0,
+        GOSSIP_ROBUST_EV_PUSH = 1,
+        GOSSIP_ROBUST_EVS = 2,
+        GOSSIP_ROBUST_NAME_TURNS = 30,
+        /* g spans this many of our averaging rounds: a liar's base is its
+         * victim's slice of its last turn, 1-7 rounds back at 3-8 nodes */
+        GOSSIP_ROBUST_PROGRESS_ROUNDS = 5,
+};
+
+struct gossip_robust_evidence {
+        uint64_t n[GOSSIP_ROBUST_EVS];
+        double mean[GOSSIP_ROBUST_EVS], m2[GOSSIP_ROBUST_EVS];
+};
+
+/* The figures of one turn (NaN: not measurable; PULL without a past
+ * model, PUSH before the sway has a direction). */
+void gossip_robust_evidence_of(const struct gossip_robust_sway *s,
+                               const struct gossip_robust_sway_turn *t,
+                               float x[GOSSIP_ROBUST_EVS]);
+
+/* Add one turn's figures (NaN ones are skipped). */
+void gossip_robust_evidence_add(struct gossip_robust_evidence *e,
+                                const float x[GOSSIP_ROBUST_EVS]);
+
 /* Why a contribution was refused, clipped or taken (counters index). */
 enum gossip_robust_reason {
         GOSSIP_ROBUST_ACCEPTED = 0,
@@ -104,7 +258,9 @@ enum gossip_robust_reason {
         GOSSIP_ROBUST_MISMATCH = 6,    /* shape or codec not ours */
         GOSSIP_ROBUST_QUARANTINED = 7, /* merged before a health verdict */
         GOSSIP_ROBUST_DUPLICATE = 8,   /* that step and slice sent again */
-        GOSSIP_ROBUST_REASONS = 9,
+        GOSSIP_ROBUST_SWAYED = 9,      /* scaled: its sway at the bound */
+        GOSSIP_ROBUST_NAMED = 10,      /* its evidence names it a liar */
+        GOSSIP_ROBUST_REASONS = 11,
 };
 
 /* The factors (two presets below: parameters and gradients). */
@@ -113,6 +269,9 @@ struct gossip_robust_cfg {
         float refuse; /* refused beyond refuse x radius */
         float floor;  /* radius >= floor x RMS(mine) */
         float cap;    /* radius <= cap x RMS(mine); the warm-up radius */
+        float sway;   /* a peer's consistency c is held at or below this
+                       * (gossip_robust_sway_scale); 0: not bounded */
+        float name_t; /* standard errors that name a peer; 0: never */
 };
 
 /* Parameters: replicas agree to a few % of their RMS; a slice may move
@@ -144,6 +303,11 @@ struct gossip_robust_peer {
         uint64_t merged; /* our step of its newest merged
                           * contribution, plus 1; 0: none */
         uint64_t refuse_until; /* QUARANTINED while our step is below */
+        float sway;            /* its consistency c, last measured */
+        struct gossip_robust_evidence ev; /* its turns' figures */
+        float evidence; /* the larger figure's Welch t against the
+                         * other senders (NaN: too few turns) */
+        int named;      /* named by the evidence (NAMED) */
         /* the last SEEN (step, first element) taken from it, a ring */
         uint64_t seen_step[GOSSIP_ROBUST_SEEN], seen_lo[GOSSIP_ROBUST_SEEN];
         uint32_t seen_n, seen_next;
@@ -155,8 +319,8 @@ struct gossip_robust_peers {
 };
 
 /* "accepted", "clipped", "far", "nonfinite", "not_partner",
- * "out_of_window", "mismatch", "quarantined", "duplicate"; NULL for
- * anything else. */
+ * "out_of_window", "mismatch", "quarantined", "duplicate", "swayed",
+ * "named"; NULL for anything else. */
 const char *gossip_robust_reason_name(int reason);
 
 /* Per-element RMS of a (n floats), of a - b (b may be NULL: of a); NaN if
@@ -207,8 +371,13 @@ const struct gossip_robust_peer *
 gossip_robust_peer_find(const struct gossip_robust_peers *t,
                         const uint8_t key[GOSSIP_KEY_BYTES]);
 
-/* Count one outcome; ACCEPTED, CLIPPED, FAR and NONFINITE also enter the
- * history (the last three as bad). */
+/* Count one outcome; ACCEPTED, CLIPPED, FAR, NONFINITE and SWAYED also
+ * enter the history, FAR and NONFINITE as bad (content no replica of ours
+ * holds). CLIPPED and SWAYED are not evidence: an honest peer far behind,
+ * just restarted or training on other labels is clipped too, and honest
+ * senders touch the sway bound now and then (a liar that pushes them
+ * apart makes them consistent); naming a liar that stays inside is the
+ * evidence's business (gossip_robust_name). */
 void gossip_robust_peer_note(struct gossip_robust_peer *p, int reason);
 
 /* 1 the first time p sends the slice starting at element lo of step
@@ -233,7 +402,19 @@ int gossip_robust_peer_refused(const struct gossip_robust_peer *p,
 /* Bad verdicts among the last HISTORY. */
 uint32_t gossip_robust_peer_bad(const struct gossip_robust_peer *p);
 
-/* 1 if more than SUSPECT_BAD of the last HISTORY verdicts were bad. */
+/* 1 if more than SUSPECT_BAD of the last HISTORY verdicts were bad, or
+ * the evidence names it. */
 int gossip_robust_peer_suspect(const struct gossip_robust_peer *p);
+
+/* Welch t of figure `stat` of peer p (a record of t) against the pooled
+ * turns of every other peer of t: (mean_p - mean_others) / standard
+ * error. NaN with fewer than NAME_TURNS turns on either side. */
+float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
+                               const struct gossip_robust_peer *p, int stat);
+
+/* Recompute every peer's evidence (the larger t of its figures) and
+ * whether it is named: at t >= name_t, until t < name_t / 2. Returns how
+ * many peers are named. */
+size_t gossip_robust_name(struct gossip_robust_peers *t, float name_t);
 
 #endif
