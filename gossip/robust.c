@@ -305,7 +305,7 @@ static size_t sway_first(size_t stride, size_t lo)
 
 void gossip_robust_sway_measure(const struct gossip_robust_sway *s,
                                 size_t stride, const float *theirs,
-                                const float *mine, const float *past, size_t lo,
+                                const float *mine, const float *prog, size_t lo,
                                 size_t count, struct gossip_robust_sway_turn *t)
 {
         double dd = 0.0, ad = 0.0, gd = 0.0, gg = 0.0;
@@ -315,8 +315,8 @@ void gossip_robust_sway_measure(const struct gossip_robust_sway *s,
 
                 dd += d * d;
                 ad += (double)s->a[g / stride] * d;
-                if (past) {
-                        double p = (double)mine[g - lo] - past[g / stride];
+                if (prog) {
+                        double p = prog[g / stride];
 
                         gd += p * d;
                         gg += p * p;

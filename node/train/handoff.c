@@ -135,10 +135,14 @@ struct node_handoff {
          * entry never moves); the samples allocated at its first merge */
         struct gossip_robust_sway t_sway[GOSSIP_ROBUST_PEERS];
         size_t t_sway_stride;
-        /* our model's sample once a round (past_sample): our progress */
-        float *t_past[NODE_HANDOFF_PAST_RING];
+        /* our own training's progress over the sample (progress()):
+         * t_merged sums what merges moved each sampled coordinate; once a
+         * round our model's sample and that sum are kept */
+        float *t_past[NODE_HANDOFF_PAST_RING],
+            *t_past_m[NODE_HANDOFF_PAST_RING];
         uint64_t t_past_step[NODE_HANDOFF_PAST_RING], t_past_last;
         int t_past_n, t_past_next;
+        float *t_merged, *t_before, *t_prog;
         /* per part of our P: our step when we last averaged a slice into
          * it (UINT64_MAX: never), the record gossip_plan_judge keeps */
         uint64_t *t_answered;
@@ -197,9 +201,20 @@ static int alloc_buffers(struct node_handoff *h)
         h->t_answered = malloc(h->cfg.plan.parts * sizeof(uint64_t));
         ok &= h->t_answered != NULL;
         h->t_sway_stride = gossip_robust_sway_stride(n);
-        for (int i = 0; ok && h->cfg.robust && i < NODE_HANDOFF_PAST_RING; i++)
+        for (int i = 0; ok && h->cfg.robust && i < NODE_HANDOFF_PAST_RING;
+             i++) {
                 ok &= (h->t_past[i] = malloc(GOSSIP_ROBUST_SWAY_SAMPLES *
                                              sizeof(float))) != NULL;
+                ok &= (h->t_past_m[i] = malloc(GOSSIP_ROBUST_SWAY_SAMPLES *
+                                               sizeof(float))) != NULL;
+        }
+        if (ok && h->cfg.robust) {
+                h->t_merged = calloc(GOSSIP_ROBUST_SWAY_SAMPLES, sizeof(float));
+                h->t_before =
+                    malloc(GOSSIP_ROBUST_SWAY_SAMPLES * sizeof(float));
+                h->t_prog = malloc(GOSSIP_ROBUST_SWAY_SAMPLES * sizeof(float));
+                ok = h->t_merged && h->t_before && h->t_prog;
+        }
         for (uint32_t p = 0; ok && p < h->cfg.plan.parts; p++)
                 h->t_answered[p] = UINT64_MAX;
         return ok ? 0 : -ENOMEM;
@@ -260,8 +275,13 @@ void node_handoff_free(struct node_handoff *h)
         free(h->t_answered);
         for (int i = 0; i < GOSSIP_ROBUST_PEERS; i++)
                 free(h->t_sway[i].a);
-        for (int i = 0; i < NODE_HANDOFF_PAST_RING; i++)
+        for (int i = 0; i < NODE_HANDOFF_PAST_RING; i++) {
                 free(h->t_past[i]);
+                free(h->t_past_m[i]);
+        }
+        free(h->t_merged);
+        free(h->t_before);
+        free(h->t_prog);
         gn_big_free(h->snap);
         free(h->in_state);
         node_shuffle_free(h->shuffle);
@@ -749,14 +769,14 @@ struct turn_out {
 
 /* Robust merge of one slice against mine (our copy it is averaged with),
  * on the training thread with mu released: rs_params, the sways and the
- * past sample are the trainer's. The radius first; what it lets through
+ * progress are the trainer's. The radius first; what it lets through
  * is measured against the sender's sway (sw, NULL: none kept) and our
- * progress since past (NULL: none yet) for the evidence; a named sender's
- * slice stops there (NAMED, not merged); else the sway bound. Returns the
- * verdict; theirs is scaled in place when it says so. */
+ * own training's progress (prog, NULL: none yet) for the evidence; a named
+ * sender's slice stops there (NAMED, not merged); else the sway bound. Returns
+ * the verdict; theirs is scaled in place when it says so. */
 static int robust_slice(struct node_handoff *h, struct in_slice *q,
                         const float *mine, struct gossip_robust_sway *sw,
-                        const float *past, int named, struct turn_out *o)
+                        const float *prog, int named, struct turn_out *o)
 {
         const struct gossip_robust_cfg *c = &gossip_robust_params_cfg;
         struct gossip_robust_verdict v;
@@ -779,7 +799,7 @@ static int robust_slice(struct node_handoff *h, struct in_slice *q,
                 return v.reason;
         if (!sw)
                 return named ? GOSSIP_ROBUST_NAMED : v.reason;
-        gossip_robust_sway_measure(sw, h->t_sway_stride, q->v, mine, past,
+        gossip_robust_sway_measure(sw, h->t_sway_stride, q->v, mine, prog,
                                    q->lo, q->count, &t);
         gossip_robust_evidence_of(sw, &t, o->ev);
         if (named)
@@ -796,24 +816,27 @@ static int robust_slice(struct node_handoff *h, struct in_slice *q,
         return GOSSIP_ROBUST_SWAYED;
 }
 
-/* Our model's sample, kept once per averaging round (period k) for the
- * last PAST_RING rounds (training thread); returns the newest one at least
- * PROGRESS_ROUNDS rounds old, or NULL. */
-static const float *past_sample(struct node_handoff *h, const float *params,
-                                size_t n, uint64_t step, uint32_t k)
+/* What our own training moved the sampled coordinates over the last
+ * PROGRESS_ROUNDS rounds (training thread): our model's change less what
+ * merges moved it, from the samples kept once per round (period k) for
+ * the last PAST_RING rounds. Returns t_prog, or NULL before a sample that
+ * old exists. */
+static const float *progress(struct node_handoff *h, const float *params,
+                             size_t n, uint64_t step, uint32_t k)
 {
         uint64_t span = (uint64_t)GOSSIP_ROBUST_PROGRESS_ROUNDS * k;
-        const float *best = NULL;
-        uint64_t best_step = 0;
+        size_t st = h->t_sway_stride;
+        int best = -1;
 
-        if (!h->t_past[0])
+        if (!h->t_prog)
                 return NULL;
         if (h->t_past_n == 0 || step >= h->t_past_last + k ||
             step < h->t_past_last) {
                 int i = h->t_past_next;
 
-                gossip_robust_sway_sample(params, n, h->t_sway_stride,
-                                          h->t_past[i]);
+                gossip_robust_sway_sample(params, n, st, h->t_past[i]);
+                memcpy(h->t_past_m[i], h->t_merged,
+                       GOSSIP_ROBUST_SWAY_SAMPLES * sizeof(float));
                 h->t_past_step[i] = step;
                 h->t_past_last = step;
                 h->t_past_next = (i + 1) % NODE_HANDOFF_PAST_RING;
@@ -822,11 +845,38 @@ static const float *past_sample(struct node_handoff *h, const float *params,
         }
         for (int i = 0; i < h->t_past_n; i++)
                 if (h->t_past_step[i] + span <= step &&
-                    (!best || h->t_past_step[i] > best_step)) {
-                        best = h->t_past[i];
-                        best_step = h->t_past_step[i];
-                }
-        return best;
+                    (best < 0 || h->t_past_step[i] > h->t_past_step[best]))
+                        best = i;
+        if (best < 0)
+                return NULL;
+        for (size_t g = 0; g < n; g += st)
+                h->t_prog[g / st] =
+                    (params[g] - h->t_past[best][g / st]) -
+                    (h->t_merged[g / st] - h->t_past_m[best][g / st]);
+        return h->t_prog;
+}
+
+/* Around a merge into params[lo, lo + count) (training thread): the
+ * sampled coordinates before it, then what it moved them, added to
+ * t_merged (progress() takes it out of our path). */
+static void merge_before(struct node_handoff *h, const float *params, size_t lo,
+                         size_t count)
+{
+        size_t st = h->t_sway_stride;
+
+        for (size_t g = (lo + st - 1) / st * st; h->t_before && g < lo + count;
+             g += st)
+                h->t_before[g / st] = params[g];
+}
+
+static void merge_after(struct node_handoff *h, const float *params, size_t lo,
+                        size_t count)
+{
+        size_t st = h->t_sway_stride;
+
+        for (size_t g = (lo + st - 1) / st * st; h->t_merged && g < lo + count;
+             g += st)
+                h->t_merged[g / st] += params[g] - h->t_before[g / st];
 }
 
 /* The plan's verdict on every slice in the inbox (mu held), judged
@@ -877,12 +927,12 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         struct turn_out out[NODE_HANDOFF_INBOX];
         long pi[NODE_HANDOFF_INBOX]; /* the sender's index in peers */
         int named[NODE_HANDOFF_INBOX];
-        const float *past = NULL;
+        const float *prog = NULL;
         double moved = 0.0; /* |what the merges moved params|^2 */
         size_t nw = 0;
 
         if (h->cfg.robust && n == c->nparams)
-                past = past_sample(h, params, n, step, c->avg_every);
+                prog = progress(h, params, n, step, c->avg_every);
         pthread_mutex_lock(&h->mu);
         drop_quarantined(h, step);
         judge_inbox(h, c, step, n, jd);
@@ -923,7 +973,7 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
                 if (h->cfg.robust) {
                         reason[j] =
                             robust_slice(h, q, against[j], sway_of(h, pi[j]),
-                                         past, named[j], &out[j]);
+                                         prog, named[j], &out[j]);
                         dist = out[j].dist;
                 } else {
                         reason[j] = GOSSIP_ROBUST_ACCEPTED;
@@ -933,12 +983,14 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
                     reason[j] == GOSSIP_ROBUST_NONFINITE ||
                     reason[j] == GOSSIP_ROBUST_NAMED)
                         continue;
+                merge_before(h, params, q->lo, q->count);
                 if (use[j] == GOSSIP_PLAN_DELTA)
                         rc[j] = gossip_merge_average_delta(
                             params + q->lo, against[j], q->v, q->count, w);
                 else
                         rc[j] = gossip_merge_average_params(params + q->lo,
                                                             q->v, q->count, w);
+                merge_after(h, params, q->lo, q->count);
                 /* the merge moved q->count floats by w x (theirs - mine),
                  * of RMS dist */
                 if (rc[j] == 0 && isfinite(dist))

@@ -98,11 +98,6 @@ class Watch:
                     self.honest_marked.add(p.get("name"))
 
 
-def summary_marks(log):
-    """Names a node's leave summary marks suspect_model."""
-    return set(re.findall(r"robust merge peer (\S+) suspect_model:", log))
-
-
 def one_run(c, hostile, ctl, tmp, label, steps, attack, seed):
     liar = "n%d" % (c.n - 1)
     w = Watch(ctl, liar)
@@ -119,7 +114,7 @@ def one_run(c, hostile, ctl, tmp, label, steps, attack, seed):
     for i in range(c.n - 1):
         rec["acc"]["n%d" % i] = round(accs[i], 2)
         rec["rollbacks"] += th.rollbacks(logs[i])
-        marks = summary_marks(logs[i])
+        marks = th.summary_marks(logs[i])
         rec["marked"] += liar in marks
         rec["honest_marked"] = sorted(set(rec["honest_marked"])
                                       | (marks - {liar}))

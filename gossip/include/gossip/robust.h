@@ -150,25 +150,24 @@ struct gossip_robust_sway {
 };
 
 /* One turn measured against the sway (before it is added) and against
- * our own progress g = mine - our model some rounds ago (both over the
- * sample). */
+ * our own progress g (both over the sample). */
 struct gossip_robust_sway_turn {
         double dd; /* |d|^2 */
         double ad; /* <A, d> */
-        double gd; /* <g, d>; 0 without a past model */
-        double gg; /* |g|^2; 0 without a past model */
+        double gd; /* <g, d>; 0 without g */
+        double gg; /* |g|^2; 0 without g */
 };
 
 /* Every stride-th coordinate of a model of nparams floats is sampled. */
 size_t gossip_robust_sway_stride(size_t nparams);
 
 /* d = theirs - mine over the slice of count floats that starts at element
- * lo of the model, measured against s and, when past is not NULL, against
- * g = mine - past (past: our model's sample some rounds ago,
- * gossip_robust_sway_sample). Nothing changes. */
+ * lo of the model, measured against s and, when prog is not NULL, against
+ * our own progress g (prog: SWAY_SAMPLES floats over the sample; the
+ * caller's, see GOSSIP_ROBUST_EV_PULL). Nothing changes. */
 void gossip_robust_sway_measure(const struct gossip_robust_sway *s,
                                 size_t stride, const float *theirs,
-                                const float *mine, const float *past, size_t lo,
+                                const float *mine, const float *prog, size_t lo,
                                 size_t count,
                                 struct gossip_robust_sway_turn *t);
 
@@ -198,12 +197,15 @@ float gossip_robust_sway_consistency(const struct gossip_robust_sway *s);
 /* Naming the liar (issue 32 item 4): per peer, two figures of every turn
  * judged, kept as count, mean and spread over the whole run:
  *
- *   PULL  -cos(d, g), g our own progress over the last PROGRESS_ROUNDS
- *         rounds: how far the turn pulls us back along our own path.
- *         Every merge does some (our own batches' noise is in g, and a
+ *   PULL  -cos(d, g), g what our own training moved our model over the
+ *         last PROGRESS_ROUNDS rounds (the change of our model less what
+ *         merges moved it: a liar's accepted pushes are not our path, and
+ *         an honest peer that pulls us back from them must not look like
+ *         a puller): how far the turn takes back our own training. Every
+ *         merge takes back some (our own batches' noise is in g, and a
  *         peer's fresh model lacks it); a sender whose models are built
  *         from what it received, not trained (an echo, a stale or shrunk
- *         copy, minus the honest update), lacks all our progress since.
+ *         copy, minus the honest update), lacks all our training since.
  *   PUSH  cos(d, A), A its sway before the turn: how much the turn adds
  *         to what this peer has already pushed. Fresh replicas'
  *         disagreements point anywhere (mean near 0); a fixed direction, a
