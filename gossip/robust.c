@@ -297,8 +297,7 @@ size_t gossip_robust_sway_stride(size_t nparams)
         return s ? s : 1;
 }
 
-/* The first sampled coordinate at or after element lo. */
-static size_t sway_first(size_t stride, size_t lo)
+size_t gossip_robust_sway_first(size_t stride, size_t lo)
 {
         return (lo + stride - 1) / stride * stride;
 }
@@ -310,7 +309,8 @@ void gossip_robust_sway_measure(const struct gossip_robust_sway *s,
 {
         double dd = 0.0, ad = 0.0, gd = 0.0, gg = 0.0;
 
-        for (size_t g = sway_first(stride, lo); g < lo + count; g += stride) {
+        for (size_t g = gossip_robust_sway_first(stride, lo); g < lo + count;
+             g += stride) {
                 double d = (double)theirs[g - lo] - (double)mine[g - lo];
 
                 dd += d * d;
@@ -371,7 +371,8 @@ void gossip_robust_sway_add(struct gossip_robust_sway *s, size_t stride,
 
         for (size_t i = 0; i < GOSSIP_ROBUST_SWAY_SAMPLES; i++)
                 s->a[i] *= l;
-        for (size_t g = sway_first(stride, lo); g < lo + count; g += stride)
+        for (size_t g = gossip_robust_sway_first(stride, lo); g < lo + count;
+             g += stride)
                 s->a[g / stride] += alpha * (theirs[g - lo] - mine[g - lo]);
         for (size_t i = 0; i < GOSSIP_ROBUST_SWAY_SAMPLES; i++)
                 aa += (double)s->a[i] * s->a[i];

@@ -864,8 +864,8 @@ static void merge_before(struct node_handoff *h, const float *params, size_t lo,
 {
         size_t st = h->t_sway_stride;
 
-        for (size_t g = (lo + st - 1) / st * st; h->t_before && g < lo + count;
-             g += st)
+        for (size_t g = gossip_robust_sway_first(st, lo);
+             h->t_before && g < lo + count; g += st)
                 h->t_before[g / st] = params[g];
 }
 
@@ -874,8 +874,8 @@ static void merge_after(struct node_handoff *h, const float *params, size_t lo,
 {
         size_t st = h->t_sway_stride;
 
-        for (size_t g = (lo + st - 1) / st * st; h->t_merged && g < lo + count;
-             g += st)
+        for (size_t g = gossip_robust_sway_first(st, lo);
+             h->t_merged && g < lo + count; g += st)
                 h->t_merged[g / st] += params[g] - h->t_before[g / st];
 }
 

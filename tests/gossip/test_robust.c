@@ -569,6 +569,9 @@ static void test_sway_sample(void **state)
         assert_int_equal(stride, 3);
         assert_int_equal(gossip_robust_sway_stride(100), 1);
         assert_int_equal(gossip_robust_sway_stride(0), 1);
+        assert_int_equal(gossip_robust_sway_first(3, 5), 6);
+        assert_int_equal(gossip_robust_sway_first(3, 6), 6);
+        assert_int_equal(gossip_robust_sway_first(1, 5), 5);
         assert_int_equal(
             gossip_robust_sway_stride(GOSSIP_ROBUST_SWAY_SAMPLES + 1), 2);
         for (int i = 0; i < 10; i++) {

@@ -158,8 +158,12 @@ struct gossip_robust_sway_turn {
         double gg; /* |g|^2; 0 without g */
 };
 
-/* Every stride-th coordinate of a model of nparams floats is sampled. */
+/* Every stride-th coordinate of a model of nparams floats is sampled:
+ * coordinate g is the sample's g / stride. */
 size_t gossip_robust_sway_stride(size_t nparams);
+
+/* The first sampled coordinate at or after element lo. */
+size_t gossip_robust_sway_first(size_t stride, size_t lo);
 
 /* d = theirs - mine over the slice of count floats that starts at element
  * lo of the model, measured against s and, when prog is not NULL, against
