@@ -10,15 +10,17 @@ nodes clean, in the same test.
 --attacks drift,alie,drift*4, --nodes 4, --steps DESIGNED_STEPS): one
 clean run,
 then one run per attack, the liar (hostile_peer NAME) lying in each of its
-scheduled turns for the whole run. Today's defence does not stop these
-(docs/history/liar-attacks.md), so what is asserted is that each attack
-works as designed, never a robustness the merge lacks: the liar sent
+scheduled turns for the whole run. Per round the merge cannot tell
+these from honest turns (docs/history/liar-attacks.md; over a run the
+evidence can: --named), so what is asserted is that each attack works
+as designed, never a robustness the merge lacks: the liar sent
 every lie at a turn the schedule gave it (its own count) and did so in
 every honest node's rounds (at least MIN_TURNS judged contributions
 each); the honest nodes counted almost all of it as scheduled (not_partner
 at most NOT_PARTNER_FRAC of what they judged, the views' churn at start);
 none of it was refused (no far, no nonfinite) and at least INSIDE_FRAC of
-it was accepted unclipped: it stayed inside the radius; no honest node
+it was inside the radius (accepted, swayed or, once its evidence named
+it, named); no honest node
 rolled back. drift's mean offset from its bases is its parameter. A lie
 sent C times (NAME*C) is taken once: the copies are refused as
 `duplicate`, and no honest node's slice ever is (clean run). Each
