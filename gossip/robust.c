@@ -416,57 +416,68 @@ void gossip_robust_evidence_add(struct gossip_robust_evidence *e,
         }
 }
 
+/* Welch t of figure k of a against b; NaN with fewer than NAME_TURNS
+ * turns on either side. */
+static float welch(const struct gossip_robust_evidence *a,
+                   const struct gossip_robust_evidence *b, int k)
+{
+        double na = (double)a->n[k], nb = (double)b->n[k], se;
+
+        if (na < GOSSIP_ROBUST_NAME_TURNS || nb < GOSSIP_ROBUST_NAME_TURNS)
+                return NAN;
+        se = a->m2[k] / (na - 1.0) / na + b->m2[k] / (nb - 1.0) / nb;
+        if (!(se > 0.0))
+                return NAN;
+        return (float)((a->mean[k] - b->mean[k]) / sqrt(se));
+}
+
 float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
                                const struct gossip_robust_peer *p, int stat)
 {
-        /* the other peers pooled (Chan et al.'s parallel update) */
-        double n = 0.0, mean = 0.0, m2 = 0.0, np, vp, vo;
+        float least = NAN;
 
         if (stat < 0 || stat >= GOSSIP_ROBUST_EVS)
                 return NAN;
         for (size_t i = 0; i < t->n; i++) {
-                const struct gossip_robust_evidence *e = &t->p[i].ev;
-                double ni = (double)e->n[stat], d;
+                float x;
 
-                if (&t->p[i] == p || ni == 0.0)
+                if (&t->p[i] == p)
                         continue;
-                d = e->mean[stat] - mean;
-                m2 += e->m2[stat] + d * d * n * ni / (n + ni);
-                mean += d * ni / (n + ni);
-                n += ni;
+                x = welch(&p->ev, &t->p[i].ev, stat);
+                if (isfinite(x) && !(x >= least))
+                        least = x;
         }
-        np = (double)p->ev.n[stat];
-        if (np < GOSSIP_ROBUST_NAME_TURNS || n < GOSSIP_ROBUST_NAME_TURNS)
-                return NAN;
-        vp = p->ev.m2[stat] / (np - 1.0);
-        vo = m2 / (n - 1.0);
-        if (!(vp / np + vo / n > 0.0))
-                return NAN;
-        return (float)((p->ev.mean[stat] - mean) / sqrt(vp / np + vo / n));
+        return least;
 }
 
 size_t gossip_robust_name(struct gossip_robust_peers *t, float name_t)
 {
-        size_t named = 0;
+        struct gossip_robust_peer *top = NULL;
 
         for (size_t i = 0; i < t->n; i++) {
                 struct gossip_robust_peer *p = &t->p[i];
-                float best = NAN;
 
+                p->evidence = NAN;
                 for (int k = 0; k < GOSSIP_ROBUST_EVS; k++) {
-                        float x = gossip_robust_evidence_t(t, p, k);
-
-                        if (isfinite(x) && !(x <= best))
-                                best = x;
+                        p->ev_t[k] = gossip_robust_evidence_t(t, p, k);
+                        if (isfinite(p->ev_t[k]) &&
+                            !(p->ev_t[k] <= p->evidence))
+                                p->evidence = p->ev_t[k];
                 }
-                p->evidence = best;
-                if (!(name_t > 0.0f) || !isfinite(best))
-                        p->named = 0;
-                else if (best >= name_t)
-                        p->named = 1;
-                else if (best < 0.5f * name_t)
-                        p->named = 0;
-                named += (size_t)p->named;
+                if (isfinite(p->evidence) &&
+                    (!top || p->evidence > top->evidence))
+                        top = p;
         }
-        return named;
+        /* one named at a time: the one that stands out most */
+        for (size_t i = 0; i < t->n; i++) {
+                struct gossip_robust_peer *p = &t->p[i];
+
+                if (p != top || !(name_t > 0.0f))
+                        p->named = 0;
+                else if (p->evidence >= name_t)
+                        p->named = 1;
+                else if (p->evidence < 0.5f * name_t)
+                        p->named = 0;
+        }
+        return top && top->named ? 1 : 0;
 }

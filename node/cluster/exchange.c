@@ -833,8 +833,8 @@ static void log_robust(struct node_exchange *ex,
                     "clipped, %llu far, %llu nonfinite, %llu "
                     "not_partner, %llu out_of_window, %llu mismatch, "
                     "%llu quarantined, %llu duplicate, %llu swayed, "
-                    "%llu named; sway %.2f; evidence %.1f; %u bad of "
-                    "the last %u",
+                    "%llu named; sway %.2f; evidence %.1f (pull %.1f, "
+                    "push %.1f); %u bad of the last %u",
                     node_view_member_name(&mi[i]),
                     gossip_robust_peer_suspect(&rp) ? " suspect_model" : "",
                     (unsigned long long)rp.count[0],
@@ -848,7 +848,9 @@ static void log_robust(struct node_exchange *ex,
                     (unsigned long long)rp.count[8],
                     (unsigned long long)rp.count[9],
                     (unsigned long long)rp.count[10], (double)rp.sway,
-                    (double)rp.evidence, gossip_robust_peer_bad(&rp), rp.nhist);
+                    (double)rp.evidence, (double)rp.ev_t[GOSSIP_ROBUST_EV_PULL],
+                    (double)rp.ev_t[GOSSIP_ROBUST_EV_PUSH],
+                    gossip_robust_peer_bad(&rp), rp.nhist);
         }
         free(mi);
 }

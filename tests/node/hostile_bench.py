@@ -120,14 +120,15 @@ def one_run(c, hostile, ctl, tmp, label, steps, attack, seed):
                                       | (marks - {liar}))
         rc = th.robust_counts(logs[i], liar)
         for k, v in (rc or {}).items():
-            if k not in ("suspect_model", "sway", "evidence"):
+            if k not in ("suspect_model", "sway", "evidence",
+                         "evidence_pull", "evidence_push"):
                 rec["verdicts"][k] = rec["verdicts"].get(k, 0) + v
         # every sender's sway and evidence at this node: the liar's, the
         # honest ones'
         for j in range(c.n):
             rj = th.robust_counts(logs[i], "n%d" % j) if j != i else None
             who = "liar" if j == c.n - 1 else "honest"
-            for f in ("sway", "evidence"):
+            for f in ("sway", "evidence", "evidence_pull", "evidence_push"):
                 if rj and rj[f] == rj[f]:
                     rec.setdefault("%s_%s" % (f, who), []).append(rj[f])
     m = re.search(r"offset ([0-9.]+) x RMS", out or "")

@@ -220,14 +220,16 @@ def late_acc(c, i):
 def robust_counts(log, peer):
     """The robust-merge line about `peer` in a node's summary: its counts
     by reason, "sway" (its consistency, gossip/robust.h; NaN from a node
-    before it), "evidence" (its Welch t, NaN: too few turns) and
+    before it), "evidence" (what names it, NaN: too few turns),
+    "evidence_pull" and "evidence_push" (each figure's Welch t) and
     "suspect_model"."""
     m = re.search(r"robust merge peer %s( suspect_model)?: (\d+) accepted, "
                   r"(\d+) clipped, (\d+) far, (\d+) nonfinite, (\d+) "
                   r"not_partner, (\d+) out_of_window, (\d+) mismatch, "
                   r"(\d+) quarantined, (\d+) duplicate"
                   r"(?:, (\d+) swayed, (\d+) named; sway (\S+); "
-                  r"evidence ([^;]+);)?" % peer, log)
+                  r"evidence (\S+) \(pull (\S+), push ([^)]+)\);)?"
+                  % peer, log)
     if not m:
         return None
     keys = ["accepted", "clipped", "far", "nonfinite", "not_partner",
@@ -236,6 +238,8 @@ def robust_counts(log, peer):
     d = dict(zip(keys, [int(x or 0) for x in m.groups()[1:12]]))
     d["sway"] = float(m.group(13) or "nan")
     d["evidence"] = float(m.group(14) or "nan")
+    d["evidence_pull"] = float(m.group(15) or "nan")
+    d["evidence_push"] = float(m.group(16) or "nan")
     d["suspect_model"] = m.group(1) is not None
     return d
 

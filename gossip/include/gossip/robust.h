@@ -217,17 +217,21 @@ float gossip_robust_sway_consistency(const struct gossip_robust_sway *s);
  *         add up (0.1-0.2 per turn, measured: docs/reliability.md).
  *
  * A peer is named (suspect_model, and its contributions refused, still
- * measured) when, for either figure, its mean exceeds the pooled mean of
- * our other senders by NAME_T standard errors (Welch) with at least
- * NAME_TURNS turns on both sides; named until the figure falls below half
- * of that. One-sided and relative: a liar raises the pool it is compared
- * with for the others, so an honest peer is not named for standing next
- * to it; figures common to all senders (every merge pulls back a little)
- * cancel. What it needs: the liars are fewer than the honest senders of
- * a node, or, at one honest sender against one liar (3 nodes), that the
- * liar differs in a figure. What it cannot see: a liar whose turns look
- * like an honest replica's in both (the dissensus attack moves the honest
- * senders as much as itself): the radius and the sway bound it. */
+ * measured) when, for either figure, its mean exceeds the mean of each of
+ * our other senders by NAME_T standard errors (Welch; NAME_TURNS turns on
+ * each side) and it stands out more than any other; one at a time, named
+ * until that falls below half of NAME_T. Against each sender, not a pool
+ * of them: a liar whose figure is far below everyone's (measured:
+ * cliprider's pull) drags a pool down and lifts the honest senders over
+ * it, and could name them; the other honest senders keep them in line.
+ * Relative, not absolute: what all senders share (every merge takes back
+ * some of our training) cancels. What it needs: one liar among a node's
+ * senders and at least two honest ones; beside a single honest sender (3
+ * nodes) the two differ both ways and the one that differs more is
+ * named, which can be the honest one (docs/reliability.md). What it cannot see:
+ * a liar whose turns look like an honest replica's in both (the dissensus
+ * attack moves the honest senders as much as itself): the radius and the sway
+ * bound it. */
 enum {
         GOSSIP_ROBUST_EV_PULL = 0,
         GOSSIP_ROBUST_EV_PUSH = 1,
@@ -311,8 +315,10 @@ struct gossip_robust_peer {
         uint64_t refuse_until; /* QUARANTINED while our step is below */
         float sway;            /* its consistency c, last measured */
         struct gossip_robust_evidence ev; /* its turns' figures */
-        float evidence; /* the larger figure's Welch t against the
-                         * other senders (NaN: too few turns) */
+        float ev_t[GOSSIP_ROBUST_EVS];    /* each figure's Welch t against
+                                           * the other senders (NaN: too
+                                           * few turns) */
+        float evidence; /* what names it (gossip_robust_name) */
         int named;      /* named by the evidence (NAMED) */
         /* the last SEEN (step, first element) taken from it, a ring */
         uint64_t seen_step[GOSSIP_ROBUST_SEEN], seen_lo[GOSSIP_ROBUST_SEEN];
@@ -412,15 +418,16 @@ uint32_t gossip_robust_peer_bad(const struct gossip_robust_peer *p);
  * the evidence names it. */
 int gossip_robust_peer_suspect(const struct gossip_robust_peer *p);
 
-/* Welch t of figure `stat` of peer p (a record of t) against the pooled
- * turns of every other peer of t: (mean_p - mean_others) / standard
- * error. NaN with fewer than NAME_TURNS turns on either side. */
+/* The least Welch t of figure `stat` of peer p (a record of t) against
+ * each other peer of t with NAME_TURNS turns: (mean_p - mean_q) /
+ * standard error. NaN when p has fewer turns or no such peer exists. */
 float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
                                const struct gossip_robust_peer *p, int stat);
 
-/* Recompute every peer's evidence (the larger t of its figures) and
- * whether it is named: at t >= name_t, until t < name_t / 2. Returns how
- * many peers are named. */
+/* Recompute every peer's evidence (the larger of its figures' t) and
+ * which one is named: the peer of the largest evidence, at evidence >=
+ * name_t, until it falls below name_t / 2; no other. Returns how many
+ * peers are named (0 or 1). */
 size_t gossip_robust_name(struct gossip_robust_peers *t, float name_t);
 
 #endif
