@@ -435,6 +435,7 @@ float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
                                const struct gossip_robust_peer *p, int stat)
 {
         float least = NAN;
+        int others = 0;
 
         if (stat < 0 || stat >= GOSSIP_ROBUST_EVS)
                 return NAN;
@@ -444,10 +445,13 @@ float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
                 if (&t->p[i] == p)
                         continue;
                 x = welch(&p->ev, &t->p[i].ev, stat);
-                if (isfinite(x) && !(x >= least))
+                if (!isfinite(x))
+                        continue;
+                others++;
+                if (!(x >= least))
                         least = x;
         }
-        return least;
+        return others >= GOSSIP_ROBUST_NAME_OTHERS ? least : NAN;
 }
 
 size_t gossip_robust_name(struct gossip_robust_peers *t, float name_t)

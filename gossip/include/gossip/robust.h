@@ -226,9 +226,8 @@ float gossip_robust_sway_consistency(const struct gossip_robust_sway *s);
  * it, and could name them; the other honest senders keep them in line.
  * Relative, not absolute: what all senders share (every merge takes back
  * some of our training) cancels. What it needs: one liar among a node's
- * senders and at least two honest ones; beside a single honest sender (3
- * nodes) the two differ both ways and the one that differs more is
- * named, which can be the honest one (docs/reliability.md). What it cannot see:
+ * senders and at least two honest ones (NAME_OTHERS): beside a single
+ * honest sender (3 nodes) nobody is named. What it cannot see:
  * a liar whose turns look like an honest replica's in both (the dissensus
  * attack moves the honest senders as much as itself): the radius and the sway
  * bound it. */
@@ -237,6 +236,12 @@ enum {
         GOSSIP_ROBUST_EV_PUSH = 1,
         GOSSIP_ROBUST_EVS = 2,
         GOSSIP_ROBUST_NAME_TURNS = 30,
+        /* Senders a peer is compared with before it can be named: with
+         * one (3 nodes: one honest sender and the liar) the comparison is
+         * symmetric, the one that differs more is named, and in a 3-node
+         * cliprider run it was the honest one, leaving the node with the
+         * liar alone. */
+        GOSSIP_ROBUST_NAME_OTHERS = 2,
         /* g spans this many of our averaging rounds: a liar's base is its
          * victim's slice of its last turn, 1-7 rounds back at 3-8 nodes */
         GOSSIP_ROBUST_PROGRESS_ROUNDS = 5,
@@ -420,7 +425,8 @@ int gossip_robust_peer_suspect(const struct gossip_robust_peer *p);
 
 /* The least Welch t of figure `stat` of peer p (a record of t) against
  * each other peer of t with NAME_TURNS turns: (mean_p - mean_q) /
- * standard error. NaN when p has fewer turns or no such peer exists. */
+ * standard error. NaN when p has fewer turns or fewer than NAME_OTHERS
+ * such peers exist. */
 float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
                                const struct gossip_robust_peer *p, int stat);
 
