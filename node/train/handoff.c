@@ -820,9 +820,10 @@ static int robust_slice(struct node_handoff *h, struct in_slice *q,
  * PROGRESS_ROUNDS rounds (training thread): our model's change less what
  * merges moved it, from the samples kept once per round (period k) for
  * the last PAST_RING rounds. Returns t_prog, or NULL before a sample that
- * old exists. */
+ * old exists or when not wanted (nothing to judge: only the round's
+ * sample is kept). */
 static const float *progress(struct node_handoff *h, const float *params,
-                             size_t n, uint64_t step, uint32_t k)
+                             size_t n, uint64_t step, uint32_t k, int want)
 {
         uint64_t span = (uint64_t)GOSSIP_ROBUST_PROGRESS_ROUNDS * k;
         size_t st = h->t_sway_stride;
@@ -843,6 +844,8 @@ static const float *progress(struct node_handoff *h, const float *params,
                 if (h->t_past_n < NODE_HANDOFF_PAST_RING)
                         h->t_past_n++;
         }
+        if (!want)
+                return NULL;
         for (int i = 0; i < h->t_past_n; i++)
                 if (h->t_past_step[i] + span <= step &&
                     (best < 0 || h->t_past_step[i] > h->t_past_step[best]))
@@ -931,8 +934,6 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         double moved = 0.0; /* |what the merges moved params|^2 */
         size_t nw = 0;
 
-        if (h->cfg.robust && n == c->nparams)
-                prog = progress(h, params, n, step, c->avg_every);
         pthread_mutex_lock(&h->mu);
         drop_quarantined(h, step);
         judge_inbox(h, c, step, n, jd);
@@ -965,6 +966,8 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
         h->ninbox = 0;
         pthread_mutex_unlock(&h->mu);
 
+        if (h->cfg.robust && n == c->nparams)
+                prog = progress(h, params, n, step, c->avg_every, nw > 0);
         for (size_t j = 0; j < nw; j++) {
                 struct in_slice *q = &work[j];
                 float dist;
