@@ -501,6 +501,7 @@ STOP_EXIT_WITHIN_S = max(180.0, 30.0 * min(STOP_SLOWDOWN, 10.0))
 # bound scales too
 # (600 s emulated; the test's ctest TIMEOUT is scaled 4x there, to 1600).
 STOP_REACH_WITHIN_S = max(240.0, 60.0 * min(STOP_SLOWDOWN, 10.0))
+STOP_QUORUM_SPREAD = 5.0  # points a quorum-stopped node may be below
 STOP_STEPS_AFTER = 300 # the others stop within this many steps of n0's stop
                        # (one LEAVE datagram on loopback, a step of ~5 ms,
                        # n0's final checkpoint written before it leaves)
@@ -544,10 +545,18 @@ def scenario_stop(c):
         assert stops[i]["reason"] in ("cluster", "target"), stops[i]
         assert stops[i]["step"] <= s0 + STOP_STEPS_AFTER, \
             "n%d stopped at step %d, n0 at %d" % (i, stops[i]["step"], s0)
-        assert stops[i]["test_acc"] >= STOP_TARGET - 1.0, stops[i]
         log = open(c.log_path(i)).read()
-        if stops[i]["reason"] == "cluster":
+        if stops[i]["reason"] == "target":  # by its own evaluation
+            assert stops[i]["test_acc"] >= STOP_TARGET - 1.0, stops[i]
+        else:
+            # by the quorum (both others, with 3 members), whatever its
+            # own accuracy (docs/protocol.md 3.7): near the stop, 60-80
+            # steps in, the models still differ by a few points (CI stop
+            # 41: n2 at 72.88% stopped on n0's 75.86% and n1's 77.42%)
             assert want in log, "n%d's log lacks '%s'" % (i, want)
+            assert "2 of 2 votes" in log, "n%d: no quorum in its log" % i
+            assert stops[i]["test_acc"] >= STOP_TARGET - STOP_QUORUM_SPREAD, \
+                stops[i]
     for i in range(3):
         got = ckpt_step(os.path.join(c.tmp, "ck%d" % i, "model.ckpt"))
         assert got == stops[i]["step"], \
