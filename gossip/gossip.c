@@ -123,6 +123,7 @@ int gossip_create(const struct gossip_config *cfg, const struct gossip_env *env,
         g->self.addr = cfg->addr;
         g->self.inc = cfg->incarnation;
         g->self.state = GOSSIP_ALIVE;
+        g->self.loading = cfg->loading != 0;
         g->rng = env->seed;
         g->on_app = cfg->on_app;
         g->on_member = cfg->on_member;
@@ -737,6 +738,12 @@ void gossip_set_step(struct gossip *g, uint64_t step)
 {
         if (g)
                 g->step = step;
+}
+
+void gossip_set_loading(struct gossip *g, int loading)
+{
+        if (g)
+                gossip__swim_set_loading(g, loading != 0);
 }
 
 static void self_info(const struct gossip *g, struct gossip_member_info *o)

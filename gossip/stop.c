@@ -83,6 +83,14 @@ int gossip_stop_decide(const struct gossip_stop_tally *t, size_t alive,
         return w.rule;
 }
 
+int gossip_stop_recheck_due(const struct gossip_stop_tally *t, double since_s,
+                            double eval_s)
+{
+        if (!t || t->n == 0)
+                return 0;
+        return !(eval_s > 0) || since_s >= GOSSIP_STOP_RECHECK_TIMES * eval_s;
+}
+
 int gossip_stop_format_wait(const struct gossip_stop_verdict *v, char *buf,
                             size_t len)
 {

@@ -211,6 +211,7 @@ void gossip__member_info(const struct gossip *g, const struct swim_member *m,
         memcpy(o->key, m->key, GOSSIP_KEY_BYTES);
         memcpy(o->name, m->name, GOSSIP_NAME_MAX);
         memcpy(o->version, m->version, GOSSIP_VERSION_MAX);
+        o->loading = m->loading;
         o->addr = m->addr;
         o->state = m->state;
         o->incarnation = m->inc;
@@ -312,6 +313,7 @@ void gossip__swim_entry(const struct swim_member *m, struct gossip_update *u)
         if (m->state == GOSSIP_ALIVE) {
                 memcpy(u->version, m->version, GOSSIP_WIRE_VERSION_MAX);
                 u->settings = m->settings;
+                u->loading = m->loading;
         }
 }
 
@@ -472,6 +474,17 @@ static void refute(struct gossip *g, uint64_t inc)
         bq_push(g, &g->self);
 }
 
+void gossip__swim_set_loading(struct gossip *g, bool loading)
+{
+        if (g->self.loading == loading || g->self.state == GOSSIP_LEFT)
+                return;
+        g->self.loading = loading;
+        /* a newer incarnation, so that every member takes the change
+         * over what it holds of this life (apply_alive) */
+        g->self.inc++;
+        bq_push(g, &g->self);
+}
+
 /* An update about ourselves, from the member with key id `from`. */
 static void apply_self(struct gossip *g, const struct gossip_update *u,
                        uint64_t from)
@@ -567,8 +580,14 @@ static void apply_alive(struct gossip *g, struct swim_member *m,
          * first without one (we marked it alive on hearing from it) */
         if (u->version[0] && u->incarnation == m->inc)
                 memcpy(m->version, u->version, GOSSIP_VERSION_MAX);
+        /* loading, likewise; its end comes with a newer incarnation
+         * (gossip_set_loading), so news of the same life only sets it (a
+         * forwarder that predates element 8 drops it) */
+        if (u->loading && u->incarnation == m->inc)
+                m->loading = true;
         if (m->state != SWIM_UNKNOWN && u->incarnation <= m->inc)
                 return;
+        m->loading = u->loading;
         /* a wildcard told by a node bound to 0.0.0.0 would have us send
          * to ourselves: keep the address we know it by (its peers line) */
         if (gossip_addr_usable(&u->addr))
@@ -720,6 +739,10 @@ static void direct_evidence(struct gossip *g, struct swim_member *m,
         if (m->state == SWIM_UNKNOWN || inc > m->inc) {
                 if (!m->addr.family && msg->channel == GOSSIP_CH_DGRAM)
                         m->addr = *from_addr;
+                /* a newer incarnation is how a member ends its loading,
+                 * and the frame does not say: exchanging until its news
+                 * of this incarnation says loading (apply_alive) */
+                m->loading = false;
                 set_state(g, m, GOSSIP_ALIVE, inc);
                 bq_push(g, m);
         } else if (m->state == GOSSIP_SUSPECT || m->state == GOSSIP_DEAD) {

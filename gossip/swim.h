@@ -77,6 +77,9 @@ struct swim_member {
         uint8_t key[GOSSIP_KEY_BYTES];
         char name[GOSSIP_NAME_MAX];
         char version[GOSSIP_VERSION_MAX]; /* from its ALIVE updates */
+        /* loading (a member, not yet exchanging: no partner), from its
+         * ALIVE updates; it tells the end with a newer incarnation */
+        bool loading;
         struct gossip_addr addr;
         int state; /* enum gossip_member_state or SWIM_UNKNOWN */
         uint64_t inc;
@@ -251,6 +254,8 @@ void gossip__swim_piggyback_done(struct gossip *g, struct swim_member **who,
                                  size_t n_sent);
 /* m's entry as a SYNC or a piggyback lists it. */
 void gossip__swim_entry(const struct swim_member *m, struct gossip_update *u);
+/* Tell members we are loading, or exchanging now (gossip_set_loading). */
+void gossip__swim_set_loading(struct gossip *g, bool loading);
 /* Fill upd (room for n_tab + 1) with our whole view, ourselves first. */
 size_t gossip__swim_full_view(const struct gossip *g,
                               struct gossip_update *upd);

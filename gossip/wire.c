@@ -112,10 +112,14 @@ enum {
         ADDR6_BYTES = 18, /* IPv6 address + port */
         /* Largest encoding of one update: array hdr, 2 x uint64, state,
          * bin8 IPv6 address, str8 name, uint64 origin, fixstr version,
-         * uint64 settings digest. */
+         * uint64 settings digest, fixint loading. */
         UPDATE_MAX_BYTES = 1 + 9 + 1 + 9 + 2 + ADDR6_BYTES + 2 +
                            GOSSIP_WIRE_NAME_MAX + 9 + GOSSIP_WIRE_VERSION_MAX +
-                           9,
+                           9 + 1,
+        /* An update's state byte in the view digest, for an alive entry
+         * told loading (protocol.md 3.5): entries that are not keep the
+         * digest older nodes compute. */
+        DIGEST_LOADING = 0x80,
 };
 
 struct kind_info {
@@ -264,7 +268,7 @@ static int settings_valid(const struct gossip_settings *s)
 static int update_valid(const struct gossip_update *u)
 {
         return u->key_id && u->state <= GOSSIP_WIRE_STATE_MAX &&
-               addr_valid(&u->addr, 1) &&
+               u->loading <= 1 && addr_valid(&u->addr, 1) &&
                text_valid(u->name, GOSSIP_WIRE_NAME_MAX) &&
                text_valid(u->version, GOSSIP_WIRE_VERSION_MAX);
 }
@@ -275,10 +279,16 @@ static int pack_update(msgpack_packer *pk, const struct gossip_update *u)
         int r;
 
         /* the shortest array that holds what is set; elements before a
-         * set one are nil (name, version) or 0 (origin: "not given") */
-        int d = u->settings != 0;
+         * set one are nil (name, version) or 0 (origin, settings: "not
+         * given") */
+        int l = u->loading != 0, d = l || u->settings != 0;
 
-        r = msgpack_pack_array(pk, d ? 8 : v ? 7 : u->origin ? 6 : n ? 5 : 4);
+        r = msgpack_pack_array(pk, l           ? 9
+                                   : d         ? 8
+                                   : v         ? 7
+                                   : u->origin ? 6
+                                   : n         ? 5
+                                               : 4);
         r = r ? r : msgpack_pack_uint64(pk, u->key_id);
         r = r ? r : msgpack_pack_uint8(pk, u->state);
         r = r ? r : msgpack_pack_uint64(pk, u->incarnation);
@@ -295,6 +305,8 @@ static int pack_update(msgpack_packer *pk, const struct gossip_update *u)
                 r = r ? r : msgpack_pack_nil(pk);
         if (d)
                 r = r ? r : msgpack_pack_uint64(pk, u->settings);
+        if (l)
+                r = r ? r : msgpack_pack_uint8(pk, 1);
         return r;
 }
 
@@ -884,7 +896,7 @@ static int get_stop(const msgpack_object *o, struct gossip_stop *s)
 }
 
 /* [key_id, state, incarnation, addr|nil, (name|nil), (origin),
- *  (version|nil), (settings digest), ...ignored] */
+ *  (version|nil), (settings digest), (loading), ...ignored] */
 static int get_update(const msgpack_object *o, struct gossip_update *u)
 {
         const msgpack_object *f;
@@ -912,6 +924,16 @@ static int get_update(const msgpack_object *o, struct gossip_update *u)
         u->settings = 0;
         if (o->via.array.size > 7 && get_u64(&f[7], &u->settings))
                 return -1;
+        /* 1 loading; any other uint is "exchanging" (room for phases a
+         * later version may tell) */
+        u->loading = 0;
+        if (o->via.array.size > 8) {
+                uint64_t phase;
+
+                if (get_u64(&f[8], &phase))
+                        return -1;
+                u->loading = phase == 1;
+        }
         return 0;
 }
 
@@ -1153,7 +1175,7 @@ static void hash_entry(crypto_generichash_state *h,
 
         hash_u64(h, u->key_id);
         hash_u64(h, u->incarnation);
-        b[n++] = u->state;
+        b[n++] = (uint8_t)(u->state | (u->loading ? DIGEST_LOADING : 0));
         b[n++] = u->addr.family;
         if (u->addr.family) {
                 size_t alen = u->addr.family == 4 ? 4 : 16;

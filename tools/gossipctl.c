@@ -290,6 +290,7 @@ static void member_row(struct table *t, const msgpack_object *m)
             heard[16], rate[24], version[24];
         const msgpack_object *self = ctlc_get(m, "self");
         const msgpack_object *liar = ctlc_get(m, "suspect_model");
+        const msgpack_object *loading = ctlc_get(m, "loading");
         int ok;
         double v;
 
@@ -301,6 +302,9 @@ static void member_row(struct table *t, const msgpack_object *m)
         if (!version[0])
                 snprintf(version, sizeof(version), "-");
         member_refused(m, state, sizeof(state));
+        if (loading && loading->type == MSGPACK_OBJECT_BOOLEAN &&
+            loading->via.boolean)
+                strncat(state, ",loading", sizeof(state) - strlen(state) - 1);
         if (liar && liar->type == MSGPACK_OBJECT_BOOLEAN && liar->via.boolean)
                 strncat(state, ",suspect_model",
                         sizeof(state) - strlen(state) - 1);

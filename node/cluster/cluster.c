@@ -87,10 +87,22 @@ void node_cluster__arm(struct node_cluster *c)
         uv_timer_start(&c->tick, on_tick, d > now ? d - now : 0, 0);
 }
 
+/* Members take no partner in us while we load (gossip_set_loading):
+ * what they would send we could not use. We tell them once the trainer
+ * asks for its first step, or serves a finished model. */
+static void tell_loaded(struct node_cluster *c)
+{
+        if (c->loading && node_handoff_training(c->h)) {
+                c->loading = 0;
+                gossip_set_loading(c->g, 0);
+        }
+}
+
 static void on_tick(uv_timer_t *t)
 {
         struct node_cluster *c = t->data;
 
+        tell_loaded(c);
         /* our training step, carried in every message (how a joining peer
          * finds the member furthest ahead), also while we train alone */
         gossip_set_step(c->g, node_join_own_step(&c->join));
@@ -191,6 +203,7 @@ static void on_post(uv_async_t *a)
 
         if (c->closing)
                 return;
+        tell_loaded(c);
         node_exchange_on_post(c->ex);
         node_cluster__arm(c);
 }
@@ -440,6 +453,7 @@ static int open_gossip(struct node_cluster *c, const uint8_t *sk, char *err,
         gc.name = c->name;
         gc.version = node_version(); /* `gossipctl members` on every peer */
         gc.incarnation = node_cluster__unix_ms();
+        gc.loading = c->loading = 1; /* until the trainer's first step */
         gc.peers = gp;
         gc.n_peers = c->npeers;
         /* application messages straight to the exchange */
@@ -700,5 +714,9 @@ void node_cluster_reload_crl(struct node_cluster *c)
 
 void node_cluster_serve(struct node_cluster *c, struct node_trainer *t)
 {
+        if (c->loading) { /* resumed finished: it never stepped */
+                c->loading = 0;
+                gossip_set_loading(c->g, 0);
+        }
         node_join_serve(&c->join, t);
 }

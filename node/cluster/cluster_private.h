@@ -94,6 +94,7 @@ struct node_cluster {
         /* join retries while alone (cluster.c on_join_timer) */
         uint64_t alone_since; /* loop ms; 0: not alone */
         int alone_said;
+        int loading; /* told members we load (cluster.c tell_loaded) */
         struct node_view view; /* members and partner choice */
         struct node_join join; /* state transfer for a live join */
         int leaving, closing;

@@ -190,7 +190,7 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
 
         node_addr_format(&m->addr, a, sizeof(a));
         node_key_pk_to_base64(m->key, k);
-        msgpack_pack_map(pk, 14 + (m->cert_serial != 0));
+        msgpack_pack_map(pk, 15 + (m->cert_serial != 0));
         node_ctl_pack_kstr(pk, "name", m->name);
         node_ctl_pack_kstr(pk, "version", m->version); /* "": not told */
         node_ctl_pack_kstr(pk, "addr", a);
@@ -200,6 +200,8 @@ static void pack_member(struct node_cluster *c, msgpack_packer *pk,
          * state (docs/control.md) */
         node_ctl_pack_kstr(
             pk, "state", m->refused ? "refused" : gossip_state_name(m->state));
+        /* alive, not yet exchanging: no partner (protocol.md 3.2) */
+        node_ctl_pack_kbool(pk, "loading", m->loading);
         node_ctl_pack_ku64(pk, "incarnation", m->incarnation);
         node_ctl_pack_kdbl(pk, "rtt_ms", m->rtt_ms ? (double)m->rtt_ms : NAN);
         node_ctl_pack_ku64(pk, "step", m->step);

@@ -5,7 +5,8 @@
  * view as gossip_view() gives it.
  *
  * Suspects stay in the view (a transient suspicion must not reshuffle the
- * schedule) and are skipped as partners: only an ALIVE member is sent to.
+ * schedule) and are skipped as partners, as are members that say they are
+ * still loading: only an ALIVE member that exchanges is sent to.
  * Loop thread only; the struct is the cluster's.
  */
 #include "cluster/view.h"
@@ -62,8 +63,9 @@ struct gossip_member_info *node_view_members(const struct node_view *v,
 }
 
 /* The live view as the schedule takes it, in v->keys, and who in it is
- * ALIVE (not suspect) in v->alive: asked before the schedule runs, so
- * that it never calls back into this file (gossip_sched_alive_flags). */
+ * ALIVE (not suspect) and not loading in v->alive: asked before the
+ * schedule runs, so that it never calls back into this file
+ * (gossip_sched_alive_flags). */
 static struct gossip_sched_view sched_view(struct node_view *v)
 {
         size_t n = gossip_view(v->g, v->keys, v->cap);
@@ -73,7 +75,7 @@ static struct gossip_sched_view sched_view(struct node_view *v)
                 n = v->cap;
         for (size_t i = 0; i < n; i++)
                 v->alive[i] = gossip_member_get(v->g, v->keys[i], &mi) == 0 &&
-                              mi.state == GOSSIP_ALIVE;
+                              mi.state == GOSSIP_ALIVE && !mi.loading;
         return (struct gossip_sched_view){
             (const uint8_t(*)[GOSSIP_KEY_BYTES])v->keys, n, v->seed,
             GOSSIP_SCHED_DISSEMINATION};

@@ -91,6 +91,7 @@ struct node_handoff {
         size_t alive;
         uint64_t min_peer_step;
         uint64_t local_step;
+        int admitted; /* the trainer asked for its first step's admission */
         int stopped;
         void *snap;
         size_t snap_len;
@@ -495,6 +496,7 @@ int node_handoff_admit(struct node_handoff *h, int phase, uint64_t step,
 
         pthread_mutex_lock(&h->mu);
         h->local_step = step;
+        h->admitted = 1;
         v.phase = phase;
         v.step = step;
         v.alive = h->alive;
@@ -1398,6 +1400,16 @@ size_t node_handoff_alive(struct node_handoff *h)
         return alive;
 }
 
+int node_handoff_training(struct node_handoff *h)
+{
+        int admitted;
+
+        pthread_mutex_lock(&h->mu);
+        admitted = h->admitted;
+        pthread_mutex_unlock(&h->mu);
+        return admitted;
+}
+
 uint64_t node_handoff_local_step(struct node_handoff *h)
 {
         uint64_t step;
@@ -1493,6 +1505,17 @@ int node_handoff_stop_eval_wanted(struct node_handoff *h)
         news = h->stop_news;
         pthread_mutex_unlock(&h->mu);
         return news;
+}
+
+int node_handoff_stop_recheck_due(struct node_handoff *h, double since_s,
+                                  double eval_s)
+{
+        int due;
+
+        pthread_mutex_lock(&h->mu);
+        due = gossip_stop_recheck_due(&h->stop_tally, since_s, eval_s);
+        pthread_mutex_unlock(&h->mu);
+        return due;
 }
 
 int node_handoff_stop_check(struct node_handoff *h, uint32_t own_bp,

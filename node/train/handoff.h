@@ -323,6 +323,9 @@ size_t node_handoff_alive(struct node_handoff *h);
 
 /* The trainer's step as it last told the box. */
 uint64_t node_handoff_local_step(struct node_handoff *h);
+/* 1 once the trainer has asked for a step's admission: it has loaded
+ * (data, model, kernels, a peer's state) and exchanges from now on. */
+int node_handoff_training(struct node_handoff *h);
 
 /* A peer asks for our model: have the trainer make a snapshot. */
 void node_handoff_want_snapshot(struct node_handoff *h);
@@ -370,6 +373,12 @@ int node_handoff_stop_peer(struct node_handoff *h,
 /* Training thread: 1 if a reason was counted since the last
  * node_handoff_stop_check (evaluate at the end of this step). */
 int node_handoff_stop_eval_wanted(struct node_handoff *h);
+
+/* Training thread: 1 if a counted reason still waits and our accuracy
+ * is due to be judged again (gossip_stop_recheck_due: since_s of
+ * training since our last evaluation, which took eval_s). */
+int node_handoff_stop_recheck_due(struct node_handoff *h, double since_s,
+                                  double eval_s);
 
 /* Training thread, after an evaluation: decide (gossip_stop_decide) with
  * our accuracy own_bp. A rule other than GOSSIP_STOP_WAIT takes the

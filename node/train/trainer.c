@@ -166,6 +166,9 @@ struct node_trainer {
         double t_start; /* monotonic seconds at run start */
         double last_eval_acc;
         uint64_t last_eval_step;
+        /* when the last evaluation ended and what it took (mono_s): a
+         * peer's stop reason that waits is judged again by them */
+        double eval_end_s, eval_took_s;
         /* Seconds on the training thread: train_s = every step, hooks
          * (gradient hand-off, merge, averaging) included, evaluation and
          * checkpoints excluded; compute_s = the local part of a step
@@ -850,10 +853,13 @@ static int evaluate(struct node_trainer *t, struct window *ew)
                         : NAN;
         double train_loss =
             ew->batches ? ew->loss_sum / (double)ew->batches : NAN;
+        double t0 = mono_s();
         int rc;
 
         rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
                                (int)t->test.n, &loss, &acc);
+        t->eval_end_s = mono_s();
+        t->eval_took_s = t->eval_end_s - t0;
         if (rc == 0 && health_eval(t, loss, 100.0f * acc) != 0) {
                 /* never report, checkpoint or end with a broken model */
                 rc = nn_model_evaluate(t->model, t->test_x, t->test.labels,
@@ -1759,11 +1765,15 @@ static int run_loop(struct node_trainer *t, int *reason)
                 }
                 evaluated = 0;
                 /* also when a peer's stop reason asks us to judge by
-                 * our own accuracy (cluster_stop_judge) */
+                 * our own accuracy (cluster_stop_judge), and again while
+                 * it waits */
                 if ((o->eval_every
                          ? t->step % o->eval_every == 0
                          : nn_batcher_epoch(&t->batcher) != epoch_before) ||
-                    (t->box && node_handoff_stop_eval_wanted(t->box))) {
+                    (t->box &&
+                     (node_handoff_stop_eval_wanted(t->box) ||
+                      node_handoff_stop_recheck_due(
+                          t->box, mono_s() - t->eval_end_s, t->eval_took_s)))) {
                         rc = evaluate(t, &ew);
                         if (rc)
                                 return rc;

@@ -63,6 +63,28 @@ static void test_honoured(void **state)
         assert_false(gossip_stop_honoured(NULL, 8800));
 }
 
+/* Judged again while a counted reason waits: not before the training
+ * since the last evaluation took RECHECK_TIMES its time, at once when that
+ * time is unknown, never with nothing counted. */
+static void test_recheck(void **state)
+{
+        struct gossip_stop_tally t = {0};
+        struct gossip_stop s = target(40, 7578, 7500, "n0");
+        uint8_t key[GOSSIP_KEY_BYTES] = {1};
+
+        (void)state;
+        assert_false(gossip_stop_recheck_due(&t, 100.0, 0.1)); /* none */
+        assert_false(gossip_stop_recheck_due(NULL, 100.0, 0.1));
+        assert_int_equal(gossip_stop_count(&t, key, "n0", &s, 7500), 1);
+        assert_false(gossip_stop_recheck_due(&t, 0.0, 0.1));
+        assert_false(gossip_stop_recheck_due(
+            &t, 0.999 * GOSSIP_STOP_RECHECK_TIMES * 0.1, 0.1));
+        assert_true(gossip_stop_recheck_due(
+            &t, 1.001 * GOSSIP_STOP_RECHECK_TIMES * 0.1, 0.1));
+        assert_true(gossip_stop_recheck_due(&t, 0.0, 0.0)); /* unknown */
+        assert_true(gossip_stop_recheck_due(&t, 0.0, NAN));
+}
+
 static void key_of(uint8_t key[GOSSIP_KEY_BYTES], int who)
 {
         memset(key, 0, GOSSIP_KEY_BYTES);
@@ -441,6 +463,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_bp),
             cmocka_unit_test(test_honoured),
+            cmocka_unit_test(test_recheck),
             cmocka_unit_test(test_count_each_signer_once),
             cmocka_unit_test(test_count_full),
             cmocka_unit_test(test_quorum),

@@ -719,6 +719,84 @@ static void test_restart(void **state)
         sim_destroy(s);
 }
 
+/* Does every other node below `upto` see node k alive, loading == want? */
+struct loading_expect {
+        size_t k, upto;
+        int want;
+};
+
+static bool all_see_loading(struct sim *s, void *arg)
+{
+        const struct loading_expect *e = arg;
+        struct gossip_member_info mi;
+
+        for (size_t i = 0; i < e->upto; i++) {
+                if (i == e->k || !sim_node(s, i))
+                        continue;
+                if (gossip_member_get(sim_node(s, i), sim_key(s, e->k), &mi) ||
+                    mi.state != GOSSIP_ALIVE || mi.loading != e->want)
+                        return false;
+        }
+        return true;
+}
+
+/*
+ * A loading member (protocol.md 3.2, element 8): said before the join,
+ * every member holds it alive and loading after the cold start (the JOIN's
+ * SYNC); its end, told with a newer incarnation, reaches every member
+ * through dissemination alone (10 % loss) within 3 s; a node that joins
+ * later learns it from the SYNC; a restart (a new life that tells
+ * nothing of it) clears a flag raised again.
+ */
+static void test_loading(void **state)
+{
+        struct watch w;
+        uint64_t seed = gn_test_seed("loading", 1012);
+        struct sim *s = mk(12, seed, 0.0, &w);
+        struct loading_expect e = {5, 11, 1};
+        struct gossip_member_info mi;
+        uint64_t inc;
+
+        (void)state;
+        gossip_set_loading(sim_node(s, 5), 1);
+        for (size_t i = 1; i < sim_n(s) - 1; i++)
+                assert_int_equal(sim_join(s, i, 0), 0);
+        assert_true(
+            sim_run_until_pred(s, sim_now(s) + 15000, 50, all_see_loading, &e));
+        /* node 11 joins through node 3 and learns it from the SYNC */
+        assert_int_equal(sim_join(s, 11, 3), 0);
+        e.upto = sim_n(s);
+        assert_true(
+            sim_run_until_pred(s, sim_now(s) + 15000, 50, all_see_loading, &e));
+        assert_int_equal(gossip_member_get(sim_node(s, 1), sim_key(s, 5), &mi),
+                         0);
+        inc = mi.incarnation;
+        /* still loading a while later: nothing clears it on its own */
+        sim_run_until(s, sim_now(s) + 10000);
+        assert_true(all_see_loading(s, &e));
+        sim_set_loss_all(s, 0.10);
+        gossip_set_loading(sim_node(s, 5), 0);
+        e.want = 0;
+        assert_true(
+            sim_run_until_pred(s, sim_now(s) + 3000, 50, all_see_loading, &e));
+        assert_int_equal(gossip_member_get(sim_node(s, 1), sim_key(s, 5), &mi),
+                         0);
+        assert_true(mi.incarnation > inc);
+        /* loading again, then restarted: the new life clears it */
+        sim_set_loss_all(s, 0.0);
+        gossip_set_loading(sim_node(s, 5), 1);
+        e.want = 1;
+        assert_true(
+            sim_run_until_pred(s, sim_now(s) + 3000, 50, all_see_loading, &e));
+        sim_crash(s, 5);
+        assert_int_equal(sim_restart(s, 5), 0);
+        assert_int_equal(sim_join(s, 5, 2), 0);
+        e.want = 0;
+        assert_true(
+            sim_run_until_pred(s, sim_now(s) + 10000, 50, all_see_loading, &e));
+        sim_destroy(s);
+}
+
 /*
  * A JOIN that is lost (the seed is cut off) is retried: while a node knows
  * no live member, every sync round re-sends JOIN to the address it was
@@ -1038,6 +1116,93 @@ static void test_wildcard_addr_refused(void **state)
         }
         assert_false(gossip_addr_usable(&ca.addr));
         assert_true(gossip_addr_usable(&peers[0].addr));
+}
+
+/* The loading flag against direct evidence: a frame of a newer
+ * incarnation (an application frame, which carries no updates) is how a
+ * member's end of loading often arrives first, and must not keep the old
+ * life's flag (which b would then spread under the new incarnation, where
+ * nothing clears it); a loading member's own news of that incarnation
+ * sets it again. */
+static void test_loading_direct(void **state)
+{
+        uint8_t pk[2][GOSSIP_KEY_BYTES], sk[2][GOSSIP_SECRET_BYTES];
+        struct gossip_peer peers[2];
+        struct gossip_config ca = {0}, cb = {0};
+        struct gossip_env ea = {0}, eb = {0};
+        struct cap xa = {0}, xb = {0};
+        struct gossip *a, *b;
+        struct gossip_member_info mi;
+        const uint8_t payload[4] = {1, 2, 3, 4};
+        uint64_t inc;
+
+        (void)state;
+        assert_true(sodium_init() >= 0);
+        for (int i = 0; i < 2; i++) {
+                crypto_sign_keypair(pk[i], sk[i]);
+                memset(&peers[i], 0, sizeof(peers[i]));
+                memcpy(peers[i].key, pk[i], GOSSIP_KEY_BYTES);
+                peers[i].addr.family = 4;
+                peers[i].addr.addr[0] = 127;
+                peers[i].addr.addr[3] = 1;
+                peers[i].addr.port = (uint16_t)(7100 + i);
+        }
+        memcpy(ca.public_key, pk[0], 32);
+        memcpy(ca.secret_key, sk[0], 64);
+        ca.addr = peers[0].addr;
+        ca.incarnation = 1;
+        ca.peers = peers;
+        ca.n_peers = 2;
+        ca.loading = 1;
+        cb = ca;
+        cb.loading = 0;
+        memcpy(cb.public_key, pk[1], 32);
+        memcpy(cb.secret_key, sk[1], 64);
+        cb.addr = peers[1].addr;
+        ea = (struct gossip_env){cap_send, cap_now, 1, &xa, NULL};
+        eb = (struct gossip_env){cap_send, cap_now, 2, &xb, NULL};
+        assert_int_equal(gossip_create(&ca, &ea, &a), 0);
+        assert_int_equal(gossip_create(&cb, &eb, &b), 0);
+        /* a's JOIN tells it loads */
+        assert_int_equal(gossip_join(a, &peers[1].addr), 0);
+        assert_int_equal(
+            gossip_on_message(b, &peers[0].addr, xa.buf, xa.len, xa.channel),
+            0);
+        assert_int_equal(gossip_member_get(b, pk[0], &mi), 0);
+        assert_int_equal(mi.state, GOSSIP_ALIVE);
+        assert_int_equal(mi.loading, 1);
+        inc = mi.incarnation;
+        assert_int_equal(
+            gossip_on_message(a, &peers[1].addr, xb.buf, xb.len, xb.channel),
+            0);
+        /* a has loaded; its first frame to b is a slice */
+        gossip_set_loading(a, 0);
+        assert_int_equal(
+            gossip_send_app(a, pk[1], GOSSIP_APP_PARAMS, 1, payload, 4), 0);
+        assert_int_equal(
+            gossip_on_message(b, &peers[0].addr, xa.buf, xa.len, xa.channel),
+            0);
+        assert_int_equal(gossip_member_get(b, pk[0], &mi), 0);
+        assert_true(mi.incarnation > inc);
+        assert_int_equal(mi.loading, 0);
+        /* loading again (a newer incarnation): a slice first clears it for
+         * a moment, a's own news of the same incarnation sets it */
+        gossip_set_loading(a, 1);
+        assert_int_equal(
+            gossip_send_app(a, pk[1], GOSSIP_APP_PARAMS, 2, payload, 4), 0);
+        assert_int_equal(
+            gossip_on_message(b, &peers[0].addr, xa.buf, xa.len, xa.channel),
+            0);
+        assert_int_equal(gossip_member_get(b, pk[0], &mi), 0);
+        assert_int_equal(mi.loading, 0);
+        assert_int_equal(gossip_join(a, &peers[1].addr), 0);
+        assert_int_equal(
+            gossip_on_message(b, &peers[0].addr, xa.buf, xa.len, xa.channel),
+            0);
+        assert_int_equal(gossip_member_get(b, pk[0], &mi), 0);
+        assert_int_equal(mi.loading, 1);
+        gossip_destroy(a);
+        gossip_destroy(b);
 }
 
 static void test_facade_app_and_rejects(void **state)
@@ -1396,6 +1561,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_small_cluster_lone_node),
             cmocka_unit_test(test_loss20_five_nodes),
             cmocka_unit_test(test_restart),
+            cmocka_unit_test(test_loading),
+            cmocka_unit_test(test_loading_direct),
             cmocka_unit_test(test_join_retry),
             cmocka_unit_test(test_sync_digest_settled),
             cmocka_unit_test(test_sync_digest_repairs),

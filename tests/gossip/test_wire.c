@@ -1004,6 +1004,95 @@ static void test_update_version_compat(void **state)
             gossip_wire_encode(&m, sk_a, f->buf, sizeof(f->buf), &len, &sent),
             GOSSIP_EINVAL);
 }
+
+/* The update's loading flag (element 8): 1 is loading, any other uint
+ * (and an update without it) exchanging, anything else refused; the
+ * encoder writes 9 elements only for a loading entry, the ones before
+ * it nil or 0. */
+static void test_update_loading(void **state)
+{
+        struct fx *f = *state;
+        struct gossip_msg got;
+        struct gossip_update upd[2];
+        size_t len;
+        const struct {
+                const char *name;
+                size_t n;
+                const uint8_t *body;
+                int err;
+                uint8_t loading;
+        } cases[] = {
+            {"8 elements, not told",
+             B(0x81, 0x01, 0x91, 0x98, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xc0,
+               0x05),
+             0, 0},
+            {"9 elements, loading",
+             B(0x81, 0x01, 0x91, 0x99, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xc0,
+               0x00, 0x01),
+             0, 1},
+            {"9 elements, exchanging",
+             B(0x81, 0x01, 0x91, 0x99, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xc0,
+               0x00, 0x00),
+             0, 0},
+            {"9 elements, a later phase",
+             B(0x81, 0x01, 0x91, 0x99, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xc0,
+               0x00, 0xcd, 0x01, 0x01),
+             0, 0},
+            {"10 elements, the last ignored",
+             B(0x81, 0x01, 0x91, 0x9a, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xc0,
+               0x00, 0x01, 0xc0),
+             0, 1},
+            {"loading nil",
+             B(0x81, 0x01, 0x91, 0x99, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xc0,
+               0x00, 0xc0),
+             GOSSIP_EDECODE, 0},
+            {"loading true",
+             B(0x81, 0x01, 0x91, 0x99, 0x07, 0x00, 0x03, 0xc0, 0xc0, 0x00, 0xc0,
+               0x00, 0xc3),
+             GOSSIP_EDECODE, 0},
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                len = raw_frame(f->buf, GOSSIP_MSG_PING, cases[i].body,
+                                cases[i].n, -1, 0);
+                memset(&got, 0, sizeof(got));
+                memset(upd, 0xff, sizeof(upd));
+                got.updates = upd;
+                got.updates_cap = 2;
+                int rc = gossip_wire_decode(f->buf, len, GOSSIP_CH_DGRAM, NULL,
+                                            f->kr, NULL, &got, NULL);
+                if (rc != cases[i].err)
+                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
+                                 cases[i].err);
+                if (rc)
+                        continue;
+                assert_int_equal(got.n_updates, 1);
+                if (upd[0].loading != cases[i].loading)
+                        fail_msg("%s: loading %u", cases[i].name,
+                                 upd[0].loading);
+        }
+        /* encoder: loading makes 9 elements; not loading, the 4 needed */
+        struct gossip_update u = {
+            .key_id = 7, .state = 0, .incarnation = 3, .loading = 1};
+        struct gossip_msg m = {.kind = GOSSIP_MSG_PING,
+                               .incarnation = 1,
+                               .seq = 300,
+                               .updates = &u,
+                               .n_updates = 1};
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44 + 3], 0x99);
+        assert_memory_equal(f->buf + 44 + 4 + 3, "\xc0\xc0\x00\xc0\x00\x01", 6);
+        u.loading = 0;
+        m.seq = 301;
+        len = encode(&m, sk_a, f->buf, sizeof(f->buf));
+        assert_int_equal(f->buf[44 + 3], 0x94);
+        u.loading = 2; /* the struct holds 0 or 1 */
+        m.seq = 302;
+        uint32_t sent = 0;
+        assert_int_equal(
+            gossip_wire_encode(&m, sk_a, f->buf, sizeof(f->buf), &len, &sent),
+            GOSSIP_EINVAL);
+}
 #undef B
 
 /* LEAVE's optional stop element (protocol.md 3.7): an old LEAVE (empty
@@ -1957,7 +2046,7 @@ static void test_view_digest(void **state)
         sw[0] = u[1], sw[1] = u[0], cs[0] = c[1], cs[1] = c[0];
         assert_int_equal(gossip_wire_view_digest(sw, cs, 2, e), 0);
         assert_memory_equal(d, e, sizeof(d));
-        for (int f = 0; f < 9; f++) {
+        for (int f = 0; f < 10; f++) {
                 view_vector(u, c, cert);
                 switch (f) {
                 case 0:
@@ -1986,6 +2075,9 @@ static void test_view_digest(void **state)
                         break;
                 case 8:
                         cert[100] ^= 1;
+                        break;
+                case 9:
+                        u[1].loading = 1;
                         break;
                 }
                 assert_int_equal(gossip_wire_view_digest(u, c, 2, e), 0);
@@ -2022,6 +2114,7 @@ int main(void)
             T(test_params_period),
             T(test_params_rx_rate),
             T(test_update_version_compat),
+            T(test_update_loading),
             T(test_encode_rejects_bad_messages),
             T(test_keyring),
             T(test_keyring_live_remove),

@@ -546,15 +546,18 @@ def scenario_stop(c):
         assert stops[i]["step"] <= s0 + STOP_STEPS_AFTER, \
             "n%d stopped at step %d, n0 at %d" % (i, stops[i]["step"], s0)
         log = open(c.log_path(i)).read()
-        if stops[i]["reason"] == "target":  # by its own evaluation
-            assert stops[i]["test_acc"] >= STOP_TARGET - 1.0, stops[i]
+        if stops[i]["reason"] == "target":  # its own target
+            assert stops[i]["test_acc"] >= STOP_TARGET, stops[i]
         else:
-            # by the quorum (both others, with 3 members), whatever its
-            # own accuracy (docs/protocol.md 3.7): near the stop, 60-80
-            # steps in, the models still differ by a few points (CI stop
-            # 41: n2 at 72.88% stopped on n0's 75.86% and n1's 77.42%)
+            # on n0's reason: by its own evaluation within the 1-point
+            # margin, or by the quorum (both others, with 3 members)
+            # whatever its own accuracy (gossip/stop.h): near the stop,
+            # 40-80 steps in, the models still differ by a few points (CI
+            # stop 41: n2 at 72.88% stopped on n0's 75.86% and n1's 77.42%)
             assert want in log, "n%d's log lacks '%s'" % (i, want)
-            assert "2 of 2 votes" in log, "n%d: no quorum in its log" % i
+            assert stops[i]["test_acc"] >= STOP_TARGET - 1.0 or \
+                "2 of 2 votes" in log, "n%d: below the margin without a " \
+                "quorum: %s" % (i, stops[i])
             assert stops[i]["test_acc"] >= STOP_TARGET - STOP_QUORUM_SPREAD, \
                 stops[i]
     for i in range(3):
@@ -1278,6 +1281,11 @@ JOINFIRST_ALIVE_S = 10.0  # issue 33: 3 probe periods (1 s) from the
 JOINFIRST_HOLD_S = 6.0    # n2 held while loading, after it is alive
 
 
+def member(c, i, name):
+    """Member `name` as node i's gossipctl members tells it."""
+    return {x["name"]: x for x in ctl_json(c, i, "members")}[name]
+
+
 def scenario_joinfirst(c):
     run = ["--steps", "6000", "--eval-every", "2000"]
     mport = free_port()
@@ -1307,6 +1315,10 @@ def scenario_joinfirst(c):
     for i in (0, 1):
         m = {x["name"]: x for x in ctl_json(c, i, "members")}
         assert m["n2"]["state"] == "alive", (i, m["n2"])
+    # it says it loads (protocol.md 3.2, element 8): no partner in it
+    c.wait_for("n0 and n1 hold n2 loading",
+               lambda: all(member(c, i, "n2")["loading"] for i in (0, 1)),
+               JOINFIRST_ALIVE_S)
     a0, s0 = metric(mport, "params_averaged_total"), c.step(0)
     time.sleep(JOINFIRST_HOLD_S)
     a1, s1 = metric(mport, "params_averaged_total"), c.step(0)
@@ -1316,8 +1328,13 @@ def scenario_joinfirst(c):
     print("n2 alive at n0 %.2f s, n1 %.2f s after its start, its training "
           "labels held" % (alive[0], alive[1]))
     held.release()
+    assert all(member(c, i, "n2")["loading"] for i in (0, 1)), \
+        "n2's loading ended at a member while it loaded"
     c.wait_for("n2's first step", lambda: ctl_json(c, 2, "train")["state"]
                == "training", 120)
+    c.wait_for("n0 and n1 hold n2 exchanging",
+               lambda: not any(member(c, i, "n2")["loading"] for i in (0, 1)),
+               JOINFIRST_ALIVE_S)
     a2, s2 = metric(mport, "params_averaged_total"), c.step(0)
     time.sleep(JOINFIRST_HOLD_S)
     a3, s3 = metric(mport, "params_averaged_total"), c.step(0)

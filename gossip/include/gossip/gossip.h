@@ -126,6 +126,9 @@ struct gossip_config {
         const char *name;                        /* may be NULL */
         const char *version; /* our software version, told to members in
                                 our ALIVE updates; may be NULL */
+        /* Start as a loading member (gossip_set_loading): alive, told
+         * to members, but no partner until it says it exchanges. */
+        int loading;
         /* Boot incarnation. Must grow across restarts of the same key
          * (the daemon uses wall-clock seconds at start) so that others
          * accept the new life over the old one's "dead". */
@@ -185,6 +188,9 @@ struct gossip_member_info {
         uint8_t key[GOSSIP_KEY_BYTES];
         char name[GOSSIP_NAME_MAX];
         char version[GOSSIP_VERSION_MAX]; /* "" = not told (older peer) */
+        /* alive but loading: not yet exchanging, so no partner (its
+         * ALIVE updates say so; 0 too when not told: an older peer) */
+        int loading;
         struct gossip_addr addr;
         int state; /* enum gossip_member_state */
         uint64_t incarnation;
@@ -348,6 +354,12 @@ size_t gossip_barred(const struct gossip *g, struct gossip_barred_info *out,
 
 /* Set our own training step; it is carried in every message we send. */
 void gossip_set_step(struct gossip *g, uint64_t step);
+
+/* Say we are loading (a member, not yet exchanging: members take no
+ * partner in us) or exchanging. A change raises our incarnation and is
+ * spread like any news of ours (docs/protocol.md 3.2, element 8); the
+ * start's value is gossip_config.loading. */
+void gossip_set_loading(struct gossip *g, int loading);
 
 /* Copy up to cap members (ourselves first) into out. Returns how many
  * there are in total (may exceed cap). */

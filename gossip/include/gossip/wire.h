@@ -138,6 +138,10 @@ struct gossip_update {
         /* ALIVE: the digest of the member's cluster settings
          * (gossip/settings.h), 0 = not given (element 7, optional). */
         uint64_t settings;
+        /* ALIVE: 1 = the member is loading (a member but not yet
+         * exchanging: not a partner), 0 = exchanging or not given
+         * (element 8, optional). */
+        uint8_t loading;
 };
 
 /* Bytes somewhere else: a decoded certificate points into the frame. */
