@@ -1056,6 +1056,23 @@ static uint64_t state_req_seq(const uint8_t *buf, size_t len, const uint8_t *sk,
         return m.u.state.req_seq;
 }
 
+/* Two fresh key pairs and their peers-file entries at 127.0.0.1:port,
+ * port + 1. */
+static void two_peers(uint8_t pk[2][GOSSIP_KEY_BYTES],
+                      uint8_t sk[2][GOSSIP_SECRET_BYTES],
+                      struct gossip_peer peers[2], uint16_t port)
+{
+        for (int i = 0; i < 2; i++) {
+                crypto_sign_keypair(pk[i], sk[i]);
+                memset(&peers[i], 0, sizeof(peers[i]));
+                memcpy(peers[i].key, pk[i], GOSSIP_KEY_BYTES);
+                peers[i].addr.family = 4;
+                peers[i].addr.addr[0] = 127;
+                peers[i].addr.addr[3] = 1;
+                peers[i].addr.port = (uint16_t)(port + i);
+        }
+}
+
 /*
  * A member that tells a wildcard address (issue 30: a node bound to
  * 0.0.0.0:7955 told 0.0.0.0:7955, and its peers then sent to themselves)
@@ -1077,15 +1094,7 @@ static void test_wildcard_addr_refused(void **state)
 
         (void)state;
         assert_true(sodium_init() >= 0);
-        for (int i = 0; i < 2; i++) {
-                crypto_sign_keypair(pk[i], sk[i]);
-                memset(&peers[i], 0, sizeof(peers[i]));
-                memcpy(peers[i].key, pk[i], GOSSIP_KEY_BYTES);
-                peers[i].addr.family = 4;
-                peers[i].addr.addr[0] = 127;
-                peers[i].addr.addr[3] = 1;
-                peers[i].addr.port = (uint16_t)(7000 + i);
-        }
+        two_peers(pk, sk, peers, 7000);
         for (int wild = 4; wild <= 6; wild += 2) {
                 memcpy(ca.public_key, pk[0], 32);
                 memcpy(ca.secret_key, sk[0], 64);
@@ -1118,6 +1127,17 @@ static void test_wildcard_addr_refused(void **state)
         assert_true(gossip_addr_usable(&peers[0].addr));
 }
 
+/* b takes a's last frame (captured in xa) from addr; *mi: what b then
+ * holds of a (key pk_a). */
+static void loading_at_b(struct gossip *b, const struct gossip_addr *addr,
+                         const struct cap *xa, const uint8_t *pk_a,
+                         struct gossip_member_info *mi)
+{
+        assert_int_equal(
+            gossip_on_message(b, addr, xa->buf, xa->len, xa->channel), 0);
+        assert_int_equal(gossip_member_get(b, pk_a, mi), 0);
+}
+
 /* The loading flag against direct evidence: a frame of a newer
  * incarnation (an application frame, which carries no updates) is how a
  * member's end of loading often arrives first, and must not keep the old
@@ -1138,15 +1158,7 @@ static void test_loading_direct(void **state)
 
         (void)state;
         assert_true(sodium_init() >= 0);
-        for (int i = 0; i < 2; i++) {
-                crypto_sign_keypair(pk[i], sk[i]);
-                memset(&peers[i], 0, sizeof(peers[i]));
-                memcpy(peers[i].key, pk[i], GOSSIP_KEY_BYTES);
-                peers[i].addr.family = 4;
-                peers[i].addr.addr[0] = 127;
-                peers[i].addr.addr[3] = 1;
-                peers[i].addr.port = (uint16_t)(7100 + i);
-        }
+        two_peers(pk, sk, peers, 7100);
         memcpy(ca.public_key, pk[0], 32);
         memcpy(ca.secret_key, sk[0], 64);
         ca.addr = peers[0].addr;
@@ -1165,10 +1177,7 @@ static void test_loading_direct(void **state)
         assert_int_equal(gossip_create(&cb, &eb, &b), 0);
         /* a's JOIN tells it loads */
         assert_int_equal(gossip_join(a, &peers[1].addr), 0);
-        assert_int_equal(
-            gossip_on_message(b, &peers[0].addr, xa.buf, xa.len, xa.channel),
-            0);
-        assert_int_equal(gossip_member_get(b, pk[0], &mi), 0);
+        loading_at_b(b, &peers[0].addr, &xa, pk[0], &mi);
         assert_int_equal(mi.state, GOSSIP_ALIVE);
         assert_int_equal(mi.loading, 1);
         inc = mi.incarnation;
@@ -1179,10 +1188,7 @@ static void test_loading_direct(void **state)
         gossip_set_loading(a, 0);
         assert_int_equal(
             gossip_send_app(a, pk[1], GOSSIP_APP_PARAMS, 1, payload, 4), 0);
-        assert_int_equal(
-            gossip_on_message(b, &peers[0].addr, xa.buf, xa.len, xa.channel),
-            0);
-        assert_int_equal(gossip_member_get(b, pk[0], &mi), 0);
+        loading_at_b(b, &peers[0].addr, &xa, pk[0], &mi);
         assert_true(mi.incarnation > inc);
         assert_int_equal(mi.loading, 0);
         /* loading again (a newer incarnation): a slice first clears it for
@@ -1190,16 +1196,10 @@ static void test_loading_direct(void **state)
         gossip_set_loading(a, 1);
         assert_int_equal(
             gossip_send_app(a, pk[1], GOSSIP_APP_PARAMS, 2, payload, 4), 0);
-        assert_int_equal(
-            gossip_on_message(b, &peers[0].addr, xa.buf, xa.len, xa.channel),
-            0);
-        assert_int_equal(gossip_member_get(b, pk[0], &mi), 0);
+        loading_at_b(b, &peers[0].addr, &xa, pk[0], &mi);
         assert_int_equal(mi.loading, 0);
         assert_int_equal(gossip_join(a, &peers[1].addr), 0);
-        assert_int_equal(
-            gossip_on_message(b, &peers[0].addr, xa.buf, xa.len, xa.channel),
-            0);
-        assert_int_equal(gossip_member_get(b, pk[0], &mi), 0);
+        loading_at_b(b, &peers[0].addr, &xa, pk[0], &mi);
         assert_int_equal(mi.loading, 1);
         gossip_destroy(a);
         gossip_destroy(b);

@@ -846,6 +846,27 @@ static void test_body_bounds(void **state)
 /* The update's origin (element 5): written only when set; an older
  * sender's 4- and 5-element updates decode with origin 0; a 7th element
  * is ignored; an origin that is not a uint is refused. */
+/* Decode a PING whose body is body[0..n): the error must be err; 0 with
+ * exactly one update, in upd[0] (upd holds 2). Returns the error. */
+static int decode_update(struct fx *f, const char *name, const uint8_t *body,
+                         size_t n, int err, struct gossip_update *upd)
+{
+        struct gossip_msg got = {0};
+        size_t len = raw_frame(f->buf, GOSSIP_MSG_PING, body, n, -1, 0);
+        int rc;
+
+        memset(upd, 0xff, 2 * sizeof(*upd));
+        got.updates = upd;
+        got.updates_cap = 2;
+        rc = gossip_wire_decode(f->buf, len, GOSSIP_CH_DGRAM, NULL, f->kr, NULL,
+                                &got, NULL);
+        if (rc != err)
+                fail_msg("%s: got %d, want %d", name, rc, err);
+        if (rc == 0)
+                assert_int_equal(got.n_updates, 1);
+        return rc;
+}
+
 #define B(...)                                                                 \
         sizeof((const uint8_t[]){__VA_ARGS__}), (const uint8_t[])              \
         {                                                                      \
@@ -854,7 +875,6 @@ static void test_body_bounds(void **state)
 static void test_update_origin_compat(void **state)
 {
         struct fx *f = *state;
-        struct gossip_msg got;
         struct gossip_update upd[2];
         size_t len;
         const struct {
@@ -887,19 +907,9 @@ static void test_update_origin_compat(void **state)
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                len = raw_frame(f->buf, GOSSIP_MSG_PING, cases[i].body,
-                                cases[i].n, -1, 0);
-                memset(&got, 0, sizeof(got));
-                got.updates = upd;
-                got.updates_cap = 2;
-                int rc = gossip_wire_decode(f->buf, len, GOSSIP_CH_DGRAM, NULL,
-                                            f->kr, NULL, &got, NULL);
-                if (rc != cases[i].err)
-                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
-                                 cases[i].err);
-                if (rc)
+                if (decode_update(f, cases[i].name, cases[i].body, cases[i].n,
+                                  cases[i].err, upd))
                         continue;
-                assert_int_equal(got.n_updates, 1);
                 assert_int_equal(upd[0].state, cases[i].state);
                 assert_int_equal(upd[0].origin, cases[i].origin);
         }
@@ -926,7 +936,6 @@ static void test_update_origin_compat(void **state)
 static void test_update_version_compat(void **state)
 {
         struct fx *f = *state;
-        struct gossip_msg got;
         struct gossip_update upd[2];
         size_t len;
         const struct {
@@ -967,19 +976,9 @@ static void test_update_version_compat(void **state)
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                len = raw_frame(f->buf, GOSSIP_MSG_PING, cases[i].body,
-                                cases[i].n, -1, 0);
-                memset(&got, 0, sizeof(got));
-                got.updates = upd;
-                got.updates_cap = 2;
-                int rc = gossip_wire_decode(f->buf, len, GOSSIP_CH_DGRAM, NULL,
-                                            f->kr, NULL, &got, NULL);
-                if (rc != cases[i].err)
-                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
-                                 cases[i].err);
-                if (rc)
+                if (decode_update(f, cases[i].name, cases[i].body, cases[i].n,
+                                  cases[i].err, upd))
                         continue;
-                assert_int_equal(got.n_updates, 1);
                 assert_string_equal(upd[0].version, cases[i].version);
                 assert_int_equal(upd[0].origin, 0);
         }
@@ -1012,7 +1011,6 @@ static void test_update_version_compat(void **state)
 static void test_update_loading(void **state)
 {
         struct fx *f = *state;
-        struct gossip_msg got;
         struct gossip_update upd[2];
         size_t len;
         const struct {
@@ -1053,20 +1051,9 @@ static void test_update_loading(void **state)
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                len = raw_frame(f->buf, GOSSIP_MSG_PING, cases[i].body,
-                                cases[i].n, -1, 0);
-                memset(&got, 0, sizeof(got));
-                memset(upd, 0xff, sizeof(upd));
-                got.updates = upd;
-                got.updates_cap = 2;
-                int rc = gossip_wire_decode(f->buf, len, GOSSIP_CH_DGRAM, NULL,
-                                            f->kr, NULL, &got, NULL);
-                if (rc != cases[i].err)
-                        fail_msg("%s: got %d, want %d", cases[i].name, rc,
-                                 cases[i].err);
-                if (rc)
+                if (decode_update(f, cases[i].name, cases[i].body, cases[i].n,
+                                  cases[i].err, upd))
                         continue;
-                assert_int_equal(got.n_updates, 1);
                 if (upd[0].loading != cases[i].loading)
                         fail_msg("%s: loading %u", cases[i].name,
                                  upd[0].loading);
