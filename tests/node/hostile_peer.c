@@ -195,7 +195,8 @@ struct hostile {
         int designed;     /* a designed attack is on: slices are drained */
         uint64_t once_at; /* NAME@STEP: fire once at STEP (0: every tick) */
         int fired;
-        int stop_lie; /* "stop": leave with a forged TARGET reason */
+        int exchanging; /* told members we exchange (end_loading) */
+        int stop_lie;   /* "stop": leave with a forged TARGET reason */
         uint64_t sent[NATTACKS], sent_partner[NATTACKS];
         struct designed_stats ds[NATTACKS];
         struct seen_peer peers[MAX_PEERS];
@@ -644,6 +645,30 @@ static void push_designed(struct hostile *h,
 
 /* ---- the loop --------------------------------------------------------- */
 
+/* The cluster says we load (protocol.md 3.2: no one's partner) until we
+ * say otherwise; we have no trainer to end it. We end it once every
+ * other member exchanges: joining the exchange last, we are never a
+ * fresh node's only partner while the honest ones load. */
+static void end_loading(struct hostile *h, const struct gossip_member_info *mi,
+                        size_t n)
+{
+        size_t alive = 0;
+
+        if (h->exchanging)
+                return;
+        for (size_t i = 1; i < n; i++) { /* [0] is ourselves */
+                if (mi[i].state != GOSSIP_ALIVE)
+                        continue;
+                if (mi[i].loading)
+                        return;
+                alive++;
+        }
+        if (!alive)
+                return;
+        gossip_set_loading(node_cluster_view(h->c)->g, 0);
+        h->exchanging = 1;
+}
+
 /* "stop": once two peers are alive, leave claiming that we reached 99%
  * at step 0 (no origin: ourselves), against any target; then nothing
  * more. */
@@ -678,6 +703,8 @@ static void on_tick(uv_timer_t *t)
                 return;
         }
         mi = node_view_members(node_cluster_view(h->c), &n);
+        if (mi)
+                end_loading(h, mi, n);
         for (size_t i = 1; mi && i < n; i++)
                 if (mi[i].state == GOSSIP_ALIVE && mi[i].step > newest)
                         newest = mi[i].step;
