@@ -135,22 +135,33 @@ int gossip_plan_join(uint64_t ours, uint64_t furthest)
         return GOSSIP_PLAN_JOIN_FETCH;
 }
 
-size_t gossip_plan_state_source(const uint64_t *steps, size_t n, uint64_t pick)
+/* A member gossip_plan_state_source may ask: any when none is ready. */
+static int source_candidate(const uint8_t *loading, int some_ready, size_t i)
+{
+        return !some_ready || !loading[i];
+}
+
+size_t gossip_plan_state_source(const uint64_t *steps, const uint8_t *loading,
+                                size_t n, uint64_t pick)
 {
         uint64_t top = 0, floor;
         size_t count = 0, want;
+        int some_ready = 0;
 
+        for (size_t i = 0; loading && i < n; i++)
+                some_ready |= !loading[i];
         for (size_t i = 0; i < n; i++)
-                top = steps[i] > top ? steps[i] : top;
+                if (source_candidate(loading, some_ready, i))
+                        top = steps[i] > top ? steps[i] : top;
         floor =
             top > GOSSIP_PLAN_SOURCE_STEPS ? top - GOSSIP_PLAN_SOURCE_STEPS : 0;
         for (size_t i = 0; i < n; i++)
-                count += steps[i] >= floor;
+                count += source_candidate(loading, some_ready, i) && steps[i] >= floor;
         if (count == 0) /* n == 0 */
                 return 0;
         want = (size_t)(pick % count);
         for (size_t i = 0; i < n; i++)
-                if (steps[i] >= floor && want-- == 0)
+                if (source_candidate(loading, some_ready, i) && steps[i] >= floor && want-- == 0)
                         return i;
         return 0;
 }

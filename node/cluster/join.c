@@ -84,25 +84,29 @@ static void serve_pending(struct node_join *j)
 
 /* The live member to fetch from, among those near the front
  * (gossip_plan_state_source: a storm of joiners spreads over them, a
- * retry goes to another); NULL when none is alive. */
+ * retry goes to another, one still loading only when all are); NULL when
+ * none is alive. */
 static const struct gossip_member_info *
 state_source(const struct node_join *j, const struct gossip_member_info *mi,
              size_t n)
 {
         uint64_t *steps = n > 1 ? malloc((n - 1) * sizeof(*steps)) : NULL;
+        uint8_t *loading = n > 1 ? malloc(n - 1) : NULL;
         size_t *at = n > 1 ? malloc((n - 1) * sizeof(*at)) : NULL;
         const struct gossip_member_info *src = NULL;
         size_t m = 0;
 
-        for (size_t i = 1; steps && at && i < n; i++) /* [0] is ourselves */
-                if (mi[i].state == GOSSIP_ALIVE) {
+        for (size_t i = 1; steps && loading && at && i < n; i++)
+                if (mi[i].state == GOSSIP_ALIVE) { /* [0] is ourselves */
                         steps[m] = mi[i].step;
+                        loading[m] = mi[i].loading != 0;
                         at[m++] = i;
                 }
         if (m)
                 src = &mi[at[gossip_plan_state_source(
-                    steps, m, gn_le64_get(mi[0].key) + j->state_reqs)]];
+                    steps, loading, m, gn_le64_get(mi[0].key) + j->state_reqs)]];
         free(steps);
+        free(loading);
         free(at);
         return src;
 }

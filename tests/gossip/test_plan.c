@@ -991,8 +991,8 @@ static void test_state_source(void **state)
 
                 key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ULL;
                 key ^= key >> 27;
-                size_t a = gossip_plan_state_source(steps, 16, key);
-                size_t b = gossip_plan_state_source(steps, 16, key + 1);
+                size_t a = gossip_plan_state_source(steps, NULL, 16, key);
+                size_t b = gossip_plan_state_source(steps, NULL, 16, key + 1);
 
                 assert_true(a < 12 && b < 12);
                 assert_true(a != b);
@@ -1007,18 +1007,51 @@ static void test_state_source(void **state)
                         assert_int_equal(got[i], 0);
         }
         /* one member; all at one step; the front at exactly the edge */
-        assert_int_equal(gossip_plan_state_source(steps, 1, 77), 0);
+        assert_int_equal(gossip_plan_state_source(steps, NULL, 1, 77), 0);
         steps[0] = steps[1] = steps[2] = 42;
-        assert_int_equal(gossip_plan_state_source(steps, 3, 4), 1);
+        assert_int_equal(gossip_plan_state_source(steps, NULL, 3, 4), 1);
         steps[0] = 100;
         steps[1] = 100 - w;
         steps[2] = 100 - w - 1;
-        assert_int_equal(gossip_plan_state_source(steps, 3, 1), 1);
-        assert_int_equal(gossip_plan_state_source(steps, 3, 2), 0);
+        assert_int_equal(gossip_plan_state_source(steps, NULL, 3, 1), 1);
+        assert_int_equal(gossip_plan_state_source(steps, NULL, 3, 2), 0);
         /* steps near 0: no wrap below zero */
         steps[0] = 3;
         steps[1] = 0;
-        assert_int_equal(gossip_plan_state_source(steps, 2, 1), 1);
+        assert_int_equal(gossip_plan_state_source(steps, NULL, 2, 1), 1);
+}
+
+/* A member still loading is asked only when every member loads: the
+ * furthest one loading leaves the front to the others (its step does not
+ * set the floor), and a fleet starting together still finds a source. */
+static void test_state_source_loading(void **state)
+{
+        uint64_t steps[5] = {900, 500, 498, 495, 480};
+        uint8_t loading[5] = {1, 0, 0, 0, 0};
+        unsigned got[5] = {0};
+
+        (void)state;
+        for (uint64_t pick = 0; pick < 300; pick++)
+                got[gossip_plan_state_source(steps, loading, 5, pick)]++;
+        /* 500, 498, 495 within 8 of 500; 480 is not; 900 loads */
+        assert_int_equal(got[0], 0);
+        assert_int_equal(got[1], 100);
+        assert_int_equal(got[2], 100);
+        assert_int_equal(got[3], 100);
+        assert_int_equal(got[4], 0);
+        /* a loading member near the front is skipped as well */
+        steps[0] = 499;
+        for (uint64_t pick = 0; pick < 30; pick++)
+                assert_true(gossip_plan_state_source(steps, loading, 5,
+                                                     pick) != 0);
+        /* all loading: as without the flags */
+        memset(loading, 1, sizeof(loading));
+        steps[0] = 900;
+        for (uint64_t pick = 0; pick < 30; pick++)
+                assert_int_equal(
+                    gossip_plan_state_source(steps, loading, 5, pick),
+                    gossip_plan_state_source(steps, NULL, 5, pick));
+        assert_int_equal(gossip_plan_state_source(steps, loading, 5, 7), 0);
 }
 
 /* A node at a quarter of the schedule's pace (it trains 10 steps, then
@@ -1179,6 +1212,7 @@ int main(void)
             cmocka_unit_test(test_judge_table),
             cmocka_unit_test(test_join),
             cmocka_unit_test(test_state_source),
+            cmocka_unit_test(test_state_source_loading),
             cmocka_unit_test(test_catch_up),
             cmocka_unit_test(test_pace_ratio),
             cmocka_unit_test(test_far_behind),

@@ -282,13 +282,18 @@ int gossip_plan_join(uint64_t ours, uint64_t furthest);
  * candidate `pick` mod their count, pick being its own key's first 8
  * bytes plus the asks it made (uniform over askers, keys being random; a
  * retry goes to the next candidate instead of the one that did not
- * answer). */
+ * answer). A member still loading (gossip.h, gossip_set_loading: its data,
+ * its kernel probe) is no candidate while another is: it answers only once
+ * its trainer steps, seconds later, and the asker would wait out a retry;
+ * when every member loads (a fleet starting together) they all count. */
 enum { GOSSIP_PLAN_SOURCE_STEPS = 8 };
 
 /* Index into steps[0..n) of the member to ask (n >= 1): the pick-th, mod
  * their count, of those within GOSSIP_PLAN_SOURCE_STEPS of the largest
- * step, in index order. */
-size_t gossip_plan_state_source(const uint64_t *steps, size_t n, uint64_t pick);
+ * step, in index order, among the members with loading[i] == 0 when there
+ * is one (every member when loading is NULL). */
+size_t gossip_plan_state_source(const uint64_t *steps, const uint8_t *loading,
+                                size_t n, uint64_t pick);
 
 /* ---- a node that lags: take the cluster's pace ----------------------
  *
