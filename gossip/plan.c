@@ -156,12 +156,14 @@ size_t gossip_plan_state_source(const uint64_t *steps, const uint8_t *loading,
         floor =
             top > GOSSIP_PLAN_SOURCE_STEPS ? top - GOSSIP_PLAN_SOURCE_STEPS : 0;
         for (size_t i = 0; i < n; i++)
-                count += source_candidate(loading, some_ready, i) && steps[i] >= floor;
+                count += source_candidate(loading, some_ready, i) &&
+                         steps[i] >= floor;
         if (count == 0) /* n == 0 */
                 return 0;
         want = (size_t)(pick % count);
         for (size_t i = 0; i < n; i++)
-                if (source_candidate(loading, some_ready, i) && steps[i] >= floor && want-- == 0)
+                if (source_candidate(loading, some_ready, i) &&
+                    steps[i] >= floor && want-- == 0)
                         return i;
         return 0;
 }

@@ -103,8 +103,9 @@ state_source(const struct node_join *j, const struct gossip_member_info *mi,
                         at[m++] = i;
                 }
         if (m)
-                src = &mi[at[gossip_plan_state_source(
-                    steps, loading, m, gn_le64_get(mi[0].key) + j->state_reqs)]];
+                src = &mi[at[gossip_plan_state_source(steps, loading, m,
+                                                      gn_le64_get(mi[0].key) +
+                                                          j->state_reqs)]];
         free(steps);
         free(loading);
         free(at);

@@ -1042,8 +1042,8 @@ static void test_state_source_loading(void **state)
         /* a loading member near the front is skipped as well */
         steps[0] = 499;
         for (uint64_t pick = 0; pick < 30; pick++)
-                assert_true(gossip_plan_state_source(steps, loading, 5,
-                                                     pick) != 0);
+                assert_true(gossip_plan_state_source(steps, loading, 5, pick) !=
+                            0);
         /* all loading: as without the flags */
         memset(loading, 1, sizeof(loading));
         steps[0] = 900;
