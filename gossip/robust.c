@@ -15,7 +15,9 @@ const struct gossip_robust_cfg gossip_robust_params_cfg = {
     .floor = 0.02f,
     .cap = 0.5f,
     .sway = GOSSIP_ROBUST_SWAY_BOUND,
-    .name_t = 4.5f};
+    .name_t = 3.5f,
+    .name_margin = {
+        [GOSSIP_ROBUST_EV_PULL] = 0.1f, [GOSSIP_ROBUST_EV_PUSH] = 0.12f}};
 const struct gossip_robust_cfg gossip_robust_grads_cfg = {
     .mult = 3.0f, .refuse = 4.0f, .floor = 0.5f, .cap = 4.0f};
 
@@ -419,7 +421,7 @@ void gossip_robust_evidence_add(struct gossip_robust_evidence *e,
 /* Welch t of figure k of a against b; NaN with fewer than NAME_TURNS
  * turns on either side. */
 static float welch(const struct gossip_robust_evidence *a,
-                   const struct gossip_robust_evidence *b, int k)
+                   const struct gossip_robust_evidence *b, int k, float margin)
 {
         double na = (double)a->n[k], nb = (double)b->n[k], se;
 
@@ -428,11 +430,12 @@ static float welch(const struct gossip_robust_evidence *a,
         se = a->m2[k] / (na - 1.0) / na + b->m2[k] / (nb - 1.0) / nb;
         if (!(se > 0.0))
                 return NAN;
-        return (float)((a->mean[k] - b->mean[k]) / sqrt(se));
+        return (float)((a->mean[k] - b->mean[k] - margin) / sqrt(se));
 }
 
 float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
-                               const struct gossip_robust_peer *p, int stat)
+                               const struct gossip_robust_peer *p, int stat,
+                               float margin)
 {
         float least = NAN;
         int others = 0;
@@ -444,7 +447,7 @@ float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
 
                 if (&t->p[i] == p)
                         continue;
-                x = welch(&p->ev, &t->p[i].ev, stat);
+                x = welch(&p->ev, &t->p[i].ev, stat, margin);
                 if (!isfinite(x))
                         continue;
                 others++;
@@ -454,8 +457,32 @@ float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
         return others >= GOSSIP_ROBUST_NAME_OTHERS ? least : NAN;
 }
 
-size_t gossip_robust_name(struct gossip_robust_peers *t, float name_t)
+/* The least difference of figure k's mean, p's less each other
+ * sender's with NAME_TURNS turns on both sides; NaN when none has. */
+static float least_difference(const struct gossip_robust_peers *t,
+                              const struct gossip_robust_peer *p, int k)
 {
+        float least = NAN;
+
+        if (p->ev.n[k] < GOSSIP_ROBUST_NAME_TURNS)
+                return NAN;
+        for (size_t i = 0; i < t->n; i++) {
+                float x;
+
+                if (&t->p[i] == p || t->p[i].ev.n[k] < GOSSIP_ROBUST_NAME_TURNS)
+                        continue;
+                x = (float)(p->ev.mean[k] - t->p[i].ev.mean[k]);
+                if (!(x >= least))
+                        least = x;
+        }
+        return least;
+}
+
+size_t gossip_robust_name(struct gossip_robust_peers *t,
+                          const struct gossip_robust_cfg *c)
+{
+        const float name_t = c->name_t;
+
         struct gossip_robust_peer *top = NULL;
 
         for (size_t i = 0; i < t->n; i++) {
@@ -463,7 +490,9 @@ size_t gossip_robust_name(struct gossip_robust_peers *t, float name_t)
 
                 p->evidence = NAN;
                 for (int k = 0; k < GOSSIP_ROBUST_EVS; k++) {
-                        p->ev_t[k] = gossip_robust_evidence_t(t, p, k);
+                        p->ev_t[k] = gossip_robust_evidence_t(
+                            t, p, k, c->name_margin[k]);
+                        p->ev_d[k] = least_difference(t, p, k);
                         if (isfinite(p->ev_t[k]) &&
                             !(p->ev_t[k] <= p->evidence))
                                 p->evidence = p->ev_t[k];

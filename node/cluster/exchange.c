@@ -834,7 +834,8 @@ static void log_robust(struct node_exchange *ex,
                     "not_partner, %llu out_of_window, %llu mismatch, "
                     "%llu quarantined, %llu duplicate, %llu swayed, "
                     "%llu named; sway %.2f; evidence %.1f (pull %.1f, "
-                    "push %.1f); %u bad of the last %u",
+                    "push %.1f); differences pull %+.3f, push %+.3f; %u "
+                    "bad of the last %u",
                     node_view_member_name(&mi[i]),
                     gossip_robust_peer_suspect(&rp) ? " suspect_model" : "",
                     (unsigned long long)rp.count[0],
@@ -850,6 +851,8 @@ static void log_robust(struct node_exchange *ex,
                     (unsigned long long)rp.count[10], (double)rp.sway,
                     (double)rp.evidence, (double)rp.ev_t[GOSSIP_ROBUST_EV_PULL],
                     (double)rp.ev_t[GOSSIP_ROBUST_EV_PUSH],
+                    (double)rp.ev_d[GOSSIP_ROBUST_EV_PULL],
+                    (double)rp.ev_d[GOSSIP_ROBUST_EV_PUSH],
                     gossip_robust_peer_bad(&rp), rp.nhist);
         }
         free(mi);

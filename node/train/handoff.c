@@ -1026,7 +1026,7 @@ double node_handoff_average(struct node_handoff *h, uint64_t step,
                         note_health(h, GOSSIP_PLAN_USED);
         }
         if (h->cfg.robust)
-                gossip_robust_name(&h->peers, gossip_robust_params_cfg.name_t);
+                gossip_robust_name(&h->peers, &gossip_robust_params_cfg);
         pthread_mutex_unlock(&h->mu);
         return moved;
 }

@@ -34,8 +34,8 @@ Measured, per (n, attack), over the honest nodes and repeats:
            summed: accepted / clipped / swayed / far / named (refused,
            its evidence named it) / not_partner
   sway, evidence  (JSON log only) each honest node's figures for the
-           liar and for its honest senders at the end: consistency and
-           Welch t (gossip/robust.h)
+           liar and for its honest senders at the end: consistency,
+           Welch t and (_d) the least mean difference (gossip/robust.h)
   offset   the liar's own mean RMS(lie - base)/RMS(base) (its summary)
 
 Prints a markdown table (and writes it to --out); --log keeps every
@@ -121,14 +121,16 @@ def one_run(c, hostile, ctl, tmp, label, steps, attack, seed):
         rc = th.robust_counts(logs[i], liar)
         for k, v in (rc or {}).items():
             if k not in ("suspect_model", "sway", "evidence",
-                         "evidence_pull", "evidence_push"):
+                         "evidence_pull", "evidence_push",
+                         "evidence_pull_d", "evidence_push_d"):
                 rec["verdicts"][k] = rec["verdicts"].get(k, 0) + v
         # every sender's sway and evidence at this node: the liar's, the
         # honest ones'
         for j in range(c.n):
             rj = th.robust_counts(logs[i], "n%d" % j) if j != i else None
             who = "liar" if j == c.n - 1 else "honest"
-            for f in ("sway", "evidence", "evidence_pull", "evidence_push"):
+            for f in ("sway", "evidence", "evidence_pull", "evidence_push",
+                      "evidence_pull_d", "evidence_push_d"):
                 if rj and rj[f] == rj[f]:
                     rec.setdefault("%s_%s" % (f, who), []).append(rj[f])
     m = re.search(r"offset ([0-9.]+) x RMS", out or "")

@@ -221,14 +221,17 @@ def robust_counts(log, peer):
     """The robust-merge line about `peer` in a node's summary: its counts
     by reason, "sway" (its consistency, gossip/robust.h; NaN from a node
     before it), "evidence" (what names it, NaN: too few turns),
-    "evidence_pull" and "evidence_push" (each figure's Welch t) and
+    "evidence_pull" and "evidence_push" (each figure's Welch t),
+    "evidence_pull_d" and "evidence_push_d" (each figure's least mean
+    difference against the other senders; NaN from a node before them) and
     "suspect_model"."""
     m = re.search(r"robust merge peer %s( suspect_model)?: (\d+) accepted, "
                   r"(\d+) clipped, (\d+) far, (\d+) nonfinite, (\d+) "
                   r"not_partner, (\d+) out_of_window, (\d+) mismatch, "
                   r"(\d+) quarantined, (\d+) duplicate"
                   r"(?:, (\d+) swayed, (\d+) named; sway (\S+); "
-                  r"evidence (\S+) \(pull (\S+), push ([^)]+)\);)?"
+                  r"evidence (\S+) \(pull (\S+), push ([^)]+)\);"
+                  r"(?: differences pull (\S+), push ([^;]+);)?)?"
                   % peer, log)
     if not m:
         return None
@@ -240,6 +243,8 @@ def robust_counts(log, peer):
     d["evidence"] = float(m.group(14) or "nan")
     d["evidence_pull"] = float(m.group(15) or "nan")
     d["evidence_push"] = float(m.group(16) or "nan")
+    d["evidence_pull_d"] = float(m.group(17) or "nan")
+    d["evidence_push_d"] = float(m.group(18) or "nan")
     d["suspect_model"] = m.group(1) is not None
     return d
 

@@ -287,6 +287,10 @@ struct gossip_robust_cfg {
         float sway;   /* a peer's consistency c is held at or below this
                        * (gossip_robust_sway_scale); 0: not bounded */
         float name_t; /* standard errors that name a peer; 0: never */
+        /* per figure (GOSSIP_ROBUST_EV_*): the difference of means a
+         * peer must exceed each other sender's by, name_t standard errors
+         * above it (gossip_robust_name) */
+        float name_margin[GOSSIP_ROBUST_EVS];
 };
 
 /* Parameters: replicas agree to a few % of their RMS; a slice may move
@@ -323,6 +327,9 @@ struct gossip_robust_peer {
         float ev_t[GOSSIP_ROBUST_EVS];    /* each figure's Welch t against
                                            * the other senders (NaN: too
                                            * few turns) */
+        float ev_d[GOSSIP_ROBUST_EVS];    /* each figure's least mean
+                                           * difference against the other
+                                           * senders (NaN: too few turns) */
         float evidence; /* what names it (gossip_robust_name) */
         int named;      /* named by the evidence (NAMED) */
         /* the last SEEN (step, first element) taken from it, a ring */
@@ -424,16 +431,19 @@ uint32_t gossip_robust_peer_bad(const struct gossip_robust_peer *p);
 int gossip_robust_peer_suspect(const struct gossip_robust_peer *p);
 
 /* The least Welch t of figure `stat` of peer p (a record of t) against
- * each other peer of t with NAME_TURNS turns: (mean_p - mean_q) /
- * standard error. NaN when p has fewer turns or fewer than NAME_OTHERS
- * such peers exist. */
+ * each other peer of t with NAME_TURNS turns, of the difference of
+ * their means beyond `margin`: (mean_p - mean_q - margin) / standard
+ * error. NaN when p has fewer turns or fewer than NAME_OTHERS such peers
+ * exist. */
 float gossip_robust_evidence_t(const struct gossip_robust_peers *t,
-                               const struct gossip_robust_peer *p, int stat);
+                               const struct gossip_robust_peer *p, int stat,
+                               float margin);
 
-/* Recompute every peer's evidence (the larger of its figures' t) and
- * which one is named: the peer of the largest evidence, at evidence >=
- * name_t, until it falls below name_t / 2; no other. Returns how many
- * peers are named (0 or 1). */
-size_t gossip_robust_name(struct gossip_robust_peers *t, float name_t);
+/* Recompute every peer's evidence (the larger of its figures' t beyond
+ * c->name_margin) and which one is named: the peer of the largest
+ * evidence, at evidence >= c->name_t, until it falls below name_t / 2;
+ * no other. Returns how many peers are named (0 or 1). */
+size_t gossip_robust_name(struct gossip_robust_peers *t,
+                          const struct gossip_robust_cfg *c);
 
 #endif
