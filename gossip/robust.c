@@ -17,7 +17,7 @@ const struct gossip_robust_cfg gossip_robust_params_cfg = {
     .sway = GOSSIP_ROBUST_SWAY_BOUND,
     .name_t = 3.5f,
     .name_margin = {
-        [GOSSIP_ROBUST_EV_PULL] = 0.1f, [GOSSIP_ROBUST_EV_PUSH] = 0.12f}};
+        [GOSSIP_ROBUST_EV_PULL] = 0.1f, [GOSSIP_ROBUST_EV_PUSH] = NAN}};
 const struct gossip_robust_cfg gossip_robust_grads_cfg = {
     .mult = 3.0f, .refuse = 4.0f, .floor = 0.5f, .cap = 4.0f};
 
@@ -482,7 +482,6 @@ size_t gossip_robust_name(struct gossip_robust_peers *t,
                           const struct gossip_robust_cfg *c)
 {
         const float name_t = c->name_t;
-
         struct gossip_robust_peer *top = NULL;
 
         for (size_t i = 0; i < t->n; i++) {
@@ -490,10 +489,13 @@ size_t gossip_robust_name(struct gossip_robust_peers *t,
 
                 p->evidence = NAN;
                 for (int k = 0; k < GOSSIP_ROBUST_EVS; k++) {
+                        int names = !isnan(c->name_margin[k]);
+
+                        /* a figure that does not name is shown plain */
                         p->ev_t[k] = gossip_robust_evidence_t(
-                            t, p, k, c->name_margin[k]);
+                            t, p, k, names ? c->name_margin[k] : 0.0f);
                         p->ev_d[k] = least_difference(t, p, k);
-                        if (isfinite(p->ev_t[k]) &&
+                        if (names && isfinite(p->ev_t[k]) &&
                             !(p->ev_t[k] <= p->evidence))
                                 p->evidence = p->ev_t[k];
                 }

@@ -689,8 +689,8 @@ static void test_evidence_t(void **state)
  * persistent difference of their own (offsets uniform in +-OFF on both
  * figures: two of them differ by up to 0.07), and, when skewed, the last
  * honest sender holding data of its own (0.07 above the other honest
- * senders' highest pull, 0.094 above their highest push: bench_mixed's
- * label-skewed device). Named
+ * senders' highest pull, 0.26 above their highest push: bench_mixed's
+ * label-skewed device, the most measured). Named
  * after every round by c; returns the round the liar was first named
  * (-1: never) and sets *honest_named when an honest sender ever was. */
 static int names_run(const struct gossip_robust_cfg *c, int kind, int n,
@@ -716,7 +716,7 @@ static int names_run(const struct gossip_robust_cfg *c, int kind, int n,
                 for (int i = kind ? 1 : 0; i < n - 1; i++)
                         top = off[i][f] > top ? off[i][f] : top;
                 off[n - 1][f] =
-                    top + (f == GOSSIP_ROBUST_EV_PULL ? 0.07f : 0.094f);
+                    top + (f == GOSSIP_ROBUST_EV_PULL ? 0.07f : 0.26f);
         }
         *honest_named = 0;
         for (int r = 0; r < rounds; r++) {
@@ -746,27 +746,29 @@ static int names_run(const struct gossip_robust_cfg *c, int kind, int n,
 
 /* Senders of a node, at the spreads measured on loopback (a turn's pull
  * ~ N(0.35, 0.45), push ~ N(0.03, 0.2)), honest senders differing
- * persistently by up to 0.07 on both figures (what
- * honest devices showed in the fleet lab, where the rule without a margin
- * named one in each of 3 runs: docs/benchmarks.md), one of them in some
- * runs holding label-skewed data (push +0.094); a liar that pulls back
- * (+0.3: echo, ipm) or pushes one way (+0.2: alie, cliprider). One turn of
- * each sender per round, named after every round; over SEEDS runs at 3
- * (one honest sender and the liar), 4 and 8 nodes: no honest sender is
- * named in 2000 rounds, with a liar or without; at 3 nodes nobody is
- * (NAME_OTHERS); at 4 and 8 the liar is named in every run, within 200
- * of its turns in at least 9 runs of 10 (issue 32's target). The same
- * runs judged without the margin (the rule before) name an honest sender:
- * what the margin is for. */
+ * persistently by up to 0.07 on both figures (what honest devices showed
+ * in the fleet lab, where the rule without a margin named one in 4 runs
+ * of 6: docs/benchmarks.md), one of them in half the runs holding
+ * label-skewed data (push +0.26 above the others, as measured); a liar
+ * that pulls back (+0.3: echo, ipm) or pushes one way (+0.2: alie,
+ * cliprider). One turn of each sender per round, named after every
+ * round; over SEEDS runs at 3 (one honest sender and the liar), 4 and 8
+ * nodes: no honest sender is named in 2000 rounds, with a liar or
+ * without; at 3 nodes nobody is (NAME_OTHERS); a pusher is never named
+ * (PUSH names nobody: it cannot be told from the skewed device); at 4
+ * and 8 a puller is named in every run, within 400 of its turns in at
+ * least 9 of 10 without the skewed sender (issue 32 asks 200: printed,
+ * the margin costs that). The same runs judged by the rule before (4.5
+ * standard errors, no margin, both figures) name an honest sender: what
+ * the change is for. */
 static void test_evidence_names(void **state)
 {
         enum { SEEDS = 20, ROUNDS = 2000 };
         const struct gossip_robust_cfg *c = &gossip_robust_params_cfg;
         const struct gossip_robust_cfg before = {.name_t = 4.5f};
         const int senders[] = {2, 3, 7};
-        int worst = 0, late[3][3] = {{0}}, later[3][3] = {{0}};
-        int before_named = 0;
-        int skew_named[3] = {0}, skew_late[3] = {0};
+        int worst = 0, late[3] = {0}, later[3] = {0}, before_named = 0;
+        int skew_named = 0;
 
         (void)state;
         assert_true(c->name_t > 0.0f);
@@ -790,49 +792,35 @@ static void test_evidence_names(void **state)
                                                   ROUNDS, &hb);
                                         before_named += hb;
                                 }
-                                if (!kind)
-                                        continue;
-                                if (n < 1 + GOSSIP_ROBUST_NAME_OTHERS) {
-                                        /* one honest sender: nobody */
+                                if (kind == 2 ||
+                                    n < 1 + GOSSIP_ROBUST_NAME_OTHERS) {
+                                        /* a pusher; one honest sender */
                                         assert_int_equal(at, -1);
                                         continue;
                                 }
-                                if (skewed) {
-                                        /* beside data that differs */
-                                        skew_named[kind] += at > 0;
-                                        skew_late[kind] += at < 0 || at > 200;
+                                if (!kind)
+                                        continue;
+                                if (skewed) { /* beside data that differs */
+                                        skew_named += at > 0;
                                         continue;
                                 }
                                 assert_true(at > 0);
-                                late[kind][si] += at > 200;
-                                later[kind][si] += at > 400;
+                                late[si] += at > 200;
+                                later[si] += at > 400;
                                 if (at > worst)
                                         worst = at;
                         }
-        print_message("the liar named within %d of its turns at worst; "
-                      "without the margin an honest sender named in %d of "
-                      "%d runs\n",
-                      worst, before_named, 2 * SEEDS);
-        for (int kind = 1; kind < 3; kind++)
-                print_message("beside a skewed honest sender, a %s liar "
-                              "named in %d of %d runs, within 200 turns in "
-                              "%d\n",
-                              kind == 1 ? "pulling" : "pushing",
-                              skew_named[kind], SEEDS, SEEDS - skew_late[kind]);
+        print_message("the puller named within %d of its turns at worst "
+                      "(%d of %d runs beside a skewed sender); the rule "
+                      "before names an honest sender in %d of %d runs\n",
+                      worst, skew_named, SEEDS, before_named, 2 * SEEDS);
         assert_true(before_named > 0);
-        /* a puller within 400 of its turns in at least 9 runs of 10
-         * (issue 32 asks 200: the margin costs that, docs/benchmarks.md) */
-        for (int kind = 1; kind < 3; kind++)
-                for (int si = 1; si < 3; si++) {
-                        print_message("liar %s, %d senders: later than 200 "
-                                      "turns in %d of %d runs, than 400 in "
-                                      "%d (IID)\n",
-                                      kind == 1 ? "pulling" : "pushing",
-                                      senders[si], late[kind][si], SEEDS / 2,
-                                      later[kind][si]);
-                        if (kind == 1) /* pushers: named, later */
-                                assert_true(later[kind][si] * 10 <= SEEDS / 2);
-                }
+        for (int si = 1; si < 3; si++) {
+                print_message("puller, %d senders: later than 200 turns in "
+                              "%d of %d runs, than 400 in %d\n",
+                              senders[si], late[si], SEEDS / 2, later[si]);
+                assert_true(later[si] * 10 <= SEEDS / 2);
+        }
 }
 
 int main(void)

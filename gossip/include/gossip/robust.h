@@ -217,19 +217,21 @@ float gossip_robust_sway_consistency(const struct gossip_robust_sway *s);
  *         add up (0.1-0.2 per turn, measured: docs/reliability.md).
  *
  * A peer is named (suspect_model, and its contributions refused, still
- * measured) when, for either figure, its mean exceeds the mean of each of
- * our other senders by more than that figure's margin, by name_t
- * standard errors (Welch; NAME_TURNS turns on each side), and it stands
- * out more than any other; one at a time, named until that falls below
- * half of name_t. The margin because honest senders differ too, a little
- * but persistently (a device that lags or skips steps, one whose data
- * differs): with the exchange every step a peer has ~1000 turns a run,
- * and any persistent difference becomes significant. Without it honest
- * devices were named in 4 of 6 fleet-lab runs with no liar; their least
- * differences measured up to 0.089 (pull) and 0.094 (push, a device
- * holding 2 classes alone), the liars' 0.11-0.34 (docs/benchmarks.md,
- * "Robustness"). A liar whose difference stays under the margin is not
- * named: the radius and the sway bound it. Against each sender, not a pool
+ * measured) when its PULL mean exceeds the mean of each of our other
+ * senders by more than a margin, by name_t standard errors (Welch;
+ * NAME_TURNS turns on each side), and it stands out more than any
+ * other; one at a time, named until that falls below half of name_t.
+ * The margin because honest senders differ too, a little but
+ * persistently (a device that lags or skips steps): with the exchange
+ * every step a peer has ~1000 turns a run, and any persistent
+ * difference becomes significant; without it honest devices were named
+ * in 4 of 6 fleet-lab runs with no liar (least differences up to 0.089;
+ * the pulling liars' 0.17-0.34: docs/benchmarks.md, "Robustness").
+ * PUSH is measured and shown but names nobody: a device whose data
+ * differs (label skew) pushes one way turn after turn as a lie does,
+ * by 0.06-0.26 measured, as much as cliprider's 0.20-0.27; naming by it
+ * named such a device. A liar under the margin, or one that pushes, is
+ * not named: the radius and the sway bound it. Against each sender, not a pool
  * of them: a liar whose figure is far below everyone's (measured:
  * cliprider's pull) drags a pool down and lifts the honest senders over
  * it, and could name them; the other honest senders keep them in line.
@@ -298,7 +300,8 @@ struct gossip_robust_cfg {
         float name_t; /* standard errors that name a peer; 0: never */
         /* per figure (GOSSIP_ROBUST_EV_*): the difference of means a
          * peer must exceed each other sender's by, name_t standard errors
-         * above it (gossip_robust_name) */
+         * above it (gossip_robust_name); NaN: the figure is measured and
+         * shown (its plain t) but names nobody */
         float name_margin[GOSSIP_ROBUST_EVS];
 };
 
