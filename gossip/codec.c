@@ -22,6 +22,7 @@
 
 #include "gossip/codec.h"
 #include "base/gn_endian.h"
+#include "base/gn_finite.h"
 #include "base/gn_hot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -661,28 +662,6 @@ static void enc_topk(uint8_t *p, float *res, const float *x, size_t count,
         }
 }
 
-/* 1 if g[0..n) holds no NaN/Inf. Exponent bits are OR-reduced over
- * fixed-size blocks (vectorised) instead of stopping at the first bad
- * value: a bad payload is rare, a full pass is the common case. */
-static int all_finite(const float *g, size_t n)
-{
-        enum { BLOCK = 256 };
-        size_t i = 0;
-
-        for (; i + BLOCK <= n; i += BLOCK) {
-                unsigned bad = 0;
-
-                for (size_t j = 0; j < BLOCK; j++)
-                        bad |= (f2u(g[i + j]) & 0x7f800000u) == 0x7f800000u;
-                if (bad)
-                        return 0;
-        }
-        for (; i < n; i++)
-                if (!isfinite(g[i]))
-                        return 0;
-        return 1;
-}
-
 int gossip_codec_encode(struct gossip_codec *c, uint64_t step, const float *g,
                         size_t n, void *buf, size_t cap, size_t *len)
 {
@@ -697,7 +676,7 @@ int gossip_codec_encode(struct gossip_codec *c, uint64_t step, const float *g,
                 return GOSSIP_EINVAL;
         if (n != c->cfg.n)
                 return GOSSIP_EMISMATCH;
-        if (!all_finite(g, n))
+        if (!gn_all_finite(g, n))
                 return GOSSIP_ENONFINITE;
         part = (uint32_t)(step % c->cfg.parts);
         gossip_codec_partition(n, part, c->cfg.parts, &lo, &count);
@@ -753,7 +732,7 @@ int gossip_codec_encode_part(const struct gossip_codec *c, uint32_t part,
         gossip_codec_partition(c->cfg.n, part, c->cfg.parts, &lo, &want);
         if (count != want)
                 return GOSSIP_EMISMATCH;
-        if (!all_finite(x, count))
+        if (!gn_all_finite(x, count))
                 return GOSSIP_ENONFINITE;
         param = codec_param(c, count);
         need = GOSSIP_CODEC_HEADER_BYTES + body_size(c->cfg.id, count, param);

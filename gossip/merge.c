@@ -7,12 +7,12 @@
  * checked completely (shape, step, finiteness, duplicate) before it touches
  * the buffer, so a rejected offer changes nothing but a counter.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gossip/merge.h"
 
+#include "base/gn_finite.h"
 #include "base/gn_hot.h"
 
 int gossip_merge_init(struct gossip_merge *m, size_t n, uint64_t staleness)
@@ -48,14 +48,6 @@ void gossip_merge_set_step(struct gossip_merge *m, uint64_t step)
         m->current = step;
 }
 
-static int all_finite(const float *g, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                if (!isfinite(g[i]))
-                        return 0;
-        return 1;
-}
-
 /* Decide whether an offer may enter; counts the reason when not. */
 static int offer_check(struct gossip_merge *m, const uint8_t *from,
                        uint64_t step, size_t lo, const float *g, size_t count)
@@ -83,7 +75,7 @@ static int offer_check(struct gossip_merge *m, const uint8_t *from,
                 m->st.dropped_full++;
                 return GOSSIP_ETOOBIG;
         }
-        if (!all_finite(g, count)) {
+        if (!gn_all_finite(g, count)) {
                 m->st.dropped_nonfinite++;
                 return GOSSIP_ENONFINITE;
         }
@@ -166,7 +158,7 @@ GN_HOT int gossip_merge_average_params(float *mine, const float *theirs,
 {
         if (!(weight >= 0.0f && weight <= 1.0f) || (n && (!mine || !theirs)))
                 return GOSSIP_EINVAL;
-        if (!all_finite(theirs, n))
+        if (!gn_all_finite(theirs, n))
                 return GOSSIP_ENONFINITE;
         /* This form is exact at weight 0 and 1, and at 0.5 it rounds once,
          * like (a + b) / 2, without overflowing near FLT_MAX. */

@@ -47,6 +47,7 @@
 #include "base/gn_bigbuf.h"
 #include "base/gn_endian.h"
 #include "base/gn_errbuf.h"
+#include "base/gn_finite.h"
 #include "base/gn_rng.h"
 #include "train/handoff.h"
 #include "train/kernel.h"
@@ -1112,22 +1113,12 @@ static void catch_up(struct node_trainer *t)
 
 /* ---- model health --------------------------------------------------- */
 
-static int all_finite(const float *x, size_t n)
-{
-        float acc = 0.0f;
-
-        /* x * 0 is 0 for every finite x and NaN for NaN and Inf */
-        for (size_t i = 0; i < n; i++)
-                acc += x[i] * 0.0f;
-        return acc == 0.0f;
-}
-
 /* Keep the current model as the last good one (it is checked first). */
 static void health_snapshot(struct node_trainer *t)
 {
         const float *p = nn_model_params(t->model);
 
-        if (!t->loss_ok || !all_finite(p, t->nparams))
+        if (!t->loss_ok || !gn_all_finite(p, t->nparams))
                 return;
         memcpy(t->good_params, p, t->nparams * sizeof(float));
         if (t->nopt)

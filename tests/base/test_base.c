@@ -7,9 +7,13 @@
  * the generator's published sequence; and the large-buffer allocator
  * (gn_bigbuf.c): every byte usable, aligned, a large buffer on a 2 MB
  * boundary and, where the kernel offers transparent huge pages, eligible
- * for them (its mapping's THPeligible in /proc/self/smaps).
+ * for them (its mapping's THPeligible in /proc/self/smaps); and the
+ * NaN/Inf check (gn_finite.c) with a bad value at every position of
+ * block-sized and odd-sized arrays.
  */
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +27,7 @@
 
 #include "base/gn_endian.h"
 #include "base/gn_errbuf.h"
+#include "base/gn_finite.h"
 #include "base/gn_rng.h"
 
 static void test_little_endian(void **state)
@@ -195,6 +200,37 @@ static void test_bigbuf(void **state)
         (void)state;
 }
 
+/* Every position of arrays around the check's block (256) holds in turn
+ * a NaN, +Inf and -Inf: each is found, and the array is finite again
+ * once it is put back; extremes that are finite pass. */
+static void test_all_finite(void **state)
+{
+        static const size_t sizes[] = {1, 7, 255, 256, 257, 513, 1000};
+        const float bad[] = {NAN, INFINITY, -INFINITY};
+        const float good[] = {FLT_MAX, -FLT_MAX, FLT_MIN, 0x1p-149f, -0.0f};
+        float x[1000];
+
+        (void)state;
+        assert_int_equal(gn_all_finite(NULL, 0), 1);
+        for (size_t i = 0; i < 1000; i++)
+                x[i] = good[i % 5] * (i % 2 ? 1.0f : -1.0f);
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+                size_t n = sizes[s];
+
+                assert_int_equal(gn_all_finite(x, n), 1);
+                for (size_t i = 0; i < n; i++) {
+                        float keep = x[i];
+
+                        for (size_t b = 0; b < 3; b++) {
+                                x[i] = bad[b];
+                                assert_int_equal(gn_all_finite(x, n), 0);
+                        }
+                        x[i] = keep;
+                }
+                assert_int_equal(gn_all_finite(x, n), 1);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -203,6 +239,7 @@ int main(void)
             cmocka_unit_test(test_errbuf),
             cmocka_unit_test(test_splitmix64),
             cmocka_unit_test(test_bigbuf),
+            cmocka_unit_test(test_all_finite),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
