@@ -209,11 +209,14 @@ test)
         #   native time (docs/history/benchmarks-log.md 6.6), from minutes to an hour
         #   each, ~3 hours for the label, and fewer steps would not reach
         #   the accuracies they assert. They run natively above. Three of
-        #   them run emulated below, about 6 minutes on 2 cores: one node
-        #   trained to its accuracy (test_train_mnist), bit-identical
-        #   reruns (test_train_determinism) and a 3-node cluster that
-        #   trains and stops together (test_cluster_stop); and
-        #   test_data_fashion, the one slow test that does not train.
+        #   them run emulated below, about 12 minutes on 2 cores (CI of
+        #   2026-12-07: test_train_mnist 504 s, with the others beside
+        #   it but test_cluster_stop, 198 s, which runs alone: RUN_SERIAL):
+        #   one node trained to its accuracy (test_train_mnist),
+        #   bit-identical reruns (test_train_determinism, 60 steps here)
+        #   and a 3-node cluster that trains and stops together
+        #   (test_cluster_stop); and test_data_fashion, the one slow test
+        #   that does not train.
         # - test_linklab, test_link_lab and test_slowlink (netns): they add
         #   delay with lab_delay, whose NFQUEUE netlink socket qemu-user
         #   does not emulate ("Protocol not supported"); test_slowlink also
