@@ -7,6 +7,12 @@
 # evaluation at its end, step 200: its weights pass 2x the starting RMS
 # within 20 steps) is never rolled back by model health (nn/health.h,
 # "norm": the old rule rolled it back to its starting model 4 times).
+# Under an emulator (GN_TEST_SLOWDOWN > 1, cmake/Emulator.cmake) only the
+# first part runs: it is what exercises the target's BLIS kernels over a
+# whole epoch; the second checks model health's rule, the same C on every
+# target, and its 200 steps, data load and evaluation are a third of the
+# test's time (natively 0.8 of 2.2 s; emulated, the whole test took
+# 504 s in CI). The native ctest runs both.
 set -u
 bin=${1:?usage: test_train_mnist.sh GOSSIPNODE}
 data=/usr/share/datasets/fashion-mnist
@@ -33,6 +39,13 @@ print("test accuracy after one epoch: %.2f%% (want >= 80)" % acc)
 sys.exit(0 if acc >= 80.0 else 1)
 PY
 [ $? -eq 0 ] || exit 1
+case ${GN_TEST_SLOWDOWN:-1} in
+1 | 1.0 | "") ;;
+*)
+        echo "emulated: the --lr 0.5 model-health run is left to the native ctest"
+        exit 0
+        ;;
+esac
 "$bin" --steps 200 --lr 0.5 --eval-every 1000 --threads 1 --seed 1 \
         --name fast >"$tmp/fast.log" 2>&1 ||
         { cat "$tmp/fast.log"; echo "FAIL: --lr 0.5 run failed"; exit 1; }
