@@ -15,7 +15,11 @@
      exponentials of mean 4 ms (sqrt(2) x 4 = 5.7 ms), each within a
      band; of 3000 paced datagrams 0.3..2.5% are lost, in runs of 1.8 or
      more on average (independent losses give ~1.0), none reordered.
-  4. Nothing is left behind: after `down`; after `up` failing half-way
+  4. --tcp-cc: with `reno` (always there, always allowed, so the host's
+     list is not touched) every host's TCP congestion control is reno;
+     a name the host has not fails `up` with a message that names what
+     it has, and leaves nothing.
+  5. Nothing is left behind: after `down`; after `up` failing half-way
      (GN_LAB_FAIL_AT=rule:1); after SIGTERM to `run` while its commands
      run; and after SIGKILL of `run` followed by `down`. "Nothing" = no
      namespace of the lab, no /run/gnlab entry, none of its delayers or
@@ -244,6 +248,21 @@ def wifi(seed):
     check(not leftovers(pids), "nothing left after down (wifi lab)")
 
 
+def tcp_cc():
+    lab_up("--tcp-cc", "reno")
+    got = [subprocess.run(in_lab(i, "cat", "/proc/sys/net/ipv4/"
+                                 "tcp_congestion_control"),
+                          capture_output=True, text=True).stdout.strip()
+           for i in (0, 1)]
+    check(got == ["reno", "reno"], f"--tcp-cc reno: the hosts run {got}")
+    lab("down", "--name", NAME)
+    r = lab("up", "--name", NAME, "--nodes", "2", "--tcp-cc", "nosuchcc")
+    check(r.returncode == 1 and "nosuchcc" in r.stderr and "reno" in
+          r.stderr, f"--tcp-cc nosuchcc refused ({r.stderr.strip()})")
+    left = leftovers([])
+    check(not left, f"nothing left after a refused --tcp-cc: {left}")
+
+
 def failed_up():
     env = dict(os.environ, GN_LAB_FAIL_AT="rule:1")
     r = lab("up", "--name", NAME, "--nodes", "2", "--rate", "10mbit",
@@ -313,6 +332,7 @@ def main():
         rate_and_rtt()
         loss(seed)
         wifi(seed)
+        tcp_cc()
         failed_up()
         run_interrupted(signal.SIGTERM, tmp)
         run_interrupted(signal.SIGKILL, tmp)

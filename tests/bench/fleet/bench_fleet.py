@@ -239,7 +239,7 @@ class Row:
         ns = types.SimpleNamespace(
             devices=[("amd64", None)] * self.n, burst=None,
             queue_latency=0.05, seed=self.a.seed, subnet=SUBNET,
-            delayer=self.a.delayer, **prof)
+            delayer=self.a.delayer, tcp_cc=self.a.tcp_cc, **prof)
         t0 = time.monotonic()
         self.fl.up(ns)
         self.boot_s = time.monotonic() - t0
@@ -400,6 +400,7 @@ class Row:
         rec = sum(d["received"] or 0 for d in devs)
         row = {
             "round": self.rnd, "size": self.n, "link": self.link,
+            "tcp_cc": self.a.tcp_cc or fleet.DEVICE_TCP_CC,
             "quota_pct": a.quota, "epochs": a.epochs, "steps": a.steps,
             "seconds_to_target": None if any(t is None for t in times)
             else max(times),
@@ -780,6 +781,10 @@ def parse_args():
                     "device classes, issue 34 item 3; a slow start would "
                     "be a late join)")
     ap.add_argument("--delayer", default=None)
+    ap.add_argument("--tcp-cc", default=None,
+                    help="the devices' TCP congestion control (default: "
+                    "the fleet's, cubic, as on a Debian or Raspberry Pi "
+                    "OS device)")
     ap.add_argument("--out", default="fleet-bench")
     ap.add_argument("--keep", action="store_true",
                     help="keep each row's journals and event logs under "
