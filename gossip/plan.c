@@ -126,6 +126,11 @@ uint64_t gossip_plan_window(const struct gossip_plan_cfg *c, uint32_t period)
                c->staleness;
 }
 
+int gossip_plan_may_load(int answered, uint64_t queued, uint64_t held_ms)
+{
+        return (answered && queued == 0) || held_ms >= GOSSIP_PLAN_LOAD_HOLD_MS;
+}
+
 int gossip_plan_join(uint64_t ours, uint64_t furthest)
 {
         if (furthest <= ours)

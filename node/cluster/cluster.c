@@ -30,6 +30,7 @@
 #include "service/evlog.h"
 #include "config/settings.h"
 #include "ident/keys.h"
+#include "gossip/plan.h"
 #include "gossip/schedule.h"
 #include "train/trainer.h"
 
@@ -216,6 +217,15 @@ static void join_all(struct node_cluster *c)
         if (c->has_seed) /* last: the address the core keeps re-trying */
                 gossip_join(c->g, &c->seed_addr);
         node_cluster__arm(c);
+}
+
+int node_cluster_may_load(struct node_cluster *c)
+{
+        int answered = gossip_alive_count(c->g) > 1 ||
+                       (!c->has_seed && c->npeers <= (c->listed ? 1u : 0u));
+
+        return gossip_plan_may_load(answered, node_net_queued_bytes(c->net),
+                                    uv_now(c->loop) - c->opened_ms);
 }
 
 /* Alone for NODE_CLUSTER_ALONE_WARN_MS with somewhere to join: one
@@ -607,6 +617,7 @@ int node_cluster_open(struct node_cluster **out, uv_loop_t *loop,
                          "%s has no line for this node's key: peers that "
                          "use the same file will refuse it",
                          o->peers_path);
+        c->opened_ms = uv_now(loop);
         join_all(c);
         uv_timer_start(&c->join_timer, on_join_timer,
                        NODE_CLUSTER_JOIN_RETRY_MS, NODE_CLUSTER_JOIN_RETRY_MS);

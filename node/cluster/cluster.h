@@ -102,6 +102,12 @@ void node_cluster_reload_crl(struct node_cluster *c);
 void node_cluster_on_refused(struct node_cluster *c,
                              void (*cb)(void *arg, const char *why), void *arg);
 
+/* Loop: may the trainer begin its load? gossip_plan_may_load: a member
+ * answered (one is alive in our view; at once with no one to join) and
+ * every stream frame is written (the greetings), or
+ * GOSSIP_PLAN_LOAD_HOLD_MS since the open. */
+int node_cluster_may_load(struct node_cluster *c);
+
 /* Our name (from --name, the peers file, or "node"). */
 const char *node_cluster_name(const struct node_cluster *c);
 

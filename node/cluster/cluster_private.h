@@ -93,6 +93,7 @@ struct node_cluster {
         struct gossip_addr seed_addr;
         /* join retries while alone (cluster.c on_join_timer) */
         uint64_t alone_since; /* loop ms; 0: not alone */
+        uint64_t opened_ms;   /* loop ms at node_cluster_open */
         int alone_said;
         int loading; /* told members we load (cluster.c tell_loaded) */
         struct node_view view; /* members and partner choice */

@@ -1210,6 +1210,15 @@ size_t node_net_peer_stats(const struct node_net *net,
         return net->ndests;
 }
 
+uint64_t node_net_queued_bytes(const struct node_net *net)
+{
+        uint64_t sum = 0;
+
+        for (size_t i = 0; i < net->ndests; i++)
+                sum += net->dests[i]->queued;
+        return sum;
+}
+
 int node_net_peer_link(const struct node_net *net, const struct gossip_addr *a,
                        struct gossip_link_estimate *out)
 {

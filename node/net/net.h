@@ -310,6 +310,10 @@ void node_net_stats(const struct node_net *net, struct node_net_stats *out);
 size_t node_net_peer_stats(const struct node_net *net,
                            struct node_net_peer_stats *out, size_t max);
 
+/* Stream bytes accepted by node_net_send and not yet written, over every
+ * destination (the sum of their queued_bytes). */
+uint64_t node_net_queued_bytes(const struct node_net *net);
+
 /* The link estimate of destination a (gossip/link.h: goodput from our
  * write completions while its queue is backlogged and from the rates the
  * peer reports, raised by the kernel's app-limited delivery rate until

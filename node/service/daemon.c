@@ -58,7 +58,12 @@ struct daemon {
         struct node_evlog *ev;
         int stopping, trainer_done, left, closed;
         int serving; /* training finished, thread joined (--after-train) */
-        char refused[320]; /* the cluster refused us: why ("" if not) */
+        /* the load, held while the node joins (start_load): released, and
+         * the loop's SCHED_BATCH once the trainer has loaded */
+        uv_timer_t load_timer;
+        int load_released, batch_wanted;
+        uint64_t load_since; /* loop ms at start_load */
+        char refused[320];   /* the cluster refused us: why ("" if not) */
         /* systemd (node/service/sdnotify.h): READY=1, STATUS= and, while
          * healthy, WATCHDOG=1, all from one loop timer */
         uv_timer_t sd_timer;
@@ -84,8 +89,8 @@ static void close_all(struct daemon *d)
 {
         uv_handle_t *hs[] = {
             (uv_handle_t *)&d->sig_term, (uv_handle_t *)&d->sig_int,
-            (uv_handle_t *)&d->sig_hup, (uv_handle_t *)&d->done_async,
-            (uv_handle_t *)&d->sd_timer};
+            (uv_handle_t *)&d->sig_hup,  (uv_handle_t *)&d->done_async,
+            (uv_handle_t *)&d->sd_timer, (uv_handle_t *)&d->load_timer};
 
         if (d->closed)
                 return;
@@ -291,10 +296,11 @@ static void on_sd_timer(uv_timer_t *h)
         snprintf(msg, sizeof(msg),
                  "%sSTATUS=%s step %llu, loss %s, acc %s, test %s%s%s",
                  ready ? "READY=1\n" : "",
-                 d->serving    ? "training finished, serving: at"
-                 : d->sd_ready ? "training"
-                 : st.loading  ? "loading the data"
-                               : "joining",
+                 d->serving          ? "training finished, serving: at"
+                 : d->sd_ready       ? "training"
+                 : !d->load_released ? "joining"
+                 : st.loading        ? "loading the data"
+                                     : "joining",
                  (unsigned long long)st.step,
                  sd_val(c, sizeof(c), "%.3f", st.loss),
                  sd_val(a, sizeof(a), "%.1f%%", st.acc),
@@ -561,6 +567,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
         d->done_async.data = d;
         uv_timer_init(&d->loop, &d->sd_timer);
         d->sd_timer.data = d;
+        uv_timer_init(&d->loop, &d->load_timer);
+        d->load_timer.data = d;
         rc = start_signals(d);
         if (rc) {
                 snprintf(err, errlen, "signals: %s", uv_strerror(rc));
@@ -588,8 +596,9 @@ static int setup(struct daemon *d, char *err, size_t errlen)
  * same CPU share. Measured, 4 nodes on 2 cores without waits: compute
  * efficiency 87-88% -> 94-96%. With waits it is not used: a partner's
  * slice then leaves up to a tick later, more 2 ms waits time out, and
- * fewer runs reached 88% (docs/history/cluster-tuning.md #20, #25). The
- * trainer's thread was created before this call and keeps SCHED_OTHER. */
+ * fewer runs reached 88% (docs/history/cluster-tuning.md #20, #25). Called
+ * once the load is over (on_load_timer); the trainer's thread was created
+ * before and keeps SCHED_OTHER. */
 static void loop_thread_batch(void)
 {
         struct sched_param sp;
@@ -597,6 +606,45 @@ static void loop_thread_batch(void)
         memset(&sp, 0, sizeof(sp));
         if (sched_setscheduler(0, SCHED_BATCH, &sp))
                 node_log(NODE_LOG_DEBUG, "SCHED_BATCH: %s", strerror(errno));
+}
+
+/* Join first, then load (docs/design.md, "Join first"): on one core
+ * share the load (data, model, the kernel probe's children) would take
+ * CPU from the loop while it joins and greets. The trainer's load waits
+ * until the cluster says the join is through or has taken long enough
+ * (node_cluster_may_load), or a stop. The loop stays SCHED_OTHER until the
+ * load is over, so the membership's wake-ups preempt it meanwhile. */
+static void on_load_timer(uv_timer_t *h)
+{
+        struct daemon *d = h->data;
+        struct node_train_stats st;
+
+        if (!d->load_released &&
+            (d->stopping || !d->cluster || node_cluster_may_load(d->cluster))) {
+                d->load_released = 1;
+                if (d->cluster && !d->stopping)
+                        node_log(
+                            NODE_LOG_INFO,
+                            "loading the data, %.2f s after the join began",
+                            (double)(uv_now(&d->loop) - d->load_since) / 1e3);
+                node_trainer_release(d->trainer);
+                uv_timer_set_repeat(h, 100);
+        }
+        if (!d->load_released)
+                return;
+        node_trainer_stats(d->trainer, &st);
+        if (st.loading && !d->trainer_done)
+                return;
+        if (d->batch_wanted && !d->stopping)
+                loop_thread_batch();
+        uv_timer_stop(h);
+}
+
+static void start_load(struct daemon *d)
+{
+        d->batch_wanted = d->o->wait_ms == 0 || d->o->fill_batches;
+        d->load_since = uv_now(&d->loop);
+        uv_timer_start(&d->load_timer, on_load_timer, 0, 10);
 }
 
 int node_daemon_run(const struct node_options *o, char *err, size_t errlen)
@@ -615,13 +663,14 @@ int node_daemon_run(const struct node_options *o, char *err, size_t errlen)
                                "loads"
                              : node_kernel_summary());
         if (rc == 0) {
+                node_trainer_hold(d.trainer);
                 rc = node_trainer_start(d.trainer);
                 if (rc)
                         snprintf(err, errlen, "start: %s", strerror(-rc));
-                else if (o->wait_ms == 0 || o->fill_batches)
-                        loop_thread_batch();
-                if (rc == 0)
+                if (rc == 0) {
+                        start_load(&d);
                         sd_start(&d);
+                }
         }
         if (loop_ok) {
                 if (rc) {

@@ -217,6 +217,10 @@ struct node_trainer {
         uint64_t shuf_rng;
 
         atomic_int stop_flag;
+        /* node_trainer_hold: the load waits for node_trainer_release or a
+         * stop (under stats_lock, signalled on gate) */
+        int held;
+        pthread_cond_t gate;
         pthread_t thread;
         int thread_started;
         int run_rc;
@@ -715,6 +719,7 @@ int node_trainer_create(const struct node_options *o,
         t->h = hooks ? hooks : &t->no_hooks;
         t->ev = ev;
         pthread_mutex_init(&t->stats_lock, NULL);
+        pthread_cond_init(&t->gate, NULL);
         node_stall_init(&t->stall);
         t->pace_r = t->pace_r_told = t->st.pace_ratio = 1.0;
         atomic_init(&t->stop_flag, 0);
@@ -744,8 +749,11 @@ int node_trainer_create(const struct node_options *o,
  * a stop asked meanwhile ends it (NN_ECANCELED, no message). */
 static int load(struct node_trainer *t, char *err, size_t errlen)
 {
-        int rc = setup_kernel(t, err, errlen);
+        int rc;
 
+        if (atomic_load(&t->stop_flag)) /* stopped while held, or before */
+                return -ECANCELED;
+        rc = setup_kernel(t, err, errlen);
         if (rc == 0 && !atomic_load(&t->stop_flag))
                 rc = setup_data(t, err, errlen);
         if (rc == 0 && !atomic_load(&t->stop_flag))
@@ -1883,6 +1891,8 @@ int node_trainer_run(struct node_trainer *t)
 
         pthread_mutex_lock(&t->stats_lock);
         t->st.running = 1;
+        while (t->held && !atomic_load(&t->stop_flag))
+                pthread_cond_wait(&t->gate, &t->stats_lock);
         pthread_mutex_unlock(&t->stats_lock);
         rc = node_trainer_load(t, t->errmsg, sizeof(t->errmsg));
         if (rc)
@@ -1956,9 +1966,27 @@ void node_trainer_attach(struct node_trainer *t, struct node_handoff *h)
         shuffle_setup(t);
 }
 
+void node_trainer_hold(struct node_trainer *t)
+{
+        pthread_mutex_lock(&t->stats_lock);
+        t->held = 1;
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
+void node_trainer_release(struct node_trainer *t)
+{
+        pthread_mutex_lock(&t->stats_lock);
+        t->held = 0;
+        pthread_cond_broadcast(&t->gate);
+        pthread_mutex_unlock(&t->stats_lock);
+}
+
 void node_trainer_stop(struct node_trainer *t)
 {
         atomic_store(&t->stop_flag, 1);
+        pthread_mutex_lock(&t->stats_lock);
+        pthread_cond_broadcast(&t->gate); /* a held load ends unloaded */
+        pthread_mutex_unlock(&t->stats_lock);
         if (t->box)
                 node_handoff_stop(t->box);
 }
@@ -1998,6 +2026,7 @@ void node_trainer_free(struct node_trainer *t)
         free(t->shuf_out);
         free(t->shuf_idx);
         pthread_mutex_destroy(&t->stats_lock);
+        pthread_cond_destroy(&t->gate);
         free(t);
 }
 

@@ -143,6 +143,13 @@ int node_trainer_load(struct node_trainer *t, char *err, size_t errlen);
  * run). Before node_trainer_start; without it the node trains alone. */
 void node_trainer_attach(struct node_trainer *t, struct node_handoff *h);
 
+/* Before node_trainer_start: the run does not begin its load until
+ * node_trainer_release (any thread, idempotent) or node_trainer_stop
+ * (then it ends unloaded). The daemon holds the load while the node
+ * joins (gossip/plan.h, gossip_plan_may_load). */
+void node_trainer_hold(struct node_trainer *t);
+void node_trainer_release(struct node_trainer *t);
+
 /* Start the training thread. 0 or a negative errno. */
 int node_trainer_start(struct node_trainer *t);
 

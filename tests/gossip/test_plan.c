@@ -950,6 +950,26 @@ static void test_health_starved(void **state)
 
 /* A starting node: no one ahead, started together (take the step), or a
  * live join into a running cluster (fetch the state); the edges. */
+/* The load waits for the join: an answer and the greetings written, or
+ * the hold's end, whichever comes first. */
+static void test_may_load(void **state)
+{
+        const uint64_t h = GOSSIP_PLAN_LOAD_HOLD_MS;
+
+        (void)state;
+        /* no answer yet: held until the hold ends, not a ms longer */
+        assert_false(gossip_plan_may_load(0, 0, 0));
+        assert_false(gossip_plan_may_load(0, 0, h - 1));
+        assert_true(gossip_plan_may_load(0, 0, h));
+        assert_true(gossip_plan_may_load(0, 5000, h + 1));
+        /* answered, greetings still queued: held */
+        assert_false(gossip_plan_may_load(1, 1, 10));
+        assert_false(gossip_plan_may_load(1, 3000, h - 1));
+        /* answered and nothing queued: at once */
+        assert_true(gossip_plan_may_load(1, 0, 0));
+        assert_true(gossip_plan_may_load(1, 0, 350));
+}
+
 static void test_join(void **state)
 {
         const uint64_t a = GOSSIP_PLAN_JOIN_ADOPT_STEPS;
@@ -1198,6 +1218,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_admit_table),
+            cmocka_unit_test(test_may_load),
             cmocka_unit_test(test_params_sequence),
             cmocka_unit_test(test_params_arrival),
             cmocka_unit_test(test_gradient_sequence),

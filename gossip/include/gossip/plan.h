@@ -226,6 +226,27 @@ void gossip_plan_judge(const struct gossip_plan_cfg *c, uint64_t t,
                        const uint64_t held[GOSSIP_PLAN_RING],
                        uint64_t *answered, struct gossip_plan_judged *out);
 
+/* ---- a starting node: when its load may begin -----------------------
+ *
+ * A node joins first and loads after (docs/design.md, "Join first"): its
+ * data set, model and kernel probe are seconds to minutes of a Pi's CPU,
+ * and until they are done the node is no partner anyway. The load waits
+ * until the join is through: a member `answered` (its view reached us)
+ * and our greetings are out (`queued` stream bytes, the SYNCs that make a
+ * certificate-only newcomer known to each member, all written), or until
+ * GOSSIP_PLAN_LOAD_HOLD_MS have passed since the cluster opened (no one
+ * answers: the first node of a cluster, an unreachable seed), or the run
+ * stops. A node with no one to join has `answered` set from the start.
+ *
+ * Why: on one core share the load and the loop compete. In the fleet lab
+ * (16 devices at 6 % of a core), a newcomer that loaded at once took
+ * 0.4 s from its first log line to the seed's answer and 0.7 s more until
+ * all 16 had its greeting (docs/benchmarks.md, "Cluster authority"). */
+enum { GOSSIP_PLAN_LOAD_HOLD_MS = 2000 };
+
+/* 1 if the load may begin (held_ms: since the cluster opened). */
+int gossip_plan_may_load(int answered, uint64_t queued, uint64_t held_ms);
+
 /* ---- a starting node: take a peer's state, or only its step? -------
  *
  * A node that starts without its own checkpoint (docs/design.md, "Live
