@@ -4,10 +4,11 @@
  *
  * A run: set-up (event log; trainer: the model's size only; cluster: key,
  * peers, transport, protocol; control socket; metrics), loop, tear-down.
- * The node joins first: the training thread loads the data, the model and
- * the checkpoint (and runs BLIS's kernel probe if main() left it) while
- * the loop already answers membership, gossipctl and metrics; the train
- * state says `loading` until then (docs/design.md, "Join first").
+ * The node joins first: the training thread waits until the join is
+ * through (on_load_timer), then loads the data, the model and the
+ * checkpoint (and runs BLIS's kernel probe if main() left it) while the
+ * loop already answers membership, gossipctl and metrics; the train state
+ * says `loading` until then (docs/design.md, "Join first").
  * The run ends when the trainer has finished (a stop criterion, or a stop
  * asked by SIGTERM/SIGINT or the control command "leave") and, in a
  * cluster, the leave has been announced and has lingered long enough to

@@ -779,6 +779,17 @@ def scenario_cert(c):
     assert len(alone.findall(open(c.log_path(3)).read())) == 1
     assert not alone.search(open(c.log_path(2)).read()), \
         "n2, a member, said it was alone"
+    # join first, then load (gossip/plan.h, gossip_plan_may_load): n2's
+    # load waited for the seed's answer and its greetings, not for the
+    # hold's end; n3's, whom no member answers, for the hold and no longer
+    held = {i: re.findall(r"loading the data, ([0-9.]+) s after the join "
+                          r"began", open(c.log_path(i)).read())
+            for i in (2, 3)}
+    assert len(held[2]) == 1 and float(held[2][0]) < LOAD_HOLD_S, held
+    assert len(held[3]) == 1 and \
+        LOAD_HOLD_S <= float(held[3][0]) < LOAD_HOLD_S + 5, held
+    print("load held while joining: n2 %s s (answered), n3 %s s (no "
+          "answer)" % (held[2][0], held[3][0]))
     for i in range(4):
         assert c.stop(i) == 0, "n%d did not exit 0 on SIGTERM" % i
 
@@ -1275,6 +1286,7 @@ def metric(port, name):
     return float(m.group(1)) if m else 0.0
 
 
+LOAD_HOLD_S = 2.0  # GOSSIP_PLAN_LOAD_HOLD_MS (gossip/plan.h)
 JOINFIRST_ALIVE_S = 10.0  # issue 33: 3 probe periods (1 s) from the
                           # start; loopback adds no delay, a busy 2-core
                           # host a few seconds of process start
