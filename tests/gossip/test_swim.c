@@ -252,6 +252,7 @@ static void test_loss_no_false_dead(void **state)
         struct sim *s = mk(64, seed, 0.0, &w);
         struct expect live = {NULL, GOSSIP_ALIVE, NULL};
         unsigned susp = 0, refutes = 0;
+        uint64_t timeouts = 0, indirect = 0;
         struct sim_counters c;
         size_t i;
 
@@ -264,15 +265,22 @@ static void test_loss_no_false_dead(void **state)
                 gossip_stats_get(sim_node(s, i), &st);
                 susp += w.suspect[i];
                 refutes += (unsigned)st.refutes;
+                timeouts += st.probe_timeouts;
+                indirect += st.indirect_probes;
                 assert_int_equal(w.dead[i], 0);
         }
         sim_counters(s, &c);
         fprintf(stderr,
-                "loss_no_false_dead: 300 s at 10%% loss: %u suspicions "
-                "raised, %u refutations, 0 deaths; %llu datagrams\n",
+                "loss_no_false_dead: 300 s at 10%% loss: %llu direct probes "
+                "timed out, %llu indirect probes, %u suspicions raised, %u "
+                "refutations, 0 deaths; %llu datagrams\n",
+                (unsigned long long)timeouts, (unsigned long long)indirect,
                 susp, refutes, (unsigned long long)c.sent[GOSSIP_CH_DGRAM]);
-        /* Loss must actually have bitten, or the test proves nothing. */
-        assert_true(susp > 0);
+        /* Loss must actually have bitten, or the test proves nothing: the
+         * detector had to fall back on indirect probes. Suspicions are no
+         * guard: with the stream fallback a false one is rare enough (0-6
+         * episodes in 300 s over seeds) that some seeds have none. */
+        assert_true(timeouts > 0 && indirect > 0);
         sim_set_loss_all(s, 0.0);
         sim_run_until(s, sim_now(s) + 10000);
         assert_true(all_see(s, &live));
@@ -389,8 +397,12 @@ static void test_leave(void **state)
 /*
  * Force-leave (the operator's `gossipctl force-leave`): a crashed node is
  * declared `left` by one member and, like any update, that spreads to all
- * within a dissemination round, before the failure detector would have
- * called it dead. A live node that is force-left refutes it.
+ * before the failure detector would have called it dead. Push gossip (3
+ * members every 200 ms) reaches 32 nodes in ~log_3 32 = 3.2 rounds; a
+ * node those rounds miss hears it piggybacked on a probe within a period
+ * or two. Bound 2 s (measured over 60 seeds: 280-1190 ms, median 560),
+ * under the 4 s minimum suspicion after which the detector could act.
+ * A live node that is force-left refutes it.
  */
 static void test_force_leave(void **state)
 {
@@ -415,10 +427,10 @@ static void test_force_leave(void **state)
         t = sim_now(s) - t0;
         fprintf(stderr,
                 "force-leave: `left` everywhere after %llu ms "
-                "(bound 1000)\n",
+                "(bound 2000)\n",
                 (unsigned long long)t);
         assert_true(ok);
-        assert_true(t <= 1000);
+        assert_true(t <= 2000);
         assert_int_equal(w.dead[5], 0);
         /* a live member told it has left refutes and stays alive */
         assert_int_equal(gossip_force_leave(sim_node(s, 0), sim_key(s, 7)), 0);
@@ -573,11 +585,15 @@ static bool sees(struct sim *s, const size_t *who, size_t n_who, size_t j,
  * confirm what it suspects: each suspicion lasts the max, 6 x 4 s = 24 s.
  * Its suspicions start no earlier than the cut (the probe that fails is
  * answered by nobody after it), so "not yet": at t0 + 24 s - 0.1 s node 0
- * has declared nobody dead. Then: round-robin probes reach each of the
- * n - 1 others within n - 1 periods, each stretched by awareness + 1 <= 8
- * (Lifeguard: +1 per failed probe and per missing NACK, so it soon reaches
- * its cap): <= 8 (n - 1) s, + 24 s + 1 s slack: all dead by
- * t0 + 8 (n - 1) + 25 s.
+ * has declared nobody dead. Then: the probe order is shuffled each round
+ * (plist_rebuild), and the cut may fall inside a round, so a member probed
+ * just before it can come last in the next: each of the n - 1 others is
+ * probed within 2 (n - 1) - 1 periods, each stretched by awareness + 1
+ * <= 8 (Lifeguard: +1 per failed probe and per missing NACK, so it soon
+ * reaches its cap): <= 8 (2n - 3) s, + 24 s + 1 s slack: all dead by
+ * t0 + 8 (2n - 3) + 25 s (measured at n = 5: 42.5-43 s in most seeds,
+ * and 59 s in the seeds where the last member came last of the next
+ * round).
  * The majority side: each of its members probes node 0 within n - 1
  * periods and suspects it; the first suspicion gossiped (~0.2 s) meets the
  * others' own and counts as a confirmation; with k = min(2, n - 2)
@@ -612,14 +628,14 @@ static void test_small_cluster_lone_node(void **state)
                                         n, j);
                         assert_int_not_equal(sim_state(s, 0, j), GOSSIP_DEAD);
                 }
-                sim_run_until(s, t0 + 8000 * (n - 1) + 25000);
+                sim_run_until(s, t0 + 8000 * (2 * n - 3) + 25000);
                 for (size_t j = 1; j < n; j++)
                         assert_true(sees(s, zero, 1, j, GOSSIP_DEAD));
                 fprintf(stderr,
                         "small_cluster: n=%zu lone node 0: nobody dead at "
                         "24 s - 0.1, all dead by %zu s; the others: node 0 "
                         "dead by 17 s\n",
-                        n, 8 * (n - 1) + 25);
+                        n, 8 * (2 * n - 3) + 25);
                 sim_destroy(s);
         }
 }
