@@ -133,10 +133,12 @@ DRIFT_STEPS = 1500
 # more a mean beyond 8. 10 points keeps the two apart with a margin for
 # this 2-core machine's noise.
 DRIFT_TOL = 10.0
-# Evaluations are where the chance and accuracy criteria look: every 50
-# steps (30 in the run; the batch losses' relative test sees the louder
-# pushes between them).
-DRIFT_EVAL_EVERY = 50
+# Evaluations are where the chance and accuracy criteria look: every 25
+# steps (60 in the run; the batch losses' relative test sees the louder
+# pushes between them). At 50, the accuracy dips a verdict needs were
+# sampled too rarely: 5 of 16 node-runs had no absolute verdict and one
+# CI run of 5 had none on either node; at 25, 1 of 16 (2026-12-07).
+DRIFT_EVAL_EVERY = 25
 ABSOLUTE = r"model health: (worse than chance|parameter norm|accuracy drop)"
 MIN_TURNS = 5
 NOT_PARTNER_FRAC = 0.25
